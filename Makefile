@@ -1,0 +1,38 @@
+# qoelab — the two commands: `make demo` and `make test` (both set everything up).
+# Needs: Rust via rustup (toolchain pinned in rust-toolchain.toml) and Python >= 3.11.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+STAMP  := $(VENV)/.deps-stamp
+OUT    ?= results/demo
+
+.PHONY: help demo test venv build test-rust test-py bench clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "numpy>=1.26" "pyarrow>=15" "pandas>=2.1"
+	touch $(STAMP)
+
+venv: $(STAMP) ## create/update the virtual environment
+
+build: venv ## build the Rust extension (release) into the venv
+	. $(VENV)/bin/activate && maturin develop --release -q
+
+demo: build ## set up, then run the main job on built-in defaults
+	$(VENV)/bin/qoelab demo --out $(OUT)
+
+test: build ## set up, then run every test (cargo test + pytest)
+	cargo test --workspace --exclude qoelab-py -q
+	$(PY) -m pytest -q
+
+bench: build ## packets/s and events/s of the fixed benchmark suite
+	$(VENV)/bin/qoelab bench
+
+clean:
+	rm -rf $(VENV) target results

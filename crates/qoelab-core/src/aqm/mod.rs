@@ -1,0 +1,326 @@
+//! Queue disciplines (AQMs), sans-IO.
+//!
+//! A discipline stores packets and decides drops/marks; it is driven with `now` by whoever owns
+//! time (the simulator's link, or the real-network emulator). It never reads a clock and never
+//! imports the engine. All accounting lives in the shared wrapper [`Queue`], so a discipline only
+//! implements [`QueueDiscipline`]:
+//!
+//! * `enqueue(now, pkt, sink)`: take the arriving packet, or reject it through `sink.reject`.
+//!   It may also drop packets already queued (`sink.drop_queued`, e.g. drophead, FQ overflow).
+//! * `dequeue(now, sink)`: hand out the next packet; packets dropped on the way out (CoDel) go to
+//!   `sink.drop_queued`.
+//! * `next_timer` / `on_timer`: optional periodic work (PIE's probability update every T_UPDATE,
+//!   ARED's max_p adaptation).
+//!
+//! ECN: a discipline marks instead of dropping by setting `pkt.ecn = ecn::CE` on an ECN-capable
+//! packet and calling `sink.mark()`.
+//!
+//! Adding a discipline: one file with a config struct (published defaults and units in its docs),
+//! `pub const ENTRY: AqmEntry`, unit tests; then one line in [`REGISTRY`] and a page in
+//! docs/models/.
+
+use crate::packet::Packet;
+use crate::params::{ParamError, ParamSpec, Params};
+use crate::time::{Ns, NEVER};
+
+pub mod pfifo;
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DropReason {
+    /// The queue was full (packet or byte limit) when the packet arrived.
+    Overflow,
+    /// An AQM's early drop at enqueue (RED/ARED, PIE).
+    AqmEnqueue,
+    /// An AQM's drop at dequeue (CoDel and FQ-CoDel's CoDel).
+    AqmDequeue,
+    /// Dropped from the head to make room (drophead).
+    HeadDrop,
+    /// FQ overflow: dropped from the flow with the largest backlog.
+    FqOverflow,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 5] = [
+        DropReason::Overflow,
+        DropReason::AqmEnqueue,
+        DropReason::AqmDequeue,
+        DropReason::HeadDrop,
+        DropReason::FqOverflow,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Overflow => "overflow",
+            DropReason::AqmEnqueue => "aqm_enqueue",
+            DropReason::AqmDequeue => "aqm_dequeue",
+            DropReason::HeadDrop => "head_drop",
+            DropReason::FqOverflow => "fq_overflow",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A dropped packet and whether it had been queued (counted as enqueued) before.
+#[derive(Clone, Copy, Debug)]
+pub struct Dropped {
+    pub pkt: Packet,
+    pub reason: DropReason,
+    pub was_queued: bool,
+}
+
+/// Where a discipline reports drops and marks during one call.
+#[derive(Debug, Default)]
+pub struct DropSink {
+    pub drops: Vec<Dropped>,
+    pub marks: u64,
+}
+
+impl DropSink {
+    /// The arriving packet is not accepted.
+    #[inline]
+    pub fn reject(&mut self, pkt: Packet, reason: DropReason) {
+        self.drops.push(Dropped { pkt, reason, was_queued: false });
+    }
+    /// A packet that had been accepted earlier is dropped.
+    #[inline]
+    pub fn drop_queued(&mut self, pkt: Packet, reason: DropReason) {
+        self.drops.push(Dropped { pkt, reason, was_queued: true });
+    }
+    /// One packet was CE-marked instead of dropped.
+    #[inline]
+    pub fn mark(&mut self) {
+        self.marks += 1;
+    }
+}
+
+/// The algorithm interface. See the module docs.
+pub trait QueueDiscipline: Send {
+    fn enqueue(&mut self, now: Ns, pkt: Packet, sink: &mut DropSink);
+    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Packet>;
+    /// Packets currently stored.
+    fn len_packets(&self) -> u64;
+    /// Bytes (IP length) currently stored.
+    fn len_bytes(&self) -> u64;
+    /// When `on_timer` must next run (NEVER if not needed).
+    fn next_timer(&self) -> Ns {
+        NEVER
+    }
+    fn on_timer(&mut self, _now: Ns) {}
+    /// A scalar of the algorithm's state for queue samples (drop probability for RED/PIE,
+    /// max_p for ARED, drop count for CoDel); NaN if none.
+    fn probe(&self) -> f64 {
+        f64::NAN
+    }
+}
+
+/// What a discipline is built from besides its own parameters.
+#[derive(Clone, Debug)]
+pub struct AqmBuildCtx {
+    /// Buffer limit in packets from the link's `buffer` (None = not limited in packets).
+    pub limit_packets: Option<u64>,
+    /// Buffer limit in bytes from the link's `buffer` (None = not limited in bytes).
+    pub limit_bytes: Option<u64>,
+    /// Link rate (bit/s) at build time (0 for trace-driven links); used by RED's idle decay.
+    pub link_rate_bps: u64,
+    /// Seed of this queue's random stream (already derived from the scenario seed and the
+    /// component name).
+    pub seed: u64,
+}
+
+/// A registered discipline.
+pub struct AqmEntry {
+    pub name: &'static str,
+    /// One line: what it is.
+    pub summary: &'static str,
+    /// The specification it follows (RFC / paper).
+    pub reference: &'static str,
+    pub params: &'static [ParamSpec],
+    pub build: fn(&Params, &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError>,
+}
+
+/// Every discipline, one line each.
+pub static REGISTRY: &[AqmEntry] = &[
+    pfifo::PFIFO,
+];
+
+pub fn find(name: &str) -> Option<&'static AqmEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+/// Build a discipline by name from parameters (unknown names are rejected).
+pub fn build(name: &str, params: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    let e = find(name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        crate::params::perr("kind", format!("unknown queue discipline \"{name}\"; expected one of: {}", names.join(", ")))
+    })?;
+    params.check_known(e.params)?;
+    (e.build)(params, ctx)
+}
+
+/// Counters of one queue, in packets and bytes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QueueStats {
+    pub arrived_pkts: u64,
+    pub arrived_bytes: u64,
+    pub enqueued_pkts: u64,
+    pub enqueued_bytes: u64,
+    pub dequeued_pkts: u64,
+    pub dequeued_bytes: u64,
+    /// Drops of arriving packets (never queued), by [`DropReason::index`].
+    pub dropped_at_enqueue_pkts: [u64; 5],
+    pub dropped_at_enqueue_bytes: [u64; 5],
+    /// Drops of packets that had been queued, by reason.
+    pub dropped_later_pkts: [u64; 5],
+    pub dropped_later_bytes: [u64; 5],
+    pub marked_pkts: u64,
+    /// Sum and count of sojourn times of dequeued packets (ns).
+    pub sojourn_sum: u128,
+    pub max_len_pkts: u64,
+    pub max_len_bytes: u64,
+}
+
+impl QueueStats {
+    pub fn dropped_pkts(&self) -> u64 {
+        self.dropped_at_enqueue_pkts.iter().sum::<u64>() + self.dropped_later_pkts.iter().sum::<u64>()
+    }
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped_at_enqueue_bytes.iter().sum::<u64>() + self.dropped_later_bytes.iter().sum::<u64>()
+    }
+}
+
+/// Conservation failure (a bug in a discipline or in the driver).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConservationError(pub String);
+
+/// The shared wrapper: a discipline plus all accounting.
+pub struct Queue {
+    pub kind: &'static str,
+    inner: Box<dyn QueueDiscipline>,
+    pub stats: QueueStats,
+    sink: DropSink,
+    /// Sojourn times (ns) of dequeued packets, recorded only if enabled (for percentiles).
+    pub sojourn_samples: Option<Vec<u32>>,
+}
+
+impl Queue {
+    pub fn new(kind: &'static str, inner: Box<dyn QueueDiscipline>) -> Queue {
+        Queue { kind, inner, stats: QueueStats::default(), sink: DropSink::default(), sojourn_samples: None }
+    }
+
+    /// Build from the registry.
+    pub fn build(name: &str, params: &Params, ctx: &AqmBuildCtx) -> Result<Queue, ParamError> {
+        let e = find(name).ok_or_else(|| crate::params::perr("kind", format!("unknown queue discipline \"{name}\"")))?;
+        Ok(Queue::new(e.name, build(name, params, ctx)?))
+    }
+
+    /// Keep every sojourn time (as u32 ns, saturating at ~4.29 s) for percentiles.
+    pub fn record_sojourns(&mut self) {
+        self.sojourn_samples = Some(Vec::new());
+    }
+
+    fn account_drops(&mut self) {
+        let s = &mut self.stats;
+        for d in &self.sink.drops {
+            let i = d.reason.index();
+            if d.was_queued {
+                s.dropped_later_pkts[i] += 1;
+                s.dropped_later_bytes[i] += d.pkt.size as u64;
+            } else {
+                s.dropped_at_enqueue_pkts[i] += 1;
+                s.dropped_at_enqueue_bytes[i] += d.pkt.size as u64;
+            }
+        }
+        s.marked_pkts += self.sink.marks;
+        self.sink.marks = 0;
+    }
+
+    /// Offer an arriving packet. Drops (of it or of others) are appended to `dropped` when given.
+    #[inline]
+    pub fn enqueue(&mut self, now: Ns, mut pkt: Packet, dropped: Option<&mut Vec<Dropped>>) {
+        pkt.enq_at = now;
+        self.stats.arrived_pkts += 1;
+        self.stats.arrived_bytes += pkt.size as u64;
+        let size = pkt.size as u64;
+        self.inner.enqueue(now, pkt, &mut self.sink);
+        let rejected = self.sink.drops.iter().any(|d| !d.was_queued);
+        if !rejected {
+            self.stats.enqueued_pkts += 1;
+            self.stats.enqueued_bytes += size;
+        }
+        self.after_call(dropped);
+        let (lp, lb) = (self.inner.len_packets(), self.inner.len_bytes());
+        self.stats.max_len_pkts = self.stats.max_len_pkts.max(lp);
+        self.stats.max_len_bytes = self.stats.max_len_bytes.max(lb);
+    }
+
+    /// Take the next packet to transmit.
+    #[inline]
+    pub fn dequeue(&mut self, now: Ns, dropped: Option<&mut Vec<Dropped>>) -> Option<Packet> {
+        let p = self.inner.dequeue(now, &mut self.sink);
+        if let Some(p) = &p {
+            debug_assert!(now >= p.enq_at);
+            let soj = now - p.enq_at;
+            self.stats.dequeued_pkts += 1;
+            self.stats.dequeued_bytes += p.size as u64;
+            self.stats.sojourn_sum += soj as u128;
+            if let Some(v) = &mut self.sojourn_samples {
+                v.push(soj.min(u32::MAX as u64) as u32);
+            }
+        }
+        self.after_call(dropped);
+        p
+    }
+
+    #[inline]
+    fn after_call(&mut self, dropped: Option<&mut Vec<Dropped>>) {
+        if !self.sink.drops.is_empty() || self.sink.marks > 0 {
+            self.account_drops();
+            if let Some(out) = dropped {
+                out.extend(self.sink.drops.iter().copied());
+            }
+            self.sink.drops.clear();
+        }
+    }
+
+    pub fn next_timer(&self) -> Ns {
+        self.inner.next_timer()
+    }
+    pub fn on_timer(&mut self, now: Ns) {
+        self.inner.on_timer(now)
+    }
+    pub fn len_packets(&self) -> u64 {
+        self.inner.len_packets()
+    }
+    pub fn len_bytes(&self) -> u64 {
+        self.inner.len_bytes()
+    }
+    pub fn probe(&self) -> f64 {
+        self.inner.probe()
+    }
+
+    /// arrived = enqueued + dropped at enqueue; enqueued = dequeued + dropped later + queued
+    /// (in packets and in bytes).
+    pub fn check_conservation(&self) -> Result<(), ConservationError> {
+        let s = &self.stats;
+        let de_p: u64 = s.dropped_at_enqueue_pkts.iter().sum();
+        let de_b: u64 = s.dropped_at_enqueue_bytes.iter().sum();
+        let dl_p: u64 = s.dropped_later_pkts.iter().sum();
+        let dl_b: u64 = s.dropped_later_bytes.iter().sum();
+        let (qp, qb) = (self.inner.len_packets(), self.inner.len_bytes());
+        if s.arrived_pkts != s.enqueued_pkts + de_p || s.arrived_bytes != s.enqueued_bytes + de_b {
+            return Err(ConservationError(format!(
+                "queue {}: arrived {} pkts/{} B != enqueued {}/{} + dropped at enqueue {}/{}",
+                self.kind, s.arrived_pkts, s.arrived_bytes, s.enqueued_pkts, s.enqueued_bytes, de_p, de_b
+            )));
+        }
+        if s.enqueued_pkts != s.dequeued_pkts + dl_p + qp || s.enqueued_bytes != s.dequeued_bytes + dl_b + qb {
+            return Err(ConservationError(format!(
+                "queue {}: enqueued {} pkts/{} B != dequeued {}/{} + dropped later {}/{} + queued {}/{}",
+                self.kind, s.enqueued_pkts, s.enqueued_bytes, s.dequeued_pkts, s.dequeued_bytes, dl_p, dl_b, qp, qb
+            )));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,56 @@
+//! pfifo: droptail FIFO limited in packets (Linux `pfifo`).
+//! (Placeholder of the skeleton; the full droptail family lives in this folder.)
+
+use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use crate::packet::Packet;
+use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
+use crate::time::Ns;
+use std::collections::VecDeque;
+
+const PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "limit",
+    unit: Unit::Packets,
+    default: Default::Context("link buffer, or 1000 packets (Linux txqueuelen)"),
+    doc: "maximum packets queued",
+}];
+
+pub const PFIFO: AqmEntry = AqmEntry {
+    name: "pfifo",
+    summary: "droptail FIFO limited in packets",
+    reference: "Linux tc-pfifo(8)",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    let limit = p.u64(PARAMS, "limit")?.or(ctx.limit_packets).unwrap_or(1000);
+    Ok(Box::new(Pfifo { q: VecDeque::new(), bytes: 0, limit }))
+}
+
+pub struct Pfifo {
+    q: VecDeque<Packet>,
+    bytes: u64,
+    limit: u64,
+}
+
+impl QueueDiscipline for Pfifo {
+    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+        if self.q.len() as u64 >= self.limit {
+            sink.reject(pkt, DropReason::Overflow);
+        } else {
+            self.bytes += pkt.size as u64;
+            self.q.push_back(pkt);
+        }
+    }
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    fn len_packets(&self) -> u64 {
+        self.q.len() as u64
+    }
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}

@@ -1,0 +1,21 @@
+//! # qoelab-core
+//!
+//! The core of qoelab, a lab for video streaming over shared networks.
+//!
+//! Layers (lower never imports higher; algorithms never import the engine):
+//!
+//! * [`time`], [`rng`], [`packet`], [`params`]: plain data shared by everything.
+//! * Algorithms, sans-IO (time and observations in, decisions and next wake-up out):
+//!   [`aqm`] (queue disciplines), [`tcp`] (sender/receiver state machines and [`tcp::cc`]).
+//! * [`sim`]: the discrete-event engine (event queue ordered by (time, sequence)).
+//! * [`net`]: nodes, links, traces, loss models and the simulator's drivers of the algorithms.
+//!
+//! See docs/architecture.md in the repository.
+#![forbid(unsafe_code)]
+
+pub mod aqm;
+pub mod packet;
+pub mod params;
+pub mod rng;
+pub mod tcp;
+pub mod time;
