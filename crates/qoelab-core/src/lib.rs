@@ -13,9 +13,11 @@
 //! See docs/architecture.md in the repository.
 #![forbid(unsafe_code)]
 
+pub mod abr;
 pub mod aqm;
 pub mod packet;
 pub mod params;
 pub mod rng;
 pub mod tcp;
 pub mod time;
+pub mod video;

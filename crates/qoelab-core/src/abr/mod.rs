@@ -1,0 +1,127 @@
+//! Adaptive bitrate (ABR) algorithms, sans-IO.
+//!
+//! An ABR sees the video, the player's buffer and the history of downloads, and decides the rung
+//! of the next segment (and optionally a delay before requesting it). It never sees the network
+//! directly: throughput comes from [`DownloadRecord`]s, which the player fills from whatever
+//! carries the bytes (simulated TCP, trace mode, a real socket).
+//!
+//! Call order, per segment: `choose` -> (download; `on_progress` may be polled by the player
+//! while the download runs, for abandonment) -> `on_download` with the finished record.
+//!
+//! Adding an ABR: one file with a config struct (published defaults in its docs), `pub const
+//! ENTRY: AbrEntry`, hand-computed unit tests; one line in [`REGISTRY`]; a page in docs/models/.
+
+use crate::params::{ParamError, ParamSpec, Params};
+use crate::time::Ns;
+use crate::video::Video;
+
+/// One finished (or abandoned) segment download, as the player measured it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DownloadRecord {
+    pub segment: usize,
+    pub rung: usize,
+    /// Bytes received (the whole segment unless abandoned).
+    pub bytes: u64,
+    /// When the request was issued, the first byte arrived, the last byte arrived (ns).
+    pub t_request: Ns,
+    pub t_first_byte: Ns,
+    pub t_last_byte: Ns,
+    pub abandoned: bool,
+}
+
+impl DownloadRecord {
+    /// Throughput from request to last byte (bit/s), the "request-to-last-byte" sample.
+    pub fn tput_request_bps(&self) -> f64 {
+        let d = self.t_last_byte.saturating_sub(self.t_request).max(1);
+        self.bytes as f64 * 8e9 / d as f64
+    }
+    /// Throughput from first to last byte (bit/s), excluding the first-byte latency.
+    pub fn tput_first_byte_bps(&self) -> f64 {
+        let d = self.t_last_byte.saturating_sub(self.t_first_byte).max(1);
+        self.bytes as f64 * 8e9 / d as f64
+    }
+    /// Time to first byte (ns).
+    pub fn latency(&self) -> Ns {
+        self.t_first_byte.saturating_sub(self.t_request)
+    }
+}
+
+/// What the ABR observes when deciding.
+#[derive(Clone, Copy, Debug)]
+pub struct AbrObs<'a> {
+    pub now: Ns,
+    pub video: &'a Video,
+    /// Index of the segment to decide for.
+    pub segment: usize,
+    /// Media time buffered ahead of the playhead (ns).
+    pub buffer: Ns,
+    /// The player's maximum buffer (ns): downloads pause while buffer + one segment exceeds it.
+    pub buffer_max: Ns,
+    /// Rung of the previous segment (None before the first).
+    pub last_rung: Option<usize>,
+    /// Playback has started (false during startup).
+    pub playing: bool,
+    /// Every finished download so far, oldest first.
+    pub history: &'a [DownloadRecord],
+}
+
+/// A decision.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    pub rung: usize,
+    /// Wait this long before issuing the request (BOLA-O, BOLA-E's placeholder logic); 0 = now.
+    pub delay: Ns,
+    /// Why (logged per segment): e.g. "tput 3.2Mbps*0.9 -> rung 4".
+    pub reason: String,
+}
+
+/// Progress of the download in flight (for abandonment rules).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub now: Ns,
+    pub segment: usize,
+    pub rung: usize,
+    pub bytes_total: u64,
+    pub bytes_received: u64,
+    pub t_request: Ns,
+    /// None until the first byte arrived.
+    pub t_first_byte: Option<Ns>,
+}
+
+/// The ABR interface.
+pub trait Abr: Send {
+    fn name(&self) -> &'static str;
+    fn choose(&mut self, obs: &AbrObs) -> Decision;
+    /// A download finished (update estimators).
+    fn on_download(&mut self, _obs: &AbrObs, _rec: &DownloadRecord) {}
+    /// Abandonment hook: return Some(rung) to abandon the current download and fetch the segment
+    /// again at `rung` (lower than the current one). Default: never abandon.
+    fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {
+        None
+    }
+}
+
+/// A registered ABR.
+pub struct AbrEntry {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub reference: &'static str,
+    pub params: &'static [ParamSpec],
+    pub build: fn(&Params, &Video) -> Result<Box<dyn Abr>, ParamError>,
+}
+
+/// Every ABR, one line each.
+pub static REGISTRY: &[AbrEntry] = &[];
+
+pub fn find(name: &str) -> Option<&'static AbrEntry> {
+    REGISTRY.iter().find(|e| e.name == name)
+}
+
+pub fn build(name: &str, params: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
+    let e = find(name).ok_or_else(|| {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        crate::params::perr("abr", format!("unknown ABR \"{name}\"; expected one of: {}", names.join(", ")))
+    })?;
+    params.check_known(e.params)?;
+    (e.build)(params, video)
+}
