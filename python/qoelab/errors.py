@@ -1,0 +1,37 @@
+"""Errors for bad input.
+
+Every problem with user input (scenario, trace, manifest, movie JSON, playlist, CLI argument)
+is raised as :class:`InputError`. The CLI prints ``str(err)`` as one line and exits with code 2;
+it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Bad input: ``<file>:<where>: expected <expected>, found <found>``.
+
+    ``where`` is a line number (``"12"``), a key path (``"links.bottleneck.rate"``), a byte
+    offset or an XML path -- whatever locates the problem best. Any part may be omitted.
+    """
+
+    def __init__(self, path: str | None, where: str | None = None, expected: str | None = None,
+                 found: str | None = None, message: str | None = None):
+        self.path = path
+        self.where = where
+        self.expected = expected
+        self.found = found
+        self.message = message
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        loc = ":".join(str(p) for p in (self.path, self.where) if p not in (None, ""))
+        parts = []
+        if self.message:
+            parts.append(self.message)
+        if self.expected is not None:
+            parts.append(f"expected {self.expected}")
+        if self.found is not None:
+            parts.append(f"found {self.found}")
+        body = ", ".join(parts) if parts else "invalid input"
+        return f"{loc}: {body}" if loc else body
