@@ -15,9 +15,11 @@
 
 pub mod abr;
 pub mod aqm;
+pub mod net;
 pub mod packet;
 pub mod params;
 pub mod rng;
+pub mod sim;
 pub mod tcp;
 pub mod time;
 pub mod video;

@@ -1,0 +1,170 @@
+//! The normalized simulation config: what the core runs. Units are canonical (ns, bit/s, bytes,
+//! packets). The Python front turns scenario TOML files (with unit strings, topologies such as
+//! dumbbell/chain, defaults) into this document; Rust tests and benches build it directly.
+
+use super::loss::LossCfg;
+use super::trace::TraceCfg;
+use crate::time::{Ns, MS};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    pub name: String,
+    #[serde(default)]
+    pub seed: u64,
+    /// Simulated time to run (ns).
+    pub duration: Ns,
+    pub nodes: Vec<NodeCfg>,
+    pub links: Vec<LinkCfg>,
+    #[serde(default)]
+    pub flows: Vec<FlowCfg>,
+    #[serde(default)]
+    pub output: OutputCfg,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeCfg {
+    pub name: String,
+}
+
+/// A unidirectional link `from -> to` with its queue.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkCfg {
+    pub name: String,
+    pub from: usize,
+    pub to: usize,
+    /// bit/s (ignored when `trace` is set).
+    #[serde(default)]
+    pub rate_bps: u64,
+    /// One-way propagation delay (ns).
+    #[serde(default)]
+    pub delay: Ns,
+    /// Buffer limit in packets and/or bytes (given to the queue discipline as its limit).
+    #[serde(default)]
+    pub buffer_packets: Option<u64>,
+    #[serde(default)]
+    pub buffer_bytes: Option<u64>,
+    #[serde(default = "pfifo")]
+    pub aqm: String,
+    #[serde(default)]
+    pub aqm_params: Value,
+    #[serde(default)]
+    pub trace: Option<TraceCfg>,
+    #[serde(default)]
+    pub loss: Option<LossCfg>,
+    /// Monitor this link: queue samples, sojourn-time percentiles, utilization in the summary.
+    #[serde(default)]
+    pub monitor: bool,
+    /// Log every packet event (enqueue, dequeue, drop) of this link.
+    #[serde(default)]
+    pub packet_log: bool,
+    /// Capture packets leaving this link's queue (transmitted) into a pcap.
+    #[serde(default)]
+    pub pcap: bool,
+}
+
+fn pfifo() -> String {
+    "pfifo".into()
+}
+
+/// A traffic source.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum FlowCfg {
+    /// A TCP transfer: unlimited (iperf-like) between start and stop, or `bytes` long.
+    Bulk {
+        name: String,
+        src: usize,
+        dst: usize,
+        #[serde(default = "cubic")]
+        cc: String,
+        #[serde(default)]
+        cc_params: Value,
+        #[serde(default)]
+        tcp: Value,
+        #[serde(default)]
+        start: Ns,
+        #[serde(default)]
+        stop: Option<Ns>,
+        #[serde(default)]
+        bytes: Option<u64>,
+        /// (time, weight) changes applied to the controller while running (Minerva).
+        #[serde(default)]
+        weight_schedule: Vec<(Ns, f64)>,
+    },
+    /// Constant bit rate datagrams (no congestion control, no ACKs).
+    Cbr {
+        name: String,
+        src: usize,
+        dst: usize,
+        rate_bps: u64,
+        #[serde(default = "mtu")]
+        packet_size: u32,
+        #[serde(default)]
+        start: Ns,
+        #[serde(default)]
+        stop: Option<Ns>,
+    },
+    /// Web-like cross traffic: TCP flows arriving as a Poisson process with sizes drawn from an
+    /// empirical CDF `[(bytes, cumulative probability)]` (linear interpolation between points).
+    Web {
+        name: String,
+        src: usize,
+        dst: usize,
+        #[serde(default = "cubic")]
+        cc: String,
+        #[serde(default)]
+        cc_params: Value,
+        #[serde(default)]
+        tcp: Value,
+        #[serde(default)]
+        start: Ns,
+        #[serde(default)]
+        stop: Option<Ns>,
+        /// Mean arrivals per second.
+        arrival_rate: f64,
+        sizes: Vec<(f64, f64)>,
+    },
+}
+
+fn cubic() -> String {
+    "cubic".into()
+}
+fn mtu() -> u32 {
+    crate::packet::MTU
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputCfg {
+    /// Period of flow/TCP/queue samples (ns).
+    #[serde(default = "hundred_ms")]
+    pub sample_interval: Ns,
+    /// Tables to record: any of "flows", "tcp", "queues", "packets" (packets also needs a link
+    /// with packet_log), "web".
+    #[serde(default = "default_tables")]
+    pub tables: Vec<String>,
+}
+
+impl Default for OutputCfg {
+    fn default() -> Self {
+        OutputCfg { sample_interval: hundred_ms(), tables: default_tables() }
+    }
+}
+
+fn hundred_ms() -> Ns {
+    100 * MS
+}
+fn default_tables() -> Vec<String> {
+    vec!["flows".into(), "tcp".into(), "queues".into(), "web".into()]
+}
+
+impl SimConfig {
+    pub fn from_json(s: &str) -> Result<SimConfig, String> {
+        serde_json::from_str(s).map_err(|e| format!("config: {e}"))
+    }
+}

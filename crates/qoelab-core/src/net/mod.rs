@@ -1,0 +1,11 @@
+//! The network model and the simulator's driver of the sans-IO algorithms.
+
+pub mod config;
+pub mod link;
+pub mod loss;
+pub mod record;
+pub mod trace;
+pub mod world;
+
+pub use config::SimConfig;
+pub use world::{SimError, World};

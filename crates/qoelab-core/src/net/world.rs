@@ -1,0 +1,791 @@
+//! The simulator's driver: nodes, links and endpoints wired to the engine.
+//!
+//! This is the only module that owns time for the algorithms: it pops events from
+//! [`crate::sim::Engine`], calls the sans-IO components (queue disciplines, TCP, applications)
+//! with `now`, forwards the packets they emit, and schedules their next wake-ups.
+
+use super::config::{FlowCfg, SimConfig};
+use super::link::{Link, LinkStats, Service};
+use super::loss::Loss;
+use super::record::Table;
+use super::trace::{Opportunities, RateSchedule, TraceCfg};
+use crate::aqm::{AqmBuildCtx, Dropped, Queue};
+use crate::packet::{flags, flow_hash, Packet};
+use crate::params::Params;
+use crate::rng::Rng;
+use crate::sim::Engine;
+use crate::time::{Ns, NEVER};
+
+const K_TX: u64 = 1;
+const K_ARR: u64 = 2;
+const K_EP: u64 = 3;
+const K_AQM: u64 = 4;
+const K_APP: u64 = 5;
+const K_SAMPLE: u64 = 6;
+const IDX_MASK: u64 = (1 << 56) - 1;
+
+#[inline]
+fn target(kind: u64, idx: usize) -> u64 {
+    kind << 56 | idx as u64
+}
+
+/// A build or run error with the config path it concerns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimError {
+    /// Where in the normalized config (e.g. "links[2].aqm_params.target").
+    pub path: String,
+    pub msg: String,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.msg)
+    }
+}
+
+fn serr(path: impl Into<String>, msg: impl Into<String>) -> SimError {
+    SimError { path: path.into(), msg: msg.into() }
+}
+
+/// Constant-bit-rate datagram source.
+#[derive(Debug)]
+pub struct CbrSource {
+    pub rate_bps: u64,
+    pub size: u32,
+    pub next: Ns,
+    pub active: bool,
+    pub seq: u64,
+    pub sent_bytes: u64,
+}
+
+/// A datagram sink.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub bytes: u64,
+    pub pkts: u64,
+}
+
+/// An endpoint: anything attached to a host that consumes and emits packets.
+pub enum Ep {
+    Cbr(CbrSource),
+    Sink(Sink),
+}
+
+/// Runtime state of one flow (half-connection or datagram flow).
+#[derive(Debug)]
+pub struct FlowRt {
+    pub name: String,
+    pub kind: &'static str,
+    pub src: u16,
+    pub dst: u16,
+    /// Endpoint indices of the data sender and receiver.
+    pub tx: usize,
+    pub rx: usize,
+    pub start: Ns,
+    pub stop: Option<Ns>,
+    /// When the last byte of a finite transfer arrived.
+    pub done_at: Option<Ns>,
+    /// Bytes received at the previous sample (for interval goodput).
+    prev_bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+enum AppAction {
+    Start(usize),
+    Stop(usize),
+}
+
+/// Tables recorded during a run.
+pub struct Recorder {
+    pub flows: Option<Table>,
+    pub queues: Option<Table>,
+    pub packets: Option<Table>,
+}
+
+/// The simulated world.
+pub struct World {
+    pub cfg: SimConfig,
+    pub engine: Engine,
+    pub links: Vec<Link>,
+    /// routes[node][dst] = link index (u32::MAX = unreachable).
+    routes: Vec<Vec<u32>>,
+    pub eps: Vec<Ep>,
+    ep_node: Vec<u16>,
+    /// Flow id of each endpoint.
+    ep_flow: Vec<u32>,
+    ep_sched: Vec<Ns>,
+    pub flows: Vec<FlowRt>,
+    actions: Vec<AppAction>,
+    pub rec: Recorder,
+    drops: Vec<Dropped>,
+    /// Queue counters at the previous sample (for interval sojourn means).
+    prev_q: Vec<(u64, u128)>,
+    pub seed: u64,
+    pub ended: bool,
+}
+
+impl World {
+    pub fn build(cfg: SimConfig) -> Result<World, SimError> {
+        let n = cfg.nodes.len();
+        if n == 0 || n > u16::MAX as usize {
+            return Err(serr("nodes", "expected 1..65535 nodes"));
+        }
+        if cfg.duration == 0 {
+            return Err(serr("duration", "expected > 0"));
+        }
+        let seed = cfg.seed;
+        let mut links = Vec::with_capacity(cfg.links.len());
+        for (i, l) in cfg.links.iter().enumerate() {
+            let p = format!("links[{i}]");
+            if l.from >= n || l.to >= n || l.from == l.to {
+                return Err(serr(format!("{p}.from"), "expected two different existing nodes"));
+            }
+            let service = match &l.trace {
+                Some(t) => {
+                    t.validate().map_err(|e| serr(format!("{p}.trace"), e))?;
+                    match t {
+                        TraceCfg::Opportunities { period_ns, times_ns, bytes_per_opportunity, once } => {
+                            Service::Opportunities(Opportunities {
+                                period: *period_ns,
+                                times: times_ns.clone(),
+                                bytes_per_opp: *bytes_per_opportunity,
+                                once: *once,
+                            })
+                        }
+                        TraceCfg::Rates { segments, looping } => Service::Schedule(RateSchedule::new(segments, *looping)),
+                    }
+                }
+                None => {
+                    if l.rate_bps == 0 {
+                        return Err(serr(format!("{p}.rate"), "expected a rate > 0 (or a trace)"));
+                    }
+                    Service::Fixed(l.rate_bps)
+                }
+            };
+            let params = Params::from_value(&l.aqm_params).map_err(|e| serr(format!("{p}.aqm_params"), e.msg))?;
+            let ctx = AqmBuildCtx {
+                limit_packets: l.buffer_packets,
+                limit_bytes: l.buffer_bytes,
+                link_rate_bps: l.rate_bps,
+                seed: Rng::for_component(seed, &format!("link/{}/aqm", l.name)).next_u64(),
+            };
+            let mut queue = Queue::build(&l.aqm, &params, &ctx).map_err(|e| {
+                if e.param == "kind" {
+                    serr(format!("{p}.aqm"), e.msg)
+                } else {
+                    serr(format!("{p}.aqm_params.{}", e.param), e.msg)
+                }
+            })?;
+            if l.monitor {
+                queue.record_sojourns();
+            }
+            let loss = match &l.loss {
+                Some(lc) => {
+                    lc.validate().map_err(|e| serr(format!("{p}.loss.{e}"), ""))?;
+                    Some(Loss::new(lc.clone(), Rng::for_component(seed, &format!("link/{}/loss", l.name))))
+                }
+                None => None,
+            };
+            links.push(Link {
+                name: l.name.clone(),
+                from: l.from,
+                to: l.to,
+                service,
+                delay: l.delay,
+                queue,
+                loss,
+                stats: LinkStats::default(),
+                busy: false,
+                in_service: None,
+                remaining: 0,
+                line: Default::default(),
+                aqm_timer: NEVER,
+                monitor: l.monitor,
+                packet_log: l.packet_log,
+                pcap: l.pcap,
+            });
+        }
+        let routes = compute_routes(n, &links);
+        let want = |t: &str| cfg.output.tables.iter().any(|x| x == t);
+        let rec = Recorder {
+            flows: want("flows").then(|| {
+                Table::new("flows", &[("time_s", 'f'), ("flow", 'i'), ("bytes_received", 'i'), ("goodput_bps", 'f')])
+            }),
+            queues: want("queues").then(|| {
+                Table::new(
+                    "queues",
+                    &[
+                        ("time_s", 'f'),
+                        ("link", 'i'),
+                        ("len_pkts", 'i'),
+                        ("len_bytes", 'i'),
+                        ("sojourn_mean_ms", 'f'),
+                        ("dropped_pkts", 'i'),
+                        ("marked_pkts", 'i'),
+                        ("aqm_state", 'f'),
+                    ],
+                )
+            }),
+            packets: (want("packets") || links.iter().any(|l| l.packet_log)).then(|| {
+                Table::new(
+                    "packets",
+                    &[
+                        ("time_ns", 'i'),
+                        ("link", 'i'),
+                        ("event", 'i'),
+                        ("flow", 'i'),
+                        ("seq", 'i'),
+                        ("ack", 'i'),
+                        ("size", 'i'),
+                        ("payload", 'i'),
+                        ("flags", 'i'),
+                        ("reason", 'i'),
+                    ],
+                )
+            }),
+        };
+        let nl = links.len();
+        let mut w = World {
+            cfg,
+            engine: Engine::new(),
+            links,
+            routes,
+            eps: Vec::new(),
+            ep_node: Vec::new(),
+            ep_flow: Vec::new(),
+            ep_sched: Vec::new(),
+            flows: Vec::new(),
+            actions: Vec::new(),
+            rec,
+            drops: Vec::new(),
+            prev_q: vec![(0, 0); nl],
+            seed,
+            ended: false,
+        };
+        let flows = w.cfg.flows.clone();
+        for (i, f) in flows.iter().enumerate() {
+            w.add_flow(i, f)?;
+        }
+        for i in 0..w.links.len() {
+            w.schedule_aqm_timer(i);
+        }
+        if w.rec.flows.is_some() || w.rec.queues.is_some() {
+            let si = w.cfg.output.sample_interval;
+            if si > 0 {
+                w.engine.schedule(si, target(K_SAMPLE, 0));
+            }
+        }
+        Ok(w)
+    }
+
+    /// Both nodes exist and are connected (both ways when `two_way`, as TCP needs for ACKs).
+    fn check_nodes(&self, p: &str, src: usize, dst: usize, two_way: bool) -> Result<(), SimError> {
+        let n = self.cfg.nodes.len();
+        if src >= n || dst >= n || src == dst {
+            return Err(serr(format!("{p}.src"), "expected two different existing nodes"));
+        }
+        if self.routes[src][dst] == u32::MAX || (two_way && self.routes[dst][src] == u32::MAX) {
+            return Err(serr(
+                format!("{p}.dst"),
+                format!("no route between {} and {}", self.cfg.nodes[src].name, self.cfg.nodes[dst].name),
+            ));
+        }
+        Ok(())
+    }
+
+    fn new_ep(&mut self, ep: Ep, node: usize, flow: usize) -> usize {
+        self.eps.push(ep);
+        self.ep_node.push(node as u16);
+        self.ep_flow.push(flow as u32);
+        self.ep_sched.push(NEVER);
+        self.eps.len() - 1
+    }
+
+    fn add_flow(&mut self, i: usize, f: &FlowCfg) -> Result<(), SimError> {
+        let p = format!("flows[{i}]");
+        match f {
+            FlowCfg::Cbr { name, src, dst, rate_bps, packet_size, start, stop } => {
+                self.check_nodes(&p, *src, *dst, false)?;
+                if *rate_bps == 0 {
+                    return Err(serr(format!("{p}.rate"), "expected > 0"));
+                }
+                if *packet_size < 28 || *packet_size > crate::packet::MTU {
+                    return Err(serr(format!("{p}.packet_size"), "expected 28..=1500 bytes"));
+                }
+                let fid = self.flows.len();
+                let tx = self.new_ep(
+                    Ep::Cbr(CbrSource { rate_bps: *rate_bps, size: *packet_size, next: *start, active: false, seq: 0, sent_bytes: 0 }),
+                    *src,
+                    fid,
+                );
+                let rx = self.new_ep(Ep::Sink(Sink::default()), *dst, fid);
+                self.flows.push(FlowRt {
+                    name: name.clone(),
+                    kind: "cbr",
+                    src: *src as u16,
+                    dst: *dst as u16,
+                    tx,
+                    rx,
+                    start: *start,
+                    stop: *stop,
+                    done_at: None,
+                    prev_bytes: 0,
+                });
+                self.schedule_action(*start, AppAction::Start(fid));
+                if let Some(s) = stop {
+                    self.schedule_action(*s, AppAction::Stop(fid));
+                }
+                Ok(())
+            }
+            FlowCfg::Bulk { .. } | FlowCfg::Web { .. } => Err(serr(format!("{p}.kind"), "TCP flows are not available in this build")),
+        }
+    }
+
+    fn schedule_action(&mut self, t: Ns, a: AppAction) {
+        self.actions.push(a);
+        self.engine.schedule(t, target(K_APP, self.actions.len() - 1));
+    }
+
+    fn schedule_aqm_timer(&mut self, li: usize) {
+        let t = self.links[li].queue.next_timer();
+        if t < self.links[li].aqm_timer {
+            let t = t.max(self.engine.now());
+            self.links[li].aqm_timer = t;
+            self.engine.schedule(t, target(K_AQM, li));
+        }
+    }
+
+    // ----- packets -----
+
+    /// A node emits or forwards `pkt` toward `pkt.dst`.
+    #[inline]
+    fn forward(&mut self, node: usize, pkt: Packet) {
+        let li = self.routes[node][pkt.dst as usize];
+        debug_assert!(li != u32::MAX, "no route");
+        self.link_ingress(li as usize, pkt);
+    }
+
+    fn log_packet(&mut self, li: usize, ev: i64, p: &Packet, reason: i64) {
+        if let Some(t) = &mut self.rec.packets {
+            t.i(0, self.engine.now() as i64);
+            t.i(1, li as i64);
+            t.i(2, ev);
+            t.i(3, p.flow as i64);
+            t.i(4, p.seq as i64);
+            t.i(5, p.ack as i64);
+            t.i(6, p.size as i64);
+            t.i(7, p.payload as i64);
+            t.i(8, p.flags as i64);
+            t.i(9, reason);
+        }
+    }
+
+    #[inline]
+    fn link_ingress(&mut self, li: usize, pkt: Packet) {
+        let now = self.engine.now();
+        let link = &mut self.links[li];
+        link.stats.offered_pkts += 1;
+        if let Some(loss) = &mut link.loss {
+            if loss.drop_next() {
+                link.stats.lost_pkts += 1;
+                link.stats.lost_bytes += pkt.size as u64;
+                if link.packet_log {
+                    self.log_packet(li, 3, &pkt, -1);
+                }
+                return;
+            }
+        }
+        let log = link.packet_log;
+        if log {
+            self.log_packet(li, 0, &pkt, -1);
+        }
+        let link = &mut self.links[li];
+        link.queue.enqueue(now, pkt, Some(&mut self.drops));
+        if !self.drops.is_empty() {
+            self.flush_drops(li);
+        }
+        if !self.links[li].busy {
+            self.start_service(li);
+        }
+        if self.links[li].aqm_timer == NEVER {
+            self.schedule_aqm_timer(li);
+        }
+    }
+
+    fn flush_drops(&mut self, li: usize) {
+        if self.links[li].packet_log {
+            let drops = std::mem::take(&mut self.drops);
+            for d in &drops {
+                self.log_packet(li, 2, &d.pkt, d.reason.index() as i64);
+            }
+            self.drops = drops;
+        }
+        self.drops.clear();
+    }
+
+    /// The link is idle: begin serving the queue.
+    fn start_service(&mut self, li: usize) {
+        let now = self.engine.now();
+        let link = &mut self.links[li];
+        debug_assert!(!link.busy);
+        if let Service::Opportunities(o) = &link.service {
+            if link.in_service.is_none() && link.queue.len_packets() == 0 {
+                return;
+            }
+            if let Some(t) = o.next_at_or_after(now) {
+                link.busy = true;
+                self.engine.schedule(t, target(K_TX, li));
+            }
+            return;
+        }
+        let Some(pkt) = link.queue.dequeue(now, Some(&mut self.drops)) else {
+            if !self.drops.is_empty() {
+                self.flush_drops(li);
+            }
+            return;
+        };
+        let done = link.finish_time(now, &pkt);
+        link.in_service = Some(pkt);
+        if let Some(t) = done {
+            link.busy = true;
+            self.engine.schedule(t, target(K_TX, li));
+        }
+        let log = link.packet_log;
+        if !self.drops.is_empty() {
+            self.flush_drops(li);
+        }
+        if log {
+            self.log_packet(li, 1, &pkt, -1);
+        }
+    }
+
+    /// A packet finished transmission: into the delay line (or straight on if no delay).
+    #[inline]
+    fn transmitted(&mut self, li: usize, pkt: Packet) {
+        let now = self.engine.now();
+        let link = &mut self.links[li];
+        link.stats.tx_pkts += 1;
+        link.stats.tx_bytes += pkt.size as u64;
+        if link.delay == 0 {
+            link.stats.delivered_pkts += 1;
+            let to = link.to;
+            self.arrive(to, pkt);
+        } else {
+            let at = now + link.delay;
+            let was_empty = link.line.is_empty();
+            link.line.push_back((at, pkt));
+            if was_empty {
+                self.engine.schedule(at, target(K_ARR, li));
+            }
+        }
+    }
+
+    fn on_tx(&mut self, li: usize) {
+        let now = self.engine.now();
+        self.links[li].busy = false;
+        if let Service::Opportunities(o) = &self.links[li].service {
+            let mut budget = o.count_at(now) * o.bytes_per_opp;
+            loop {
+                let link = &mut self.links[li];
+                if link.in_service.is_none() {
+                    match link.queue.dequeue(now, Some(&mut self.drops)) {
+                        Some(p) => {
+                            link.remaining = p.size as u64;
+                            link.in_service = Some(p);
+                            if link.packet_log {
+                                self.log_packet(li, 1, &p, -1);
+                            }
+                        }
+                        None => break,
+                    }
+                }
+                let link = &mut self.links[li];
+                if link.remaining <= budget {
+                    budget -= link.remaining;
+                    link.remaining = 0;
+                    let p = link.in_service.take().unwrap();
+                    self.transmitted(li, p);
+                } else {
+                    link.remaining -= budget;
+                    break;
+                }
+            }
+            if !self.drops.is_empty() {
+                self.flush_drops(li);
+            }
+            let link = &mut self.links[li];
+            if link.in_service.is_some() || link.queue.len_packets() > 0 {
+                if let Service::Opportunities(o) = &link.service {
+                    if let Some(t) = o.next_after(now) {
+                        link.busy = true;
+                        self.engine.schedule(t, target(K_TX, li));
+                    }
+                }
+            }
+            return;
+        }
+        let p = self.links[li].in_service.take().expect("tx event without a packet");
+        self.transmitted(li, p);
+        if !self.links[li].busy {
+            self.start_service(li);
+        }
+    }
+
+    fn on_arrival(&mut self, li: usize) {
+        let now = self.engine.now();
+        let link = &mut self.links[li];
+        let (at, pkt) = link.line.pop_front().expect("arrival event with empty line");
+        debug_assert_eq!(at, now);
+        link.stats.delivered_pkts += 1;
+        if let Some(&(next, _)) = link.line.front() {
+            self.engine.schedule(next, target(K_ARR, li));
+        }
+        let to = self.links[li].to;
+        self.arrive(to, pkt);
+    }
+
+    /// `pkt` reaches `node`.
+    fn arrive(&mut self, node: usize, pkt: Packet) {
+        if pkt.dst as usize != node {
+            self.forward(node, pkt);
+            return;
+        }
+        let f = &self.flows[pkt.flow as usize];
+        let ep = if node == f.dst as usize { f.rx } else { f.tx };
+        match &mut self.eps[ep] {
+            Ep::Sink(s) => {
+                s.bytes += pkt.payload as u64;
+                s.pkts += 1;
+            }
+            Ep::Cbr(_) => {}
+        }
+        self.drain_ep(ep);
+    }
+
+    // ----- endpoints -----
+
+    fn ep_poll_transmit(&mut self, ep: usize, now: Ns) -> Option<Packet> {
+        match &mut self.eps[ep] {
+            Ep::Cbr(c) => {
+                if c.active && c.next <= now {
+                    c.next += crate::time::tx_time(c.size as u64, c.rate_bps);
+                    c.seq += c.size as u64;
+                    c.sent_bytes += c.size as u64;
+                    Some(Packet {
+                        size: c.size,
+                        payload: c.size - 28,
+                        seq: c.seq,
+                        flags: flags::DGRAM,
+                        ..Packet::EMPTY
+                    })
+                } else {
+                    None
+                }
+            }
+            Ep::Sink(_) => None,
+        }
+    }
+
+    fn ep_poll_at(&self, ep: usize) -> Ns {
+        match &self.eps[ep] {
+            Ep::Cbr(c) if c.active => c.next,
+            _ => NEVER,
+        }
+    }
+
+    /// Emit everything the endpoint wants to send now; reschedule its timer.
+    fn drain_ep(&mut self, ep: usize) {
+        let now = self.engine.now();
+        let node = self.ep_node[ep] as usize;
+        while let Some(mut p) = self.ep_poll_transmit(ep, now) {
+            if p.flags & flags::DGRAM != 0 {
+                let fid = self.ep_flow[ep] as usize;
+                let f = &self.flows[fid];
+                p.flow = fid as u32;
+                p.src = f.src;
+                p.dst = f.dst;
+                p.hash = flow_hash(fid as u32, f.src, f.dst);
+            }
+            self.forward(node, p);
+        }
+        let t = self.ep_poll_at(ep);
+        if t < self.ep_sched[ep] || (self.ep_sched[ep] < now && t != NEVER) {
+            let t = t.max(now);
+            self.ep_sched[ep] = t;
+            self.engine.schedule(t, target(K_EP, ep));
+        }
+    }
+
+    fn on_ep_timer(&mut self, ep: usize) {
+        let now = self.engine.now();
+        if self.ep_sched[ep] != now {
+            return; // stale
+        }
+        self.ep_sched[ep] = NEVER;
+        self.drain_ep(ep);
+    }
+
+    fn on_app(&mut self, ai: usize) {
+        let now = self.engine.now();
+        match self.actions[ai].clone() {
+            AppAction::Start(fid) => {
+                let tx = self.flows[fid].tx;
+                if let Ep::Cbr(c) = &mut self.eps[tx] {
+                    c.active = true;
+                    c.next = now;
+                }
+                self.drain_ep(tx);
+            }
+            AppAction::Stop(fid) => {
+                let tx = self.flows[fid].tx;
+                if let Ep::Cbr(c) = &mut self.eps[tx] {
+                    c.active = false;
+                }
+            }
+        }
+    }
+
+    fn on_aqm_timer(&mut self, li: usize) {
+        let now = self.engine.now();
+        if self.links[li].aqm_timer != now {
+            return;
+        }
+        self.links[li].aqm_timer = NEVER;
+        if self.links[li].queue.next_timer() <= now {
+            self.links[li].queue.on_timer(now);
+        }
+        self.schedule_aqm_timer(li);
+    }
+
+    fn on_sample(&mut self) {
+        let now = self.engine.now();
+        let t = crate::time::secs(now);
+        let si = crate::time::secs(self.cfg.output.sample_interval);
+        if self.rec.flows.is_some() {
+            for fid in 0..self.flows.len() {
+                let got = self.flow_bytes_received(fid);
+                let f = &mut self.flows[fid];
+                let d = got - f.prev_bytes;
+                f.prev_bytes = got;
+                if now < f.start {
+                    continue;
+                }
+                let tab = self.rec.flows.as_mut().unwrap();
+                tab.f(0, t);
+                tab.i(1, fid as i64);
+                tab.i(2, got as i64);
+                tab.f(3, d as f64 * 8.0 / si);
+            }
+        }
+        if let Some(tab) = &mut self.rec.queues {
+            for (li, l) in self.links.iter().enumerate() {
+                if !l.monitor {
+                    continue;
+                }
+                let s = &l.queue.stats;
+                let (pd, ps) = self.prev_q[li];
+                let n = s.dequeued_pkts - pd;
+                let sum = s.sojourn_sum - ps;
+                self.prev_q[li] = (s.dequeued_pkts, s.sojourn_sum);
+                tab.f(0, t);
+                tab.i(1, li as i64);
+                tab.i(2, l.queue.len_packets() as i64);
+                tab.i(3, l.queue.len_bytes() as i64);
+                tab.f(4, if n > 0 { sum as f64 / n as f64 / 1e6 } else { f64::NAN });
+                tab.i(5, s.dropped_pkts() as i64);
+                tab.i(6, s.marked_pkts as i64);
+                tab.f(7, l.queue.probe());
+            }
+        }
+        let next = now + self.cfg.output.sample_interval;
+        if next <= self.cfg.duration {
+            self.engine.schedule(next, target(K_SAMPLE, 0));
+        }
+    }
+
+    /// Application bytes received by a flow's receiver.
+    pub fn flow_bytes_received(&self, fid: usize) -> u64 {
+        match &self.eps[self.flows[fid].rx] {
+            Ep::Sink(s) => s.bytes,
+            _ => 0,
+        }
+    }
+
+    /// Run until the configured duration.
+    pub fn run(&mut self) {
+        let end = self.cfg.duration;
+        while let Some(ev) = self.engine.pop_until(end) {
+            let idx = (ev.target & IDX_MASK) as usize;
+            match ev.target >> 56 {
+                K_TX => self.on_tx(idx),
+                K_ARR => self.on_arrival(idx),
+                K_EP => self.on_ep_timer(idx),
+                K_AQM => self.on_aqm_timer(idx),
+                K_APP => self.on_app(idx),
+                K_SAMPLE => self.on_sample(),
+                k => unreachable!("event kind {k}"),
+            }
+        }
+        self.engine.advance_to(end);
+        self.ended = true;
+    }
+
+    /// End-of-run invariants: queue conservation on every link, link packet accounting.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for l in &self.links {
+            l.queue.check_conservation().map_err(|e| e.0)?;
+            let s = &l.stats;
+            let q = &l.queue.stats;
+            if s.offered_pkts != s.lost_pkts + q.arrived_pkts {
+                return Err(format!("link {}: offered {} != lost {} + queue arrivals {}", l.name, s.offered_pkts, s.lost_pkts, q.arrived_pkts));
+            }
+            let serving = l.in_service.is_some() as u64;
+            if q.dequeued_pkts != s.tx_pkts + serving {
+                return Err(format!("link {}: dequeued {} != transmitted {} + in service {serving}", l.name, q.dequeued_pkts, s.tx_pkts));
+            }
+            if s.tx_pkts != s.delivered_pkts + l.line.len() as u64 {
+                return Err(format!("link {}: transmitted {} != delivered {} + propagating {}", l.name, s.tx_pkts, s.delivered_pkts, l.line.len()));
+            }
+        }
+        for t in [&self.rec.flows, &self.rec.queues, &self.rec.packets].into_iter().flatten() {
+            t.check()?;
+        }
+        Ok(())
+    }
+}
+
+/// Shortest-hop routes by BFS from every node (ties: lowest link index first).
+fn compute_routes(n: usize, links: &[Link]) -> Vec<Vec<u32>> {
+    let mut out_links: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, l) in links.iter().enumerate() {
+        out_links[l.from].push(i);
+    }
+    let mut routes = vec![vec![u32::MAX; n]; n];
+    for (src, row) in routes.iter_mut().enumerate() {
+        // BFS recording the first link taken from src.
+        let mut first = vec![u32::MAX; n];
+        let mut seen = vec![false; n];
+        seen[src] = true;
+        let mut q = std::collections::VecDeque::new();
+        for &li in &out_links[src] {
+            let to = links[li].to;
+            if !seen[to] {
+                seen[to] = true;
+                first[to] = li as u32;
+                q.push_back(to);
+            }
+        }
+        while let Some(u) = q.pop_front() {
+            for &li in &out_links[u] {
+                let to = links[li].to;
+                if !seen[to] {
+                    seen[to] = true;
+                    first[to] = first[u];
+                    q.push_back(to);
+                }
+            }
+        }
+        *row = first;
+    }
+    routes
+}
