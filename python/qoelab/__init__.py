@@ -1,5 +1,16 @@
-"""qoelab: a lab for video streaming over shared networks."""
+"""qoelab: a lab for video streaming over shared networks.
+
+Python API::
+
+    import qoelab
+    res = qoelab.run("scenarios/dumbbell-cubic-fqcodel.toml", seed=1)
+    res.summary["jain_index"]
+    res.table("flows")          # pandas DataFrame
+"""
 
 from qoelab._core import version as _core_version
+from qoelab.errors import InputError
+from qoelab.results import Result, run
 
 __version__ = _core_version()
+__all__ = ["run", "Result", "InputError", "__version__"]

@@ -1,11 +1,177 @@
-"""The qoelab command line (skeleton)."""
+"""The qoelab command line.
 
+Bad input (scenario, trace, manifest, CLI argument) prints one line naming the file, key or line
+and what was expected, and exits with code 2; nothing half-written is left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
 import sys
+
+from qoelab.errors import InputError
+
+EXIT_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _cmd_run(args):
+    from qoelab import results
+    res = results.run(args.scenario, seed=args.seed)
+    out = res.write(args.out, force=args.force)
+    if args.json:
+        print(json.dumps(res.summary, indent=2))
+    else:
+        _print_summary(res, out)
+    return 0
+
+
+def _print_summary(res, out):
+    s, p = res.summary, res.perf
+    print(f"scenario {s['scenario']} (seed {s['seed']}), {s['duration_s']:g} s simulated in {p['wall_s']:.3f} s wall "
+          f"({p['events']} events, {p['bottleneck_packets_per_s'] or 0:,.0f} bottleneck packets/s)")
+    for f in s["flows"][:12]:
+        print(f"  flow {f['name']:<20} {f['kind']:<5} goodput {f['goodput_bps'] / 1e6:8.3f} Mbit/s")
+    if len(s["flows"]) > 12:
+        print(f"  ... {len(s['flows']) - 12} more flows")
+    if s.get("jain_index") is not None:
+        print(f"  Jain's fairness index over bulk flows: {s['jain_index']:.4f}")
+    for l in s["links"]:
+        d = l["queue_delay_ms"]
+        print(f"  link {l['name']:<14} {l['aqm']:<9} utilization {l['utilization']:.3f}  queue delay mean "
+              f"{d.get('mean', 0):.2f} ms p99 {d.get('p99', 0):.2f} ms  drops {l['dropped_packets']}")
+    print(f"results: {out}/ (summary.json, {', '.join(t + '.parquet' for t in res.tables)})")
+
+
+def _cmd_validate(args):
+    from qoelab import scenario
+    for path in args.files:
+        sc = scenario.load(path)
+        n = len(sc.config["flows"])
+        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {len(sc.config['links'])} links, "
+              f"{sc.config['duration'] / 1e9:g} s)")
+    return 0
+
+
+def _cmd_list(args):
+    from qoelab import _core, scenario
+    if args.family == "tcp":
+        entries = [{"name": "tcp", "summary": "TCP endpoint options ([flow.tcp] in scenarios)",
+                    "reference": "RFC 5681, 6298, 6675, 7323; Linux defaults", "params": scenario._describe_tcp()}]
+    else:
+        entries = json.loads(_core.describe(args.family))
+    if args.json:
+        print(json.dumps(entries, indent=2))
+        return 0
+    for e in entries:
+        print(f"{e['name']}: {e['summary']}  [{e['reference']}]")
+        for p in e["params"]:
+            d = p["default"]
+            d = "none" if d is None else d
+            unit = p["unit"] + (" " + "|".join(p["choices"]) if p.get("choices") else "")
+            print(f"    {p['name']:<18} {unit:<16} default {str(d):<24} {p['doc']}")
+    return 0
+
+
+def _cmd_bench(args):
+    from qoelab import bench
+    return bench.main(json_out=args.json, quick=args.quick, only=args.case)
+
+
+def _cmd_demo(args):
+    from qoelab import demo
+    return demo.main(args.out)
+
+
+def build_parser():
+    p = _Parser(prog="qoelab", description="qoelab: a lab for video streaming over shared networks. "
+                "Deterministic packet-level simulation of hosts, links, AQMs and TCP.")
+    p.add_argument("--version", action="version", version=_version())
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    r = sub.add_parser("run", help="run a scenario and write its results",
+                       description="Run SCENARIO (a TOML file, see docs/scenario-format.md). Writes DIR/summary.json, "
+                       "DIR/perf.json (wall-clock figures), DIR/config.json (the normalized config), one Parquet file "
+                       "per table (docs/tables.md) and DIR/<link>.pcap when [output] pcap names a link.")
+    r.add_argument("scenario", metavar="SCENARIO")
+    r.add_argument("--out", required=True, metavar="DIR", help="output directory (created; written atomically)")
+    r.add_argument("--seed", type=_nonneg_int, default=None, help="override the scenario's seed")
+    r.add_argument("--json", action="store_true", help="print summary.json to stdout")
+    r.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    r.set_defaults(func=_cmd_run)
+
+    v = sub.add_parser("validate", help="check scenario files without running them")
+    v.add_argument("files", nargs="+", metavar="FILE")
+    v.set_defaults(func=_cmd_validate)
+
+    l = sub.add_parser("list", help="list models with their parameters, defaults and units")
+    l.add_argument("family", choices=["aqm", "cc", "abr", "tcp"])
+    l.add_argument("--json", action="store_true", help="machine-readable output")
+    l.set_defaults(func=_cmd_list)
+
+    b = sub.add_parser("bench", help="packets/s and events/s of a fixed benchmark suite",
+                       description="Runs the fixed benchmark suite (docs/benchmarks.md) and prints bottleneck "
+                       "packets per wall second and events per second per case.")
+    b.add_argument("--json", action="store_true", help="print the results as JSON")
+    b.add_argument("--quick", action="store_true", help="shorter runs (for a smoke check; figures are noisier)")
+    b.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
+    b.set_defaults(func=_cmd_bench)
+
+    d = sub.add_parser("demo", help="the main job on built-in defaults (what `make demo` runs)")
+    d.add_argument("--out", default="results/demo", metavar="DIR")
+    d.set_defaults(func=_cmd_demo)
+
+    for mod in ("qoelab.content.cli",):
+        try:
+            m = __import__(mod, fromlist=["add_parser"])
+        except ImportError:
+            continue
+        m.add_parser(sub)
+    return p
+
+
+def _nonneg_int(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, found {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, found {s!r}")
+    return v
+
+
+def _version():
+    try:
+        from qoelab import __version__
+        return f"qoelab {__version__}"
+    except Exception:  # pragma: no cover
+        return "qoelab"
 
 
 def main(argv=None):
-    print("qoelab skeleton")
-    return 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as e:
+        print(f"qoelab {args.cmd}: error: {e}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("qoelab: interrupted", file=sys.stderr)
+        return 130
+    except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
+        if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
+            raise
+        print(f"qoelab {args.cmd}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "
+              "please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

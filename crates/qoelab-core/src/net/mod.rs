@@ -4,6 +4,7 @@ pub mod config;
 pub mod link;
 pub mod loss;
 pub mod record;
+pub mod summary;
 pub mod trace;
 pub mod world;
 

@@ -703,12 +703,56 @@ impl World {
         }
     }
 
+    /// Per-flow summary fields that depend on the endpoint type (TCP statistics).
+    pub(crate) fn flow_summary_extra(&self, _fid: usize, _m: &mut serde_json::Map<String, serde_json::Value>) {}
+
     /// Application bytes received by a flow's receiver.
     pub fn flow_bytes_received(&self, fid: usize) -> u64 {
         match &self.eps[self.flows[fid].rx] {
             Ep::Sink(s) => s.bytes,
             _ => 0,
         }
+    }
+
+    /// Hand over the recorded tables (with metadata tables about flows and links).
+    pub fn take_tables(&mut self) -> Vec<Table> {
+        let mut out = Vec::new();
+        let mut fl = Table::new("flow_info", &[("flow", 'i'), ("name", 's'), ("kind", 's'), ("src", 's'), ("dst", 's'), ("start_s", 'f')]);
+        for (i, f) in self.flows.iter().enumerate() {
+            fl.i(0, i as i64);
+            fl.s(1, &f.name);
+            fl.s(2, f.kind);
+            fl.s(3, &self.cfg.nodes[f.src as usize].name);
+            fl.s(4, &self.cfg.nodes[f.dst as usize].name);
+            fl.f(5, crate::time::secs(f.start));
+        }
+        out.push(fl);
+        let mut li = Table::new("link_info", &[("link", 'i'), ("name", 's'), ("from", 's'), ("to", 's'), ("rate_bps", 'f'), ("delay_ms", 'f'), ("aqm", 's')]);
+        for (i, l) in self.links.iter().enumerate() {
+            li.i(0, i as i64);
+            li.s(1, &l.name);
+            li.s(2, &self.cfg.nodes[l.from].name);
+            li.s(3, &self.cfg.nodes[l.to].name);
+            li.f(4, l.nominal_rate_bps());
+            li.f(5, l.delay as f64 / 1e6);
+            li.s(6, l.queue.kind);
+        }
+        out.push(li);
+        for t in [self.rec.flows.take(), self.rec.queues.take(), self.rec.packets.take()].into_iter().flatten() {
+            out.push(t);
+        }
+        out.extend(self.extra_tables());
+        out
+    }
+
+    /// Endpoint-specific tables (TCP samples, web flow completions).
+    fn extra_tables(&mut self) -> Vec<Table> {
+        Vec::new()
+    }
+
+    /// Captured pcaps: (link name, pcap file bytes).
+    pub fn take_pcaps(&mut self) -> Vec<(String, Vec<u8>)> {
+        Vec::new()
     }
 
     /// Run until the configured duration.

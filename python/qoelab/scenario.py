@@ -1,0 +1,503 @@
+"""Scenario files: TOML with unit strings -> the normalized config the core runs.
+
+The schema is documented in docs/scenario-format.md. Every error names the file, the key path,
+what was expected and what was found (:class:`qoelab.errors.InputError`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+from qoelab import units
+from qoelab.errors import InputError
+
+MTU = 1500
+
+
+def _describe(family: str) -> dict:
+    from qoelab import _core
+    return {e["name"]: e for e in json.loads(_core.describe(family))}
+
+
+class _Section:
+    """A TOML table being read: tracks its key path and which keys were used."""
+
+    def __init__(self, src: str, path: str, data: dict):
+        self.src, self.path, self.data = src, path, data
+        if not isinstance(data, dict):
+            raise InputError(src, path or "(top level)", "a table", _show(data))
+        self.used: set[str] = set()
+
+    def key(self, k: str) -> str:
+        return f"{self.path}.{k}" if self.path else k
+
+    def err(self, k: str, expected: str, found=None, message=None):
+        return InputError(self.src, self.key(k), expected, None if found is None else _show(found), message)
+
+    def has(self, k):
+        return k in self.data
+
+    def raw(self, k, default=None):
+        self.used.add(k)
+        return self.data.get(k, default)
+
+    def get(self, k, conv, default=None, required=False):
+        if k not in self.data:
+            if required:
+                raise InputError(self.src, self.key(k), message="missing required key")
+            return default
+        self.used.add(k)
+        v = self.data[k]
+        try:
+            return conv(v)
+        except ValueError as e:
+            msg = str(e)
+            raise InputError(self.src, self.key(k), message=msg[0].lower() + msg[1:] if msg else "invalid") from None
+
+    def str(self, k, default=None, required=False, choices=None):
+        def conv(v):
+            if not isinstance(v, str):
+                raise ValueError(f"expected a string, found {_show(v)}")
+            if choices and v not in choices:
+                raise ValueError(f"expected one of {', '.join(choices)}, found {_show(v)}")
+            return v
+        return self.get(k, conv, default, required)
+
+    def int(self, k, default=None, minimum=None, required=False):
+        def conv(v):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise ValueError(f"expected an integer, found {_show(v)}")
+            if minimum is not None and v < minimum:
+                raise ValueError(f"expected an integer >= {minimum}, found {v}")
+            return v
+        return self.get(k, conv, default, required)
+
+    def num(self, k, default=None, minimum=None, required=False):
+        def conv(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise ValueError(f"expected a number, found {_show(v)}")
+            if minimum is not None and v < minimum:
+                raise ValueError(f"expected a number >= {minimum}, found {v}")
+            return float(v)
+        return self.get(k, conv, default, required)
+
+    def bool(self, k, default=None):
+        def conv(v):
+            if not isinstance(v, bool):
+                raise ValueError(f"expected true or false, found {_show(v)}")
+            return v
+        return self.get(k, conv, default)
+
+    def sub(self, k) -> "_Section | None":
+        if k not in self.data:
+            return None
+        self.used.add(k)
+        return _Section(self.src, self.key(k), self.data[k])
+
+    def finish(self, extra_hint: str = ""):
+        unknown = [k for k in self.data if k not in self.used]
+        if unknown:
+            k = unknown[0]
+            known = sorted(self.used | set(self._allowed)) if hasattr(self, "_allowed") else sorted(self.used)
+            raise InputError(self.src, self.key(k), message="unknown key" + (
+                f"; known keys here: {', '.join(known)}" if known else "") + extra_hint)
+
+
+def _show(v) -> str:
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, dict):
+        return "a table"
+    if isinstance(v, list):
+        return "a list"
+    return json.dumps(v) if isinstance(v, (bool, int, float)) else repr(v)
+
+
+def convert_params(sec: _Section | None, specs: list, where: str, ctx_rate: int = 0, ctx_rtt: int = 0) -> dict:
+    """Convert a model's parameter table using its spec (units from the core's registry)."""
+    out = {}
+    if sec is None:
+        return out
+    by_name = {s["name"]: s for s in specs}
+    for k, v in sec.data.items():
+        if k not in by_name:
+            names = ", ".join(sorted(by_name)) or "(none)"
+            raise InputError(sec.src, sec.key(k), message=f"unknown parameter of {where}; expected one of: {names}")
+        unit = by_name[k]["unit"]
+        conv = {
+            "duration": units.duration,
+            "rate": units.rate,
+            "bytes": units.size,
+            "packets": units.packets,
+        }.get(unit)
+        if conv is not None:
+            out[k] = sec.get(k, conv)
+        elif unit == "float":
+            out[k] = sec.num(k)
+        elif unit == "int":
+            out[k] = sec.int(k)
+        elif unit == "bool":
+            out[k] = sec.bool(k)
+        elif unit == "choice":
+            out[k] = sec.str(k, choices=by_name[k].get("choices"))
+        else:  # pragma: no cover - a new unit kind in the core
+            out[k] = sec.raw(k)
+    return out
+
+
+@dataclass
+class Scenario:
+    """A loaded scenario: the normalized core config plus what reports need."""
+    path: str
+    name: str
+    config: dict
+    meta: dict = field(default_factory=dict)
+
+    def with_seed(self, seed: int) -> "Scenario":
+        s = copy.deepcopy(self)
+        s.config["seed"] = seed
+        return s
+
+    def to_json(self) -> str:
+        return json.dumps(self.config, separators=(",", ":"))
+
+
+def load(path: str) -> Scenario:
+    """Read and validate a scenario TOML file."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(path, None, "UTF-8 text", "binary data") from None
+    except tomllib.TOMLDecodeError as e:
+        msg = str(e)
+        line = None
+        import re
+        m = re.search(r"at line (\d+)", msg)
+        if m:
+            line = m.group(1)
+        raise InputError(path, line, message=f"invalid TOML: {msg}") from None
+    return from_dict(data, path)
+
+
+def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
+    """Validate a scenario given as a dict (the parsed TOML)."""
+    base_dir = os.path.dirname(os.path.abspath(src)) if os.path.exists(src) else os.getcwd()
+    top = _Section(src, "", data)
+    sc = top.sub("scenario")
+    if sc is None:
+        raise InputError(src, "scenario", message="missing required table [scenario]")
+    name = sc.str("name", default=os.path.splitext(os.path.basename(src))[0])
+    duration = sc.get("duration", units.duration, required=True)
+    if duration <= 0:
+        raise sc.err("duration", "a duration > 0", sc.data["duration"])
+    seed = sc.int("seed", default=1, minimum=0)
+    sc.finish()
+
+    topo = top.sub("topology")
+    if topo is None:
+        raise InputError(src, "topology", message="missing required table [topology]")
+    kind = topo.str("kind", default="dumbbell", choices=["dumbbell", "chain"])
+    aqms = _describe("aqm")
+    ccs = _describe("cc")
+
+    flows_raw = data.get("flow", data.get("flows", []))
+    flow_key = "flow" if "flow" in data else "flows"
+    top.used.add(flow_key)
+    if not isinstance(flows_raw, list):
+        raise InputError(src, flow_key, "an array of tables [[flow]]", _show(flows_raw))
+    if not flows_raw:
+        raise InputError(src, flow_key, message="expected at least one [[flow]]")
+
+    builder = _Builder(src, base_dir, aqms, ccs)
+    if kind == "dumbbell":
+        builder.dumbbell(topo)
+    else:
+        builder.chain(topo)
+    topo.finish()
+
+    for i, fr in enumerate(flows_raw):
+        builder.flow(_Section(src, f"{flow_key}[{i}]", fr))
+
+    out = top.sub("output")
+    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web"]}
+    pcap = None
+    if out is not None:
+        output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
+
+        def tables(v):
+            ok = ["flows", "tcp", "queues", "packets", "web"]
+            if not isinstance(v, list) or any(t not in ok for t in v):
+                raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
+            return v
+        output["tables"] = out.get("tables", tables, output["tables"])
+        if out.bool("packet_log", False):
+            for l in builder.monitored():
+                builder.links[l]["packet_log"] = True
+            if "packets" not in output["tables"]:
+                output["tables"].append("packets")
+        pcap = out.get("pcap", lambda v: v if v is False or isinstance(v, str) else (_ for _ in ()).throw(
+            ValueError(f"expected a link name or false, found {_show(v)}")), None)
+        if isinstance(pcap, str):
+            names = [l["name"] for l in builder.links]
+            if pcap not in names:
+                raise out.err("pcap", "a link name (one of " + ", ".join(names) + ")", pcap)
+            builder.links[names.index(pcap)]["pcap"] = True
+        out.finish()
+    top.finish()
+    config = {
+        "name": name,
+        "seed": seed,
+        "duration": duration,
+        "nodes": [{"name": n} for n in builder.nodes],
+        "links": builder.links,
+        "flows": builder.flows,
+        "output": output,
+    }
+    return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck})
+
+
+class _Builder:
+    """Expands a topology and flows into nodes, links and flows."""
+
+    def __init__(self, src, base_dir, aqms, ccs):
+        self.src, self.base_dir, self.aqms, self.ccs = src, base_dir, aqms, ccs
+        self.nodes: list[str] = []
+        self.links: list[dict] = []
+        self.flows: list[dict] = []
+        self.hops: list[dict] = []  # (down link idx, up link idx, delay) per bottleneck hop
+        self.routers: list[int] = []
+        self.bottleneck = None
+        self.default_rtt = None
+        self.access_rate = None
+        self.hostpairs = 0
+
+    def node(self, name):
+        self.nodes.append(name)
+        return len(self.nodes) - 1
+
+    def link(self, name, a, b, rate, delay, **kw):
+        d = {"name": name, "from": a, "to": b, "rate_bps": rate, "delay": delay}
+        d.update(kw)
+        self.links.append(d)
+        return len(self.links) - 1
+
+    def monitored(self):
+        return [i for i, l in enumerate(self.links) if l.get("monitor")]
+
+    def _queue(self, sec: _Section, suffix: str, rate: int, rtt: int, default_aqm: str, default_buffer):
+        aqm = sec.str("aqm" + suffix, default=default_aqm)
+        if aqm not in self.aqms:
+            raise sec.err("aqm" + suffix, "one of " + ", ".join(sorted(self.aqms)), aqm)
+        params = convert_params(sec.sub("aqm_params" + suffix), self.aqms[aqm]["params"], f"aqm {aqm}")
+        buf = sec.get("buffer" + suffix, lambda v: units.buffer(v, rate or 10_000_000, rtt, MTU), None)
+        if buf is None:
+            buf = default_buffer
+        q = {"aqm": aqm, "aqm_params": params}
+        if buf:
+            if "packets" in buf:
+                q["buffer_packets"] = buf["packets"]
+            else:
+                q["buffer_bytes"] = buf["bytes"]
+        return q
+
+    def _trace(self, sec: _Section, k: str):
+        if not sec.has(k):
+            return None
+        p = sec.str(k)
+        fmt = sec.str(k + "_format", default="auto")
+        full = p if os.path.isabs(p) else os.path.join(self.base_dir, p)
+        from qoelab import traces
+        return traces.load_trace(full, None if fmt == "auto" else fmt)
+
+    def _loss(self, sec: _Section, k: str):
+        if not sec.has(k):
+            return None
+        v = sec.data[k]
+        if isinstance(v, dict):
+            ls = sec.sub(k)
+            kind = ls.str("kind", required=True, choices=["iid", "bursty"])
+            if kind == "iid":
+                out = {"kind": "iid", "rate": ls.get("rate", units.probability, required=True)}
+            else:
+                out = {"kind": "bursty", "rate": ls.get("rate", units.probability, 1.0),
+                       "p_enter": ls.get("p_enter", units.probability, required=True),
+                       "p_leave": ls.get("p_leave", units.probability, required=True)}
+            ls.finish()
+            return out
+        return {"kind": "iid", "rate": sec.get(k, units.probability)}
+
+    def dumbbell(self, t: _Section):
+        rate = t.get("rate", units.rate, None)
+        trace = self._trace(t, "trace")
+        if rate is None and trace is None:
+            raise InputError(self.src, t.key("rate"), message="missing required key (or give a trace)")
+        rate_up = t.get("rate_up", units.rate, rate)
+        trace_up = self._trace(t, "trace_up")
+        if rate_up is None and trace_up is None:
+            raise InputError(self.src, t.key("rate_up"), message="missing: needed when the downstream uses a trace")
+        delay = t.get("delay", units.duration, 0)
+        self.default_rtt = t.get("rtt", units.duration, 40_000_000)
+        bdp_rtt = t.get("bdp_rtt", units.duration, self.default_rtt)
+        self.access_rate = t.get("access_rate", units.rate, 1_000_000_000)
+        nominal = rate or _trace_mean(trace)
+        nominal_up = rate_up or _trace_mean(trace_up)
+        qd = self._queue(t, "", nominal, bdp_rtt, "pfifo", {"packets": 1000})
+        qu = self._queue(t, "_up", nominal_up, bdp_rtt, "pfifo", {"packets": 1000})
+        r1 = self.node("router-server")
+        r2 = self.node("router-client")
+        self.routers = [r1, r2]
+        down = self.link("bottleneck", r1, r2, rate or 0, delay, monitor=True, **qd)
+        up = self.link("bottleneck_up", r2, r1, rate_up or 0, delay, monitor=True, **qu)
+        if trace is not None:
+            self.links[down]["trace"] = trace
+        if trace_up is not None:
+            self.links[up]["trace"] = trace_up
+        for li, k in ((down, "loss"), (up, "loss_up")):
+            loss = self._loss(t, k)
+            if loss:
+                self.links[li]["loss"] = loss
+        self.hops = [{"down": down, "up": up, "delay": delay}]
+        self.bottleneck = {"link": "bottleneck", "rate_bps": nominal, "buffer": qd.get("buffer_packets"),
+                           "aqm": qd["aqm"]}
+
+    def chain(self, t: _Section):
+        self.default_rtt = t.get("rtt", units.duration, 40_000_000)
+        bdp_rtt = t.get("bdp_rtt", units.duration, self.default_rtt)
+        self.access_rate = t.get("access_rate", units.rate, 1_000_000_000)
+        hops = t.data.get("hop")
+        t.used.add("hop")
+        if not isinstance(hops, list) or not hops:
+            raise InputError(self.src, t.key("hop"), message="expected at least one [[topology.hop]]")
+        self.routers = [self.node("router-0")]
+        for i, h in enumerate(hops):
+            hs = _Section(self.src, t.key(f"hop[{i}]"), h)
+            rate = hs.get("rate", units.rate, required=True)
+            rate_up = hs.get("rate_up", units.rate, rate)
+            delay = hs.get("delay", units.duration, 0)
+            qd = self._queue(hs, "", rate, bdp_rtt, "pfifo", {"packets": 1000})
+            qu = self._queue(hs, "_up", rate_up, bdp_rtt, "pfifo", {"packets": 1000})
+            r = self.node(f"router-{i + 1}")
+            a = self.routers[-1]
+            down = self.link(f"hop{i}", a, r, rate, delay, monitor=True, **qd)
+            up = self.link(f"hop{i}_up", r, a, rate_up, delay, monitor=True, **qu)
+            loss = self._loss(hs, "loss")
+            if loss:
+                self.links[down]["loss"] = loss
+            hs.finish()
+            self.routers.append(r)
+            self.hops.append({"down": down, "up": up, "delay": delay})
+        self.bottleneck = {"link": "hop0", "rate_bps": self.links[self.hops[0]["down"]]["rate_bps"]}
+
+    def hostpair(self, label: str, rtt: int, first: int, last: int, sec: _Section):
+        """Server-side host at router `first`, client-side host at router `last`; the server's
+        access link carries the propagation delay that makes the base RTT."""
+        path_delay = sum(h["delay"] for h in self.hops[first:last])
+        access = rtt // 2 - path_delay
+        if access < 0:
+            raise sec.err("rtt", f"an RTT >= 2 x the path's propagation delay ({2 * path_delay / 1e6:g} ms)",
+                          units.fmt_duration(rtt))
+        s = self.node(f"{label}-server")
+        c = self.node(f"{label}-client")
+        ra, rb = self.routers[first], self.routers[last]
+        big = {"aqm": "pfifo", "aqm_params": {}, "buffer_packets": 10_000}
+        self.link(f"{label}-server-up", s, ra, self.access_rate, access, **big)
+        self.link(f"{label}-server-down", ra, s, self.access_rate, access, **big)
+        self.link(f"{label}-client-down", rb, c, self.access_rate, 0, **big)
+        self.link(f"{label}-client-up", c, rb, self.access_rate, 0, **big)
+        return s, c
+
+    def flow(self, f: _Section):
+        kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web"])
+        name = f.str("name", default=f"{kind}{len(self.flows)}")
+        count = f.int("count", default=1, minimum=1)
+        rtt = f.get("rtt", units.duration, self.default_rtt)
+        direction = f.str("direction", default="down", choices=["down", "up"])
+        first = f.int("from_hop", default=0, minimum=0)
+        last = f.int("to_hop", default=len(self.hops), minimum=1)
+        if last > len(self.hops) or first >= last:
+            raise f.err("to_hop", f"0 <= from_hop < to_hop <= {len(self.hops)}", last)
+        start = f.get("start", units.duration, 0)
+        stagger = f.get("stagger", units.duration, 0)
+        stop = f.get("stop", units.duration, None)
+        if stop is not None and stop <= start:
+            raise f.err("stop", "a time after start", f.data["stop"])
+        common = {}
+        if kind in ("bulk", "web"):
+            cc = f.str("cc", default="cubic")
+            if cc not in self.ccs:
+                raise f.err("cc", "one of " + ", ".join(sorted(self.ccs)), cc)
+            common["cc"] = cc
+            common["cc_params"] = convert_params(f.sub("cc_params"), self.ccs[cc]["params"], f"cc {cc}")
+            tcp_specs = _describe_tcp()
+            common["tcp"] = convert_params(f.sub("tcp"), tcp_specs, "tcp")
+        if kind == "bulk":
+            size = f.get("size", units.size, None)
+            if size is not None:
+                common["bytes"] = size
+
+            def sched(v):
+                if not isinstance(v, list) or not all(isinstance(x, list) and len(x) == 2 for x in v):
+                    raise ValueError("expected a list of [time, weight] pairs like [[\"100s\", 3.0]]")
+                return [[units.duration(x[0]), float(x[1])] for x in v]
+            ws = f.get("weight_schedule", sched, None)
+            if ws:
+                common["weight_schedule"] = ws
+        elif kind == "cbr":
+            common["rate_bps"] = f.get("rate", units.rate, required=True)
+            common["packet_size"] = f.int("packet_size", default=MTU, minimum=28)
+        else:
+            common["arrival_rate"] = f.num("arrival_rate", required=True, minimum=0)
+            common["sizes"] = _load_sizes(f, self.base_dir)
+        f.finish()
+        for k in range(count):
+            label = name if count == 1 else f"{name}-{k}"
+            s, c = self.hostpair(label, rtt, first, last, f)
+            src, dst = (s, c) if direction == "down" else (c, s)
+            d = {"kind": kind, "name": label, "src": src, "dst": dst, "start": start + k * stagger}
+            if stop is not None:
+                d["stop"] = stop
+            d.update(copy.deepcopy(common))
+            self.flows.append(d)
+
+
+def _describe_tcp():
+    from qoelab import _core
+    if hasattr(_core, "describe_tcp"):
+        return json.loads(_core.describe_tcp())
+    return []
+
+
+def _trace_mean(trace) -> int:
+    if trace is None:
+        return 0
+    if trace["kind"] == "opportunities":
+        return int(len(trace["times_ns"]) * trace.get("bytes_per_opportunity", 1504) * 8e9 / trace["period_ns"])
+    total = sum(d for d, _, _ in trace["segments"])
+    return int(sum(d * r for d, r, _ in trace["segments"]) / total)
+
+
+BUILTIN_SIZES = {}
+
+
+def _load_sizes(f: _Section, base_dir: str):
+    v = f.raw("sizes", "builtin:web")
+    if not isinstance(v, str):
+        raise f.err("sizes", "\"builtin:web\" or a CDF file path", v)
+    from qoelab import flowsizes
+    if v.startswith("builtin:"):
+        try:
+            return flowsizes.builtin(v.split(":", 1)[1])
+        except KeyError:
+            raise f.err("sizes", "builtin:" + " or builtin:".join(flowsizes.BUILTIN), v) from None
+    full = v if os.path.isabs(v) else os.path.join(base_dir, v)
+    return flowsizes.load_cdf(full)

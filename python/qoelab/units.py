@@ -1,0 +1,127 @@
+"""Unit strings of scenario files: "20ms", "10Mbps", "256KB", "100pkts", "1.5bdp", "1%".
+
+Canonical units: durations in integer nanoseconds, rates in integer bit/s, sizes in integer
+bytes. Decimal prefixes for rates and sizes (k = 1000); binary sizes with KiB/MiB/GiB.
+Every parser raises ``ValueError`` whose message says what was expected; the scenario loader
+adds the file and key.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+_NUM = r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+)"
+
+_DUR = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
+        "min": 60_000_000_000, "h": 3_600_000_000_000}
+_RATE = {"bps": 1, "bit/s": 1, "kbps": 1e3, "kbit/s": 1e3, "mbps": 1e6, "mbit/s": 1e6,
+         "gbps": 1e9, "gbit/s": 1e9}
+_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+_PKTS = ("pkts", "pkt", "packets", "packet", "p")
+
+DURATION_EXAMPLE = "a duration like \"20ms\", \"1.5s\", \"250us\""
+RATE_EXAMPLE = "a rate like \"10Mbps\", \"600kbps\", \"1Gbps\""
+SIZE_EXAMPLE = "a size like \"256KB\", \"1500B\", \"1MiB\""
+BUFFER_EXAMPLE = "a buffer like \"1.5bdp\", \"100pkts\", \"256KB\""
+
+
+def _split(text, what):
+    if isinstance(text, bool) or not isinstance(text, str):
+        raise ValueError(f"expected {what}, found {text!r}")
+    m = re.fullmatch(r"\s*" + _NUM + r"\s*([A-Za-zµ/%]+)\s*", text)
+    if not m:
+        raise ValueError(f"expected {what}, found {text!r}")
+    return float(m.group(1)), m.group(2)
+
+
+def duration(text) -> int:
+    """Duration string -> integer nanoseconds."""
+    v, u = _split(text, DURATION_EXAMPLE)
+    if u not in _DUR:
+        raise ValueError(f"expected {DURATION_EXAMPLE}, found {text!r} (unit {u!r} is not one of "
+                         f"{', '.join(_DUR)})")
+    return int(round(v * _DUR[u]))
+
+
+def rate(text) -> int:
+    """Rate string -> integer bit/s."""
+    v, u = _split(text, RATE_EXAMPLE)
+    k = u.lower()
+    if k not in _RATE:
+        raise ValueError(f"expected {RATE_EXAMPLE}, found {text!r} (unit {u!r} is not one of "
+                         "bps, kbps, Mbps, Gbps, kbit/s, Mbit/s, Gbit/s)")
+    return int(round(v * _RATE[k]))
+
+
+def size(text) -> int:
+    """Size string -> integer bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        raise ValueError(f"expected {SIZE_EXAMPLE} (with a unit), found {text!r}")
+    v, u = _split(text, SIZE_EXAMPLE)
+    k = u.lower()
+    if k not in _SIZE:
+        raise ValueError(f"expected {SIZE_EXAMPLE}, found {text!r}")
+    return int(round(v * _SIZE[k]))
+
+
+def packets(text) -> int:
+    """Packet count: an integer or "100pkts"."""
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    v, u = _split(text, "a packet count like 100 or \"100pkts\"")
+    if u.lower() not in _PKTS or v != int(v):
+        raise ValueError(f"expected a packet count like 100 or \"100pkts\", found {text!r}")
+    return int(v)
+
+
+def probability(text) -> float:
+    """Probability: a number in [0, 1] or a percentage string "1%"."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        v = float(text)
+    else:
+        val, u = _split(text, "a probability like 0.01 or \"1%\"")
+        if u != "%":
+            raise ValueError(f"expected a probability like 0.01 or \"1%\", found {text!r}")
+        v = val / 100.0
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"expected a probability in [0, 1], found {text!r}")
+    return v
+
+
+def buffer(text, rate_bps: int, rtt_ns: int, mtu: int = 1500) -> dict:
+    """Buffer size: "1.5bdp" (packets of `mtu` bytes: ceil(rate * rtt / 8 / mtu), at least 1),
+    "100pkts", or a byte size. Returns {"packets": n} or {"bytes": n}."""
+    if isinstance(text, str) and text.strip().lower().endswith("bdp"):
+        v, _ = _split(text, BUFFER_EXAMPLE)
+        bdp_bytes = rate_bps * rtt_ns / 8e9
+        return {"packets": max(1, math.ceil(v * bdp_bytes / mtu - 1e-9))}
+    try:
+        return {"packets": packets(text)}
+    except ValueError:
+        pass
+    try:
+        return {"bytes": size(text)}
+    except ValueError:
+        raise ValueError(f"expected {BUFFER_EXAMPLE}, found {text!r}") from None
+
+
+def fmt_duration(ns: int) -> str:
+    for u, f in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= f:
+            return f"{ns / f:g}{u}"
+    return f"{ns}ns"
+
+
+def fmt_rate(bps: float) -> str:
+    for u, f in (("Gbps", 1e9), ("Mbps", 1e6), ("kbps", 1e3)):
+        if bps >= f:
+            return f"{bps / f:g}{u}"
+    return f"{bps:g}bps"
+
+
+def fmt_size(b: int) -> str:
+    for u, f in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= f:
+            return f"{b / f:g}{u}"
+    return f"{b}B"
