@@ -3,6 +3,7 @@
 pub mod config;
 pub mod link;
 pub mod loss;
+pub mod pcap;
 pub mod record;
 pub mod summary;
 pub mod trace;

@@ -122,6 +122,8 @@ pub struct World {
     prev_q: Vec<(u64, u128)>,
     pub seed: u64,
     pub ended: bool,
+    /// pcap writers of links with capture enabled (by link index).
+    pcaps: Vec<(usize, super::pcap::PcapWriter)>,
 }
 
 impl World {
@@ -261,7 +263,13 @@ impl World {
             prev_q: vec![(0, 0); nl],
             seed,
             ended: false,
+            pcaps: Vec::new(),
         };
+        for i in 0..w.links.len() {
+            if w.links[i].pcap {
+                w.pcaps.push((i, super::pcap::PcapWriter::new()));
+            }
+        }
         let flows = w.cfg.flows.clone();
         for (i, f) in flows.iter().enumerate() {
             w.add_flow(i, f)?;
@@ -463,6 +471,12 @@ impl World {
     #[inline]
     fn transmitted(&mut self, li: usize, pkt: Packet) {
         let now = self.engine.now();
+        if self.links[li].pcap {
+            let data_dir = pkt.src == self.flows[pkt.flow as usize].src;
+            if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
+                w.write(now, &pkt, data_dir);
+            }
+        }
         let link = &mut self.links[li];
         link.stats.tx_pkts += 1;
         link.stats.tx_bytes += pkt.size as u64;
@@ -752,7 +766,7 @@ impl World {
 
     /// Captured pcaps: (link name, pcap file bytes).
     pub fn take_pcaps(&mut self) -> Vec<(String, Vec<u8>)> {
-        Vec::new()
+        std::mem::take(&mut self.pcaps).into_iter().map(|(i, w)| (self.links[i].name.clone(), w.buf)).collect()
     }
 
     /// Run until the configured duration.

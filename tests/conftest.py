@@ -1,0 +1,25 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def data_dir():
+    """The shared data folder (../shared/data beside the checkout, or $QOELAB_DATA)."""
+    return os.environ.get("QOELAB_DATA") or os.path.join(os.path.dirname(REPO), "shared", "data")
+
+
+def need_data(*parts):
+    p = os.path.join(data_dir(), *parts)
+    if not os.path.exists(p):
+        pytest.skip(f"needs the shared data folder ({p} not found; set QOELAB_DATA)")
+    return p
+
+
+def qoelab_cli(*args, cwd=None):
+    """Run the CLI in a subprocess; returns CompletedProcess with text output."""
+    return subprocess.run([sys.executable, "-m", "qoelab.cli", *args], capture_output=True, text=True,
+                          cwd=cwd or REPO, timeout=600)
