@@ -479,3 +479,30 @@ def test_synthetic_options():
         synthetic_video("voxel", 0)
     with pytest.raises(InputError, match="segment_duration"):
         synthetic_video("voxel", 3, segment_duration="2 minutes")
+
+
+def test_mpd_start_number_inherited_and_adaptation_set_choice(tmp_path):
+    text = MPD_TEMPLATE.replace('duration="2"/>', 'duration="2" startNumber="0"/>')
+    p = write(tmp_path, "sn.mpd", text)
+    for rid in ("v1", "v2"):
+        for k in range(0, 4):
+            write(tmp_path, f"{rid}/seg-{k:03d}.m4s", "z" * (k + 1))
+    assert load_mpd(p)["sizes"][0] == [1, 1]
+    assert load_mpd(p, adaptation_set=0)["bitrates_bps"] == [1000, 2000]
+    raises_at(lambda: load_mpd(p, adaptation_set=3), f"{p}:1:/MPD/Period[1]", "AdaptationSet index")
+
+
+def test_hls_comment_between_inf_and_uri(tmp_path):
+    p = write(tmp_path, "master.m3u8", MASTER.replace("hi/index.m3u8", "# a comment\nhi/index.m3u8"))
+    write(tmp_path, "hi/index.m3u8", MEDIA_SIZE.format(a=5000, b=5100, c=3000))
+    write(tmp_path, "lo/index.m3u8", MEDIA_RANGE)
+    assert load_hls(p)["sizes"][0] == [1000, 5000]
+
+
+def test_normalized_video_json_round_trip(tmp_path):
+    v = synthetic_video("pensieve", 5, seed=2)
+    p = write(tmp_path, "v.json", json.dumps(v))
+    assert load_video(p) == v
+    bad = dict(v, bitrates_bps=[1, 1, 2, 3, 4, 5])
+    p2 = write(tmp_path, "bad.json", json.dumps(bad))
+    raises_at(lambda: load_video(p2), f"{p2}:bitrates_bps[1]", "strictly ascending")

@@ -142,7 +142,7 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
         elif ln.startswith("#EXTINF") and not variants and pending is None:
             raise InputError(path, str(i), "a master playlist (#EXT-X-STREAM-INF)", "a media playlist")
         elif ln and not ln.startswith("#") and pending is not None:
-            variants.append((*pending, _local(base, ln)))
+            variants.append((*pending, _local(base, ln), i))
             pending = None
     if pending is not None:
         raise InputError(path, str(pending[1]), "a media playlist URI after #EXT-X-STREAM-INF", "end of file")
@@ -154,12 +154,12 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
             raise InputError(path, str(b[1]), f"distinct BANDWIDTH values (strictly ascending; line {a[1]} has it too)",
                              str(b[0]))
     cols = []
-    for bw, line, _res, media in variants:
+    for bw, line, _res, media, uri_line in variants:
         if not os.path.isfile(media):
-            raise InputError(path, str(line + 1), f"the media playlist {media}", "no such file")
+            raise InputError(path, str(uri_line), f"the media playlist {media}", "no such file")
         cols.append(_media_playlist(media, media_dir))
     n = len(cols[0][1])
-    for (bw, line, _r, media), (_d, s) in zip(variants, cols):
+    for (bw, line, _r, media, _u), (_d, s) in zip(variants, cols):
         if len(s) != n:
             raise InputError(path, str(line), f"{n} segments in every variant (as in {variants[0][3]})",
                              f"{len(s)} in {media}")

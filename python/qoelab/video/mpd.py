@@ -553,7 +553,12 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
         fixed = None
     elif fixed is None:
         raise _err(path, st, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
-    start = _int_attr(path, st, "startNumber", default=1) if "startNumber" in attrs else 1
+    start = 1
+    if "startNumber" in attrs:
+        sv = attrs["startNumber"].strip()
+        if not re.fullmatch(r"[0-9]+", sv):
+            raise _err(path, st, "startNumber", "an integer >= 0", repr(sv))
+        start = int(sv)
     if table is not None:
         if rep_id not in table:
             raise InputError(table_path, rep_id or "?", f"sizes for Representation@id {rep_id!r} ({rep.xpath})",
@@ -567,6 +572,8 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
     else:
         if "media" not in attrs:
             raise _err(path, st, "media", "attribute media (a template) or a sizes table", "nothing")
+        if "$Time" in attrs["media"] and timeline is None:
+            raise _err(path, st, "media", "a SegmentTimeline when the template uses $Time$", "none")
         if timeline is not None:
             n = len(timeline)
         elif total_ns is not None:
