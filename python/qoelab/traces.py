@@ -418,7 +418,6 @@ def scale(trace: dict, factor: float) -> dict:
         segs = [[d, round(r * factor), lat] for d, r, lat in trace["segments"]]
         return {"kind": "rates", "segments": segs, "loop": trace.get("loop", True)}
     times = trace["times_ns"]
-    n = len(times)
     out: list[int] = []
     # cumulative count after the i-th original opportunity is i+1; emit floor(factor*(i+1)) in total
     emitted = 0
@@ -427,7 +426,6 @@ def scale(trace: dict, factor: float) -> dict:
         if target > emitted:
             out.extend([t] * (target - emitted))
             emitted = target
-    del n
     return {"kind": "opportunities", "period_ns": trace["period_ns"], "times_ns": out,
             "bytes_per_opportunity": trace["bytes_per_opportunity"]}
 
