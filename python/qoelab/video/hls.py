@@ -1,0 +1,171 @@
+"""HLS master + media playlists -> Video dict.
+
+Master playlist: every ``#EXT-X-STREAM-INF:BANDWIDTH=<bps>[,RESOLUTION=WxH,...]`` followed by the URI
+of its media playlist (relative to the master's folder, or ``media_dir``); ``BANDWIDTH`` is the
+rung's nominal bitrate. Media playlist: per segment an ``#EXTINF:<seconds>,[title]`` and its size
+from one of (first that applies): ``#EXT-X-SIZE:<bytes>`` (the HLS-BBA testbed's extension, written
+by its hls-size-helper), ``#EXT-X-BYTERANGE:<n>[@<offset>]`` (n bytes), or the local file the URI
+names. The tags of a segment come before its URI line. Other tags are ignored.
+
+Errors name the playlist file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import unquote, urlparse
+
+from qoelab.errors import InputError
+from qoelab.video.loaders import NS_PER_S, make_video, validate_video
+from qoelab.video.mpd import _durations_to_nominal
+
+__all__ = ["load_hls", "parse_attribute_list"]
+
+
+def _read_lines(path: str) -> list[str]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(path, None, "an existing playlist file", "no such file") from None
+    except OSError as e:
+        raise InputError(path, None, "a readable playlist", e.strerror or str(e)) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(path, str(data[: e.start].count(b"\n") + 1), "UTF-8 text", "undecodable bytes") from None
+    lines = [ln.rstrip("\r") for ln in text.split("\n")]
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or lines[first].strip() != "#EXTM3U":
+        raise InputError(path, str((first or 0) + 1), "#EXTM3U as the first line",
+                         repr(lines[first].strip())[:40] if first is not None else "an empty file")
+    return lines
+
+
+def parse_attribute_list(text: str, path: str, line: int) -> dict:
+    """``KEY=value,KEY="quoted, value"`` -> dict (quotes removed)."""
+    out = {}
+    pos = 0
+    pat = re.compile(r'\s*([A-Z0-9-]+)=("[^"\n]*"|[^,]*)\s*(,|$)')
+    while pos < len(text):
+        m = pat.match(text, pos)
+        if not m:
+            raise InputError(path, str(line), "an attribute list KEY=value,...", repr(text[pos:pos + 30]))
+        v = m.group(2)
+        out[m.group(1)] = v[1:-1] if v.startswith('"') else v.strip()
+        pos = m.end()
+    return out
+
+
+def _local(base_dir: str, uri: str) -> str:
+    u = urlparse(uri)
+    rel = unquote(u.path)
+    if u.scheme:
+        cand = os.path.join(base_dir, rel.lstrip("/"))
+        return cand if os.path.exists(cand) else os.path.join(base_dir, os.path.basename(rel))
+    return os.path.join(base_dir, rel)
+
+
+def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[int]]:
+    lines = _read_lines(path)
+    base = media_dir if media_dir is not None else os.path.dirname(os.path.abspath(path))
+    durs, sizes = [], []
+    dur = size = None
+    for i, raw in enumerate(lines, 1):
+        ln = raw.strip()
+        if not ln or ln == "#EXTM3U":
+            continue
+        if ln.startswith("#EXT-X-STREAM-INF"):
+            raise InputError(path, str(i), "a media playlist (segments)", "#EXT-X-STREAM-INF (a master playlist)")
+        if ln.startswith("#EXTINF:"):
+            m = re.fullmatch(r"#EXTINF:\s*([0-9]+(?:\.[0-9]*)?)\s*(,.*)?", ln)
+            if not m or float(m.group(1)) <= 0:
+                raise InputError(path, str(i), "#EXTINF:<seconds > 0>,[title]", repr(ln)[:50])
+            dur = round(float(m.group(1)) * NS_PER_S)
+        elif ln.startswith("#EXT-X-SIZE:"):
+            v = ln[len("#EXT-X-SIZE:"):].strip()
+            if not re.fullmatch(r"[0-9]+", v):
+                raise InputError(path, str(i), "#EXT-X-SIZE:<bytes> (an integer)", repr(ln)[:50])
+            size = int(v)
+        elif ln.startswith("#EXT-X-BYTERANGE:"):
+            v = ln[len("#EXT-X-BYTERANGE:"):].strip()
+            m = re.fullmatch(r"([0-9]+)(@[0-9]+)?", v)
+            if not m:
+                raise InputError(path, str(i), "#EXT-X-BYTERANGE:<n>[@<offset>]", repr(ln)[:50])
+            if size is None:
+                size = int(m.group(1))
+        elif ln.startswith("#"):
+            continue
+        else:  # a URI line: ends a segment
+            if dur is None:
+                raise InputError(path, str(i), "#EXTINF before the segment URI", repr(ln)[:50])
+            if size is None:
+                f = _local(base, ln)
+                if not os.path.isfile(f):
+                    raise InputError(path, str(i), f"#EXT-X-SIZE, #EXT-X-BYTERANGE or the local segment file {f}",
+                                     "none")
+                size = os.path.getsize(f)
+            durs.append(dur)
+            sizes.append(size)
+            dur = size = None
+    if not sizes:
+        raise InputError(path, str(len(lines)), "at least one segment (#EXTINF + URI)", "none")
+    if dur is not None:
+        raise InputError(path, str(len(lines)), "a segment URI after the last #EXTINF", "end of file")
+    return durs, sizes
+
+
+def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None) -> dict:
+    """Load an HLS master playlist (and its media playlists) as a Video dict."""
+    path = str(path)
+    lines = _read_lines(path)
+    base = os.path.dirname(os.path.abspath(path))
+    variants = []  # (bandwidth, line, resolution, media path)
+    pending = None
+    for i, raw in enumerate(lines, 1):
+        ln = raw.strip()
+        if ln.startswith("#EXT-X-STREAM-INF:"):
+            attrs = parse_attribute_list(ln[len("#EXT-X-STREAM-INF:"):], path, i)
+            bw = attrs.get("BANDWIDTH")
+            if bw is None:
+                raise InputError(path, str(i), "attribute BANDWIDTH in #EXT-X-STREAM-INF", "nothing")
+            if not re.fullmatch(r"[0-9]+", bw) or int(bw) == 0:
+                raise InputError(path, str(i), "BANDWIDTH=<bit/s, an integer > 0>", repr(bw))
+            res = None
+            if "RESOLUTION" in attrs:
+                m = re.fullmatch(r"([0-9]+)x([0-9]+)", attrs["RESOLUTION"])
+                if not m:
+                    raise InputError(path, str(i), "RESOLUTION=<width>x<height>", repr(attrs["RESOLUTION"]))
+                res = (int(m.group(1)), int(m.group(2)))
+            pending = (int(bw), i, res)
+        elif ln.startswith("#EXTINF") and not variants and pending is None:
+            raise InputError(path, str(i), "a master playlist (#EXT-X-STREAM-INF)", "a media playlist")
+        elif ln and not ln.startswith("#") and pending is not None:
+            variants.append((*pending, _local(base, ln), i))
+            pending = None
+    if pending is not None:
+        raise InputError(path, str(pending[1]), "a media playlist URI after #EXT-X-STREAM-INF", "end of file")
+    if not variants:
+        raise InputError(path, None, "at least one #EXT-X-STREAM-INF variant", "none")
+    variants.sort(key=lambda v: v[0])
+    for a, b in zip(variants, variants[1:]):
+        if a[0] == b[0]:
+            raise InputError(path, str(b[1]), f"distinct BANDWIDTH values (strictly ascending; line {a[1]} has it too)",
+                             str(b[0]))
+    cols = []
+    for bw, line, _res, media, uri_line in variants:
+        if not os.path.isfile(media):
+            raise InputError(path, str(uri_line), f"the media playlist {media}", "no such file")
+        cols.append(_media_playlist(media, media_dir))
+    n = len(cols[0][1])
+    for (bw, line, _r, media, _u), (_d, s) in zip(variants, cols):
+        if len(s) != n:
+            raise InputError(path, str(line), f"{n} segments in every variant (as in {variants[0][3]})",
+                             f"{len(s)} in {media}")
+    nominal, last = _durations_to_nominal(cols[0][0])
+    sizes = [[c[1][k] for c in cols] for k in range(n)]
+    res = [v[2] for v in variants] if all(v[2] for v in variants) else None
+    video = make_video(name or os.path.basename(path).rsplit(".", 1)[0], nominal, [v[0] for v in variants], sizes,
+                       last_segment_duration=last, resolutions=res)
+    return validate_video(video, path)

@@ -1,0 +1,294 @@
+"""Video loaders -> the normalized ``Video`` dict of ``qoelab-core`` (crates/qoelab-core/src/video).
+
+The dict has exactly the keys the core accepts (it denies unknown fields)::
+
+    {"name": str, "segment_duration": ns, "last_segment_duration": ns | None,
+     "bitrates_bps": [strictly ascending ints], "sizes": [[bytes per rung] per segment],
+     "quality": {metric: [[float per rung] per segment]}, "resolutions": [[w, h] per rung] | None}
+
+All errors are :class:`qoelab.errors.InputError` naming the file and the line / key / XML path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from typing import Any
+
+from qoelab.errors import InputError
+
+__all__ = [
+    "PENSIEVE_BITRATES_KBPS",
+    "make_video",
+    "validate_video",
+    "load_video",
+    "load_sabre_movie",
+    "load_pensieve_sizes",
+    "save_sabre_movie",
+]
+
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+
+#: Pensieve's ``VIDEO_BIT_RATE`` (kbit/s) for ``video_size_0`` .. ``video_size_5`` (Envivio, 4 s).
+PENSIEVE_BITRATES_KBPS = (300, 750, 1200, 1850, 2850, 4300)
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def make_video(name: str, segment_duration: int, bitrates_bps: list, sizes: list, *,
+               last_segment_duration: int | None = None, quality: dict | None = None,
+               resolutions: list | None = None) -> dict:
+    """Assemble a Video dict (no validation; see :func:`validate_video`)."""
+    return {
+        "name": str(name),
+        "segment_duration": int(segment_duration),
+        "last_segment_duration": None if last_segment_duration is None else int(last_segment_duration),
+        "bitrates_bps": [int(b) for b in bitrates_bps],
+        "sizes": [[int(x) for x in row] for row in sizes],
+        "quality": {} if quality is None else quality,
+        "resolutions": None if resolutions is None else [[int(w), int(h)] for w, h in resolutions],
+    }
+
+
+def validate_video(video: dict, path: str | None = None) -> dict:
+    """The rules of ``Video::validate`` (core), raised as InputError naming ``path`` and the key."""
+    p = path if path is not None else video.get("name", "video")
+    allowed = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
+               "resolutions"}
+    extra = sorted(set(video) - allowed)
+    if extra:
+        raise InputError(p, extra[0], "only the Video keys " + ", ".join(sorted(allowed)), f"key {extra[0]}")
+    b = video.get("bitrates_bps")
+    if not isinstance(b, list) or not b:
+        raise InputError(p, "bitrates_bps", "at least one rung", repr(b))
+    for i, x in enumerate(b):
+        if not _is_int(x) or x <= 0:
+            raise InputError(p, f"bitrates_bps[{i}]", "an integer bit/s > 0", repr(x))
+    for i in range(1, len(b)):
+        if b[i] <= b[i - 1]:
+            raise InputError(p, f"bitrates_bps[{i}]", f"strictly ascending bitrates (> {b[i - 1]})", str(b[i]))
+    d = video.get("segment_duration")
+    if not _is_int(d) or d <= 0:
+        raise InputError(p, "segment_duration", "an integer ns > 0", repr(d))
+    last = video.get("last_segment_duration")
+    if last is not None and (not _is_int(last) or last <= 0):
+        raise InputError(p, "last_segment_duration", "null or an integer ns > 0", repr(last))
+    sizes = video.get("sizes")
+    if not isinstance(sizes, list) or not sizes:
+        raise InputError(p, "sizes", "at least one segment", repr(sizes)[:40])
+    r = len(b)
+    for i, row in enumerate(sizes):
+        if not isinstance(row, list) or len(row) != r:
+            n = len(row) if isinstance(row, list) else type(row).__name__
+            raise InputError(p, f"sizes[{i}]", f"{r} sizes (one per rung)", str(n))
+        for j, x in enumerate(row):
+            if not _is_int(x) or x < 0:
+                raise InputError(p, f"sizes[{i}][{j}]", "an integer byte count >= 0", repr(x))
+    q = video.get("quality") or {}
+    if not isinstance(q, dict):
+        raise InputError(p, "quality", "an object metric -> [segment][rung]", type(q).__name__)
+    for m, t in q.items():
+        if (not isinstance(t, list) or len(t) != len(sizes)
+                or any(not isinstance(row, list) or len(row) != r or not all(_is_num(v) for v in row) for row in t)):
+            raise InputError(p, f"quality.{m}", f"{len(sizes)} segments x {r} rungs of numbers", "another shape")
+    res = video.get("resolutions")
+    if res is not None:
+        if not isinstance(res, list) or len(res) != r:
+            raise InputError(p, "resolutions", f"{r} entries", repr(res)[:40])
+        for i, wh in enumerate(res):
+            if not isinstance(wh, (list, tuple)) or len(wh) != 2 or not all(_is_int(v) and v > 0 for v in wh):
+                raise InputError(p, f"resolutions[{i}]", "[width, height]", repr(wh))
+    return video
+
+
+# ------------------------------------------------------------------------------------ sabre movie
+def _json_load(path: str) -> tuple[Any, str]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise InputError(path, None, "an existing file", "no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, None, "a readable UTF-8 file", str(e)) from None
+    try:
+        return json.loads(text), text
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
+
+
+def _key_line(text: str, key: str) -> str:
+    m = re.search(r'"' + re.escape(key) + r'"\s*:', text)
+    return str(text.count("\n", 0, m.start()) + 1) if m else ""
+
+
+def load_sabre_movie(path: str, name: str | None = None) -> dict:
+    """Sabre movie JSON: ``{segment_duration_ms, bitrates_kbps, segment_sizes_bits[segment][rung]}``.
+
+    Sizes in bits become bytes rounded **up** (``ceil(bits / 8)``: the bytes needed to carry them;
+    Sabre's own files hold multiples of 8, so nothing changes for them). kbit/s = 1000 bit/s.
+    Other top-level keys (e.g. ``source``) are ignored.
+    """
+    path = str(path)
+    doc, text = _json_load(path)
+    if not isinstance(doc, dict):
+        raise InputError(path, "1", "a JSON object {segment_duration_ms, bitrates_kbps, segment_sizes_bits}",
+                         type(doc).__name__)
+
+    def where(key: str, sub: str = "") -> str:
+        ln = _key_line(text, key)
+        return f"{ln}:{key}{sub}" if ln else f"{key}{sub}"
+
+    for key in ("segment_duration_ms", "bitrates_kbps", "segment_sizes_bits"):
+        if key not in doc:
+            raise InputError(path, key, f"key {key}", "nothing")
+    d = doc["segment_duration_ms"]
+    if not _is_num(d) or d <= 0:
+        raise InputError(path, where("segment_duration_ms"), "a number of ms > 0", json.dumps(d))
+    br = doc["bitrates_kbps"]
+    if not isinstance(br, list) or not br:
+        raise InputError(path, where("bitrates_kbps"), "a non-empty list of kbit/s", json.dumps(br)[:40])
+    for i, x in enumerate(br):
+        if not _is_num(x) or x <= 0:
+            raise InputError(path, where("bitrates_kbps", f"[{i}]"), "a number of kbit/s > 0", json.dumps(x))
+        if i and x <= br[i - 1]:
+            raise InputError(path, where("bitrates_kbps", f"[{i}]"),
+                             f"strictly ascending bitrates (> {br[i - 1]})", json.dumps(x))
+    ss = doc["segment_sizes_bits"]
+    if not isinstance(ss, list) or not ss:
+        raise InputError(path, where("segment_sizes_bits"), "a non-empty list [segment][rung] of bits",
+                         json.dumps(ss)[:40])
+    sizes = []
+    for i, row in enumerate(ss):
+        if not isinstance(row, list) or len(row) != len(br):
+            n = len(row) if isinstance(row, list) else type(row).__name__
+            raise InputError(path, where("segment_sizes_bits", f"[{i}]"),
+                             f"{len(br)} sizes (one per bitrate)", str(n))
+        out = []
+        for j, x in enumerate(row):
+            if not _is_num(x) or x < 0:
+                raise InputError(path, where("segment_sizes_bits", f"[{i}][{j}]"), "a number of bits >= 0",
+                                 json.dumps(x))
+            out.append(math.ceil(x / 8))
+        sizes.append(out)
+    video = make_video(name or _stem(path), round(d * NS_PER_MS), [round(x * 1000) for x in br], sizes)
+    return validate_video(video, path)
+
+
+def save_sabre_movie(video: dict, path: str) -> None:
+    """Write a Video as Sabre movie JSON (sizes x 8 bits; ms and kbit/s as exact as possible)."""
+    def c(x):
+        return int(x) if float(x).is_integer() else x
+    doc = {"segment_duration_ms": c(video["segment_duration"] / NS_PER_MS),
+           "bitrates_kbps": [c(b / 1000) for b in video["bitrates_bps"]],
+           "segment_sizes_bits": [[8 * s for s in row] for row in video["sizes"]]}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(doc, f)
+        f.write("\n")
+
+
+# -------------------------------------------------------------------------------- pensieve folder
+def load_pensieve_sizes(folder: str, bitrates_kbps=PENSIEVE_BITRATES_KBPS, segment_duration_s: float = 4.0,
+                        last_segment_duration_s: float | None = None, name: str | None = None) -> dict:
+    """A Pensieve ``video_size_0`` .. ``video_size_{N-1}`` folder (one byte count per line each).
+
+    File ``video_size_i`` is rung ``i`` (0 = lowest), with bitrate ``bitrates_kbps[i]`` (the files
+    carry no bitrates; default = Pensieve's 300..4300 kbit/s). All files must have the same number
+    of lines. Segment duration defaults to Pensieve's 4 s.
+    """
+    folder = str(folder)
+    if not os.path.isdir(folder):
+        raise InputError(folder, None, "a folder with video_size_0 .. video_size_N files", "no such folder")
+    files = {}
+    for fn in os.listdir(folder):
+        m = re.fullmatch(r"video_size_([0-9]+)", fn)
+        if m:
+            files[int(m.group(1))] = os.path.join(folder, fn)
+    if not files:
+        raise InputError(folder, None, "files video_size_0 .. video_size_N", "none")
+    n = len(files)
+    if sorted(files) != list(range(n)):
+        missing = min(set(range(max(files) + 1)) - set(files))
+        raise InputError(os.path.join(folder, f"video_size_{missing}"), None, "a file (rungs are numbered 0..N-1)",
+                         "no such file")
+    if len(bitrates_kbps) != n:
+        raise InputError(folder, None, f"{len(bitrates_kbps)} video_size files (one per bitrate)", str(n))
+    cols = []
+    for i in range(n):
+        fp = files[i]
+        with open(fp, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+        if text.endswith("\n"):
+            text = text[:-1]
+        lines = [ln.rstrip("\r") for ln in text.split("\n")] if text else []
+        if not lines:
+            raise InputError(fp, None, "one byte count per line", "an empty file")
+        col = []
+        for k, ln in enumerate(lines, 1):
+            if not re.fullmatch(r"\s*[0-9]+\s*", ln):
+                raise InputError(fp, str(k), "a non-negative integer byte count", repr(ln) if ln else "an empty line")
+            col.append(int(ln))
+        if cols and len(col) != len(cols[0]):
+            raise InputError(fp, str(len(col)), f"{len(cols[0])} lines like video_size_0", f"{len(col)} lines")
+        cols.append(col)
+    sizes = [[cols[r][s] for r in range(n)] for s in range(len(cols[0]))]
+    last = None if last_segment_duration_s is None else round(last_segment_duration_s * NS_PER_S)
+    video = make_video(name or os.path.basename(os.path.normpath(folder)), round(segment_duration_s * NS_PER_S),
+                       [round(b * 1000) for b in bitrates_kbps], sizes, last_segment_duration=last)
+    return validate_video(video, folder)
+
+
+# ------------------------------------------------------------------------------------- dispatcher
+def _stem(path: str) -> str:
+    base = os.path.basename(os.path.normpath(path))
+    return base.rsplit(".", 1)[0] if "." in base else base
+
+
+def load_video(path: str, format: str | None = None, **options) -> dict:
+    """Load a video description. ``format``: sabre | pensieve | mpd | hls | video (normalized JSON);
+    None = by extension/content: a folder -> pensieve; ``.mpd`` -> mpd; ``.m3u8``/``.m3u`` -> hls;
+    ``.json`` with ``segment_sizes_bits`` -> sabre, with ``bitrates_bps`` -> normalized Video JSON.
+    ``options`` go to the format's loader.
+    """
+    path = str(path)
+    fmt = format
+    if fmt is None:
+        low = path.lower()
+        if os.path.isdir(path):
+            fmt = "pensieve"
+        elif low.endswith(".mpd"):
+            fmt = "mpd"
+        elif low.endswith((".m3u8", ".m3u")):
+            fmt = "hls"
+        else:
+            doc, _ = _json_load(path)
+            fmt = "video" if isinstance(doc, dict) and "bitrates_bps" in doc else "sabre"
+    if fmt == "sabre":
+        return load_sabre_movie(path, **options)
+    if fmt == "pensieve":
+        return load_pensieve_sizes(path, **options)
+    if fmt == "mpd":
+        from qoelab.video.mpd import load_mpd
+        return load_mpd(path, **options)
+    if fmt == "hls":
+        from qoelab.video.hls import load_hls
+        return load_hls(path, **options)
+    if fmt == "video":
+        doc, _ = _json_load(path)
+        if not isinstance(doc, dict):
+            raise InputError(path, "1", "a Video JSON object", type(doc).__name__)
+        doc.setdefault("quality", {})
+        doc.setdefault("last_segment_duration", None)
+        doc.setdefault("resolutions", None)
+        if "name" not in doc or not isinstance(doc["name"], str):
+            raise InputError(path, "name", "a string", repr(doc.get("name")))
+        return validate_video(doc, path)
+    raise InputError(path, None, "video format sabre|pensieve|mpd|hls|video", repr(fmt))

@@ -1,0 +1,597 @@
+"""DASH MPD -> Video dict.
+
+Supported addressing (per Representation, inherited from AdaptationSet / Period as DASH specifies):
+
+* ``SegmentList`` with ``SegmentURL@mediaRange="first-last"`` (inclusive byte range; size = last - first
+  + 1), or ``SegmentURL@media`` naming a local file (size = file size).
+* ``SegmentBase@indexRange="first-last"``: the ``sidx`` box is read from that byte range of the local
+  media file (``BaseURL`` resolved against ``media_dir``, default the MPD's folder); segment sizes =
+  the ``referenced_size`` of each reference, durations = ``subsegment_duration / timescale``.
+* ``SegmentTemplate`` (``@duration``/``@timescale`` or ``SegmentTimeline``) with the sizes given
+  alongside: a JSON *sizes table* ``{"<Representation@id>": [bytes of segment 1, 2, ...], ...}``
+  (argument ``sizes`` = a path or a dict; default ``<mpd name without .mpd>.sizes.json`` next to the
+  MPD when it exists), else the local files the ``@media`` template names (``$RepresentationID$``,
+  ``$Number[%0Nd]$``, ``$Bandwidth$``, ``$Time$``) under ``media_dir``.
+
+Errors name the MPD file, the line and the element path, e.g.
+``x.mpd:14:/MPD/Period[1]/AdaptationSet[1]/Representation[2]@bandwidth: expected ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import struct
+import xml.parsers.expat
+from collections import Counter
+from urllib.parse import unquote, urlparse
+
+from qoelab.errors import InputError
+from qoelab.video.loaders import NS_PER_S, make_video, validate_video
+
+__all__ = ["load_mpd", "parse_sidx", "parse_iso_duration"]
+
+
+class _Node:
+    __slots__ = ("tag", "attrib", "children", "line", "xpath", "text", "parent")
+
+    def __init__(self, tag, attrib, line, xpath, parent):
+        self.tag = tag
+        self.attrib = attrib
+        self.children = []
+        self.line = line
+        self.xpath = xpath
+        self.text = ""
+        self.parent = parent
+
+    def find_all(self, tag):
+        return [c for c in self.children if c.tag == tag]
+
+    def find(self, tag):
+        for c in self.children:
+            if c.tag == tag:
+                return c
+        return None
+
+
+def _local(name: str) -> str:
+    name = name.rsplit(" ", 1)[-1]  # namespace-expanded names are not used, but be safe
+    return name.rsplit(":", 1)[-1]
+
+
+def _parse_xml(path: str) -> _Node:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise InputError(path, None, "an existing MPD file", "no such file") from None
+    except OSError as e:
+        raise InputError(path, None, "a readable MPD file", e.strerror or str(e)) from None
+    p = xml.parsers.expat.ParserCreate()
+    stack: list[_Node] = []
+    root: list[_Node] = []
+    counters: list[Counter] = [Counter()]
+
+    def start(name, attrs):
+        tag = _local(name)
+        counters[-1][tag] += 1
+        parent = stack[-1] if stack else None
+        xpath = (parent.xpath if parent else "") + f"/{tag}" + (f"[{counters[-1][tag]}]" if parent else "")
+        node = _Node(tag, {_local(k): v for k, v in attrs.items()}, p.CurrentLineNumber, xpath, parent)
+        if parent:
+            parent.children.append(node)
+        else:
+            root.append(node)
+        stack.append(node)
+        counters.append(Counter())
+
+    def end(name):
+        stack.pop()
+        counters.pop()
+
+    def chars(data):
+        if stack:
+            stack[-1].text += data
+
+    p.StartElementHandler = start
+    p.EndElementHandler = end
+    p.CharacterDataHandler = chars
+    try:
+        p.Parse(data, True)
+    except xml.parsers.expat.ExpatError as e:
+        raise InputError(path, f"{e.lineno}:{e.offset + 1}", "well-formed XML",
+                         xml.parsers.expat.ErrorString(e.code)) from None
+    return root[0]
+
+
+def _err(path: str, node: _Node, attr: str | None, expected: str, found: str) -> InputError:
+    return InputError(path, f"{node.line}:{node.xpath}" + (f"@{attr}" if attr else ""), expected, found)
+
+
+def _req(path, node, attr, expected):
+    if attr not in node.attrib:
+        raise _err(path, node, attr, f"attribute {attr} ({expected})", "nothing")
+    return node.attrib[attr]
+
+
+def _int_attr(path, node, attr, default=None, minimum=0):
+    if attr not in node.attrib:
+        if default is None:
+            raise _err(path, node, attr, f"attribute {attr} (an integer >= {minimum})", "nothing")
+        return default
+    v = node.attrib[attr].strip()
+    if not re.fullmatch(r"[0-9]+", v) or int(v) < minimum:
+        raise _err(path, node, attr, f"an integer >= {minimum}", repr(node.attrib[attr]))
+    return int(v)
+
+
+def _range(path, node, attr):
+    v = _req(path, node, attr, "a byte range 'first-last'")
+    m = re.fullmatch(r"\s*([0-9]+)-([0-9]+)\s*", v)
+    if not m or int(m.group(2)) < int(m.group(1)):
+        raise _err(path, node, attr, "a byte range 'first-last' with first <= last", repr(v))
+    return int(m.group(1)), int(m.group(2))
+
+
+_DUR_RE = re.compile(r"P(?:([0-9.]+)Y)?(?:([0-9.]+)M)?(?:([0-9.]+)W)?(?:([0-9.]+)D)?"
+                     r"(?:T(?:([0-9.]+)H)?(?:([0-9.]+)M)?(?:([0-9.]+)S)?)?")
+
+
+def parse_iso_duration(text: str) -> int | None:
+    """ISO 8601 duration (``PT1H2M3.5S``, ``P1DT2H``) -> ns; None if malformed. Years/months are
+    not allowed (ambiguous)."""
+    m = _DUR_RE.fullmatch(text.strip())
+    if not m or text.strip() in ("P", "PT") or m.group(1) or m.group(2):
+        return None
+    w, d, h, mi, s = (float(g) if g else 0.0 for g in m.groups()[2:])
+    return round((((w * 7 + d) * 24 + h) * 60 + mi) * 60 * NS_PER_S + s * NS_PER_S)
+
+
+def _presentation_ns(path, mpd, period):
+    for node, attr in ((period, "duration"), (mpd, "mediaPresentationDuration")):
+        if attr in node.attrib:
+            ns = parse_iso_duration(node.attrib[attr])
+            if ns is None or ns <= 0:
+                raise _err(path, node, attr, "an ISO 8601 duration like PT193.68S", repr(node.attrib[attr]))
+            return ns
+    return None
+
+
+# ------------------------------------------------------------------------------------------ sidx
+def parse_sidx(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[tuple[int, int]]]:
+    """Find and parse the first ``sidx`` box in ``data`` (ISO/IEC 14496-12 8.16.3).
+
+    Returns ``(timescale, [(referenced_size, subsegment_duration), ...])``. Errors name ``file`` and
+    the byte offset (``base_offset`` = file offset of ``data[0]``).
+    """
+    pos = 0
+    seen: list[str] = []
+    while True:
+        if pos + 8 > len(data):
+            found = ("only boxes " + ", ".join(seen)) if seen else "no box"
+            raise InputError(file, f"byte {base_offset}", "a sidx box in the index range", found)
+        size, typ = struct.unpack_from(">I4s", data, pos)
+        seen.append(typ.decode("latin-1"))
+        hdr = 8
+        if size == 1:
+            if pos + 16 > len(data):
+                raise InputError(file, f"byte {base_offset + pos}", "a 64-bit box size", "truncated data")
+            size = struct.unpack_from(">Q", data, pos + 8)[0]
+            hdr = 16
+        elif size == 0:
+            size = len(data) - pos
+        if size < hdr:
+            raise InputError(file, f"byte {base_offset + pos}", "an ISO BMFF box size >= 8", str(size))
+        if typ == b"sidx":
+            break
+        pos += size
+    box = data[pos:pos + size]
+    if len(box) < size:
+        raise InputError(file, f"byte {base_offset + pos}", f"a complete sidx box of {size} bytes "
+                         "(indexRange must cover it)", f"{len(box)} bytes")
+    off = hdr
+    try:
+        version = box[off]
+        off += 4
+        _ref_id, timescale = struct.unpack_from(">II", box, off)
+        off += 8
+        off += 8 if version == 0 else 16
+        _reserved, count = struct.unpack_from(">HH", box, off)
+        off += 4
+        refs = []
+        for k in range(count):
+            a, dur, _sap = struct.unpack_from(">III", box, off)
+            if a >> 31:
+                raise InputError(file, f"byte {base_offset + pos + off}", "media references (reference_type 0)",
+                                 f"a hierarchical sidx reference (#{k})")
+            refs.append((a & 0x7FFFFFFF, dur))
+            off += 12
+    except struct.error:
+        raise InputError(file, f"byte {base_offset + pos}", "a well-formed sidx box", "truncated fields") from None
+    if timescale == 0:
+        raise InputError(file, f"byte {base_offset + pos}", "sidx timescale > 0", "0")
+    if not refs:
+        raise InputError(file, f"byte {base_offset + pos}", "at least one sidx reference", "0")
+    return timescale, refs
+
+
+# --------------------------------------------------------------------------------------- helpers
+def _inherited(levels: list[_Node], tag: str) -> tuple[_Node | None, dict]:
+    """The innermost ``tag`` element among levels (outer -> inner) and the merged attributes."""
+    found = None
+    attrs: dict = {}
+    for lv in levels:
+        el = lv.find(tag) if lv is not None else None
+        if el is not None:
+            attrs.update(el.attrib)
+            found = el
+    return found, attrs
+
+
+def _base_url(levels: list[_Node]) -> str | None:
+    url = None
+    for lv in levels:
+        b = lv.find("BaseURL") if lv is not None else None
+        if b is not None and b.text.strip():
+            url = b.text.strip()
+    return url
+
+
+def _local_file(media_dir: str, url: str) -> str:
+    u = urlparse(url)
+    rel = unquote(u.path)
+    if u.scheme:
+        rel = rel.lstrip("/")
+        cand = os.path.join(media_dir, rel)
+        return cand if os.path.exists(cand) else os.path.join(media_dir, os.path.basename(rel))
+    return os.path.join(media_dir, rel)
+
+
+def _expand(template: str, rep_id: str, bandwidth: int, number: int, time: int | None) -> str:
+    def sub(m):
+        ident, fmt = m.group(1), m.group(2)
+        if ident == "":
+            return "$"
+        val = {"RepresentationID": rep_id, "Number": number, "Bandwidth": bandwidth, "Time": time}[ident]
+        if fmt and ident != "RepresentationID":
+            return ("%" + fmt[1:]) % val
+        return str(val)
+    return re.sub(r"\$(RepresentationID|Number|Bandwidth|Time|)(%0[0-9]+d)?\$", sub, template)
+
+
+def _timeline(path, tl: _Node) -> list[tuple[int, int]]:
+    """SegmentTimeline -> [(start, duration)] in timescale units."""
+    out = []
+    t = 0
+    for s in tl.find_all("S"):
+        if "t" in s.attrib:
+            t = _int_attr(path, s, "t")
+        d = _int_attr(path, s, "d", minimum=1)
+        r = 0
+        if "r" in s.attrib:
+            rv = s.attrib["r"].strip()
+            if not re.fullmatch(r"[0-9]+", rv):
+                raise _err(path, s, "r", "a repeat count >= 0 (negative r is not supported)", repr(rv))
+            r = int(rv)
+        for _ in range(r + 1):
+            out.append((t, d))
+            t += d
+    if not out:
+        raise _err(path, tl, None, "at least one S element", "none")
+    return out
+
+
+def _durations_to_nominal(durs_ns: list[int]) -> tuple[int, int | None]:
+    """Explicit per-segment durations -> (nominal, last or None): nominal = most common duration of
+    all but the last segment (the first one on ties)."""
+    if len(durs_ns) == 1:
+        return durs_ns[0], None
+    body = durs_ns[:-1]
+    counts = Counter(body)
+    best = max(counts.values())
+    nominal = next(d for d in body if counts[d] == best)
+    last = durs_ns[-1]
+    return nominal, (None if last == nominal else last)
+
+
+def _parse_list(text, node, attr, path, pattern, conv):
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    out = []
+    for x in items:
+        m = re.fullmatch(pattern, x)
+        if not m:
+            raise _err(path, node, attr, f"a comma list of {pattern.replace(chr(92), '')}", repr(x))
+        out.append(conv(m))
+    return out
+
+
+def _voxel_segment_extra(path, su: _Node) -> dict | None:
+    a = su.attrib
+    if not any(k in a for k in ("reliable", "unreliable", "reliableSize", "ssims")):
+        return None
+    ext: dict = {}
+    rng = r"([0-9]+)-([0-9]+)"
+    if "reliable" in a:
+        ext["reliable"] = _parse_list(a["reliable"], su, "reliable", path, rng, lambda m: [int(m[1]), int(m[2])])
+    if "unreliable" in a:
+        ext["unreliable"] = _parse_list(a["unreliable"], su, "unreliable", path, rng,
+                                        lambda m: [int(m[1]), int(m[2])])
+    if "reliableSize" in a:
+        ext["reliableSize"] = _int_attr(path, su, "reliableSize")
+    if "ssims" in a:
+        ext["ssims"] = _parse_list(a["ssims"], su, "ssims", path, r"([0-9.]+):([0-9]+):([0-9]+)",
+                                   lambda m: [float(m[1]), int(m[2]), int(m[3])])
+    return ext
+
+
+# ------------------------------------------------------------------------------------------ main
+def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_set: int | None = None,
+             name: str | None = None, with_extra: bool = False):
+    """Load a DASH MPD (single Period, one video AdaptationSet) as a Video dict.
+
+    ``media_dir``: folder for local media files (default: the MPD's folder). ``sizes``: sizes table
+    for SegmentTemplate (path or dict; see module doc). ``adaptation_set``: 0-based index among the
+    Period's AdaptationSets (default: the first video one). ``with_extra=True`` returns
+    ``(video, extra)`` where ``extra`` keeps what the Video model has no place for: per
+    Representation ``id``, ``bandwidth``, ``init_range``, VOXEL's ``avgSSIM`` and per-segment
+    ``reliable``/``unreliable`` byte ranges, ``reliableSize`` and ``ssims`` ([ssim, frames, bytes]).
+    """
+    path = str(path)
+    media_dir = media_dir if media_dir is not None else os.path.dirname(os.path.abspath(path))
+    mpd = _parse_xml(path)
+    if mpd.tag != "MPD":
+        raise _err(path, mpd, None, "root element MPD", mpd.tag)
+    periods = mpd.find_all("Period")
+    if len(periods) != 1:
+        raise _err(path, mpd, None, "exactly one Period", f"{len(periods)} Period elements")
+    period = periods[0]
+    sets = period.find_all("AdaptationSet")
+    if not sets:
+        raise _err(path, period, None, "an AdaptationSet", "none")
+
+    def kind(aset):
+        ct = aset.attrib.get("contentType", "")
+        mt = aset.attrib.get("mimeType", "")
+        reps = aset.find_all("Representation")
+        if ct:
+            return ct
+        if mt:
+            return mt.split("/")[0]
+        rmt = {r.attrib.get("mimeType", "").split("/")[0] for r in reps} - {""}
+        return rmt.pop() if len(rmt) == 1 else "video"
+
+    if adaptation_set is not None:
+        if not 0 <= adaptation_set < len(sets):
+            raise _err(path, period, None, f"AdaptationSet index in [0, {len(sets) - 1}]", str(adaptation_set))
+        aset = sets[adaptation_set]
+    else:
+        vids = [s for s in sets if kind(s) == "video"]
+        if not vids:
+            raise _err(path, period, None, "a video AdaptationSet", "only " + ", ".join(kind(s) for s in sets))
+        aset = vids[0]
+    reps = aset.find_all("Representation")
+    if not reps:
+        raise _err(path, aset, None, "a Representation", "none")
+
+    total_ns = _presentation_ns(path, mpd, period)
+    table, table_path = _sizes_table(path, sizes)
+
+    rows = []  # (bandwidth, rep node, sizes list, durations info, extra)
+    for rep in reps:
+        bw = _int_attr(path, rep, "bandwidth", minimum=1)
+        levels = [mpd, period, aset, rep]
+        rep_id = rep.attrib.get("id", "")
+        extra = {"id": rep_id, "bandwidth": bw}
+        if "avgSSIM" in rep.attrib:
+            try:
+                extra["avgSSIM"] = float(rep.attrib["avgSSIM"])
+            except ValueError:
+                raise _err(path, rep, "avgSSIM", "a number", repr(rep.attrib["avgSSIM"])) from None
+        # the innermost level that has any addressing element decides the kind; its attributes
+        # are inherited from the same kind at outer levels
+        kind_tag = None
+        for lv in reversed(levels[1:]):
+            for tag in ("SegmentList", "SegmentTemplate", "SegmentBase"):
+                if lv.find(tag) is not None:
+                    kind_tag = tag
+                    break
+            if kind_tag:
+                break
+        if kind_tag is None:
+            raise _err(path, rep, None, "SegmentList, SegmentTemplate or SegmentBase", "none")
+        el, el_attr = _inherited(levels[1:], kind_tag)
+        if kind_tag == "SegmentList":
+            seg_sizes, durs, fixed = _from_list(path, rep, el, el_attr, levels, media_dir, extra)
+        elif kind_tag == "SegmentTemplate":
+            seg_sizes, durs, fixed = _from_template(path, rep, el, el_attr, media_dir, table, table_path,
+                                                    total_ns, rep_id, bw)
+        else:
+            seg_sizes, durs, fixed = _from_base(path, rep, el, el_attr, levels, media_dir, extra)
+        rows.append((bw, rep, seg_sizes, durs, fixed, extra))
+
+    rows.sort(key=lambda r: r[0])
+    for a, b in zip(rows, rows[1:]):
+        if b[0] == a[0]:
+            raise _err(path, b[1], "bandwidth", f"distinct bandwidths (strictly ascending; {a[1].xpath} has it too)",
+                       str(b[0]))
+    n = len(rows[0][2])
+    for r in rows[1:]:
+        if len(r[2]) != n:
+            raise _err(path, r[1], None, f"{n} segments like {rows[0][1].xpath}", f"{len(r[2])} segments")
+
+    # durations: from the lowest Representation
+    _, _, _, durs, fixed, _ = rows[0]
+    if fixed is not None:
+        nominal, last = fixed, None
+        if total_ns is not None:
+            rest = total_ns - (n - 1) * fixed
+            if 0 < rest < fixed:
+                last = rest
+    else:
+        nominal, last = _durations_to_nominal(durs)
+    sizes_t = [[r[2][s] for r in rows] for s in range(n)]
+    res = None
+    if all("width" in r[1].attrib and "height" in r[1].attrib for r in rows):
+        res = [(_int_attr(path, r[1], "width", minimum=1), _int_attr(path, r[1], "height", minimum=1)) for r in rows]
+    video = make_video(name or os.path.basename(path).rsplit(".", 1)[0], nominal, [r[0] for r in rows], sizes_t,
+                       last_segment_duration=last, resolutions=res)
+    validate_video(video, path)
+    if with_extra:
+        return video, {"representations": [r[5] for r in rows]}
+    return video
+
+
+def _timescale(path, node, attrs):
+    v = attrs.get("timescale", "1").strip()
+    if not re.fullmatch(r"[0-9]+", v) or int(v) == 0:
+        raise _err(path, node, "timescale", "an integer > 0", repr(v))
+    return int(v)
+
+
+def _fixed_duration(path, node, attrs, ts):
+    v = attrs.get("duration")
+    if v is None:
+        return None
+    if not re.fullmatch(r"[0-9]+", v.strip()) or int(v) == 0:
+        raise _err(path, node, "duration", "an integer > 0 (in timescale units)", repr(v))
+    return round(int(v) * NS_PER_S / ts)
+
+
+def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
+    ts = _timescale(path, sl, attrs)
+    fixed = _fixed_duration(path, sl, attrs, ts)
+    tl = sl.find("SegmentTimeline")
+    durs = None
+    if tl is not None:
+        durs = [round(d * NS_PER_S / ts) for _, d in _timeline(path, tl)]
+        fixed = None
+    elif fixed is None:
+        raise _err(path, sl, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
+    init = sl.find("Initialization")
+    if init is not None and "range" in init.attrib:
+        a, b = _range(path, init, "range")
+        extra["init_range"] = [a, b]
+    urls = sl.find_all("SegmentURL")
+    if not urls:
+        raise _err(path, sl, None, "SegmentURL elements", "none")
+    out = []
+    segx = []
+    for su in urls:
+        if "mediaRange" in su.attrib:
+            a, b = _range(path, su, "mediaRange")
+            out.append(b - a + 1)
+        elif "media" in su.attrib:
+            f = _local_file(media_dir, su.attrib["media"])
+            if not os.path.isfile(f):
+                raise _err(path, su, "media", f"mediaRange or the local media file {f}", "no such file")
+            out.append(os.path.getsize(f))
+        else:
+            raise _err(path, su, "mediaRange", "attribute mediaRange ('first-last') or media", "nothing")
+        segx.append(_voxel_segment_extra(path, su))
+    if any(x is not None for x in segx):
+        extra["segments"] = segx
+    if durs is not None and len(durs) != len(out):
+        raise _err(path, sl, None, f"as many SegmentTimeline entries as SegmentURLs ({len(out)})", str(len(durs)))
+    return out, durs, fixed
+
+
+def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
+    if "indexRange" not in attrs:
+        raise _err(path, sb, "indexRange", "attribute indexRange ('first-last', where the sidx box is)", "nothing")
+    m = re.fullmatch(r"\s*([0-9]+)-([0-9]+)\s*", attrs["indexRange"])
+    if not m or int(m.group(2)) < int(m.group(1)):
+        raise _err(path, sb, "indexRange", "a byte range 'first-last'", repr(attrs["indexRange"]))
+    a, b = int(m.group(1)), int(m.group(2))
+    url = _base_url(levels)
+    if url is None:
+        raise _err(path, rep, None, "a BaseURL naming the media file (SegmentBase)", "none")
+    f = _local_file(media_dir, url)
+    if not os.path.isfile(f):
+        raise _err(path, sb, "indexRange", f"the local media file {f} to read its sidx box", "no such file")
+    with open(f, "rb") as fh:
+        fh.seek(a)
+        data = fh.read(b - a + 1)
+    if len(data) < b - a + 1:
+        raise InputError(f, f"byte {a + len(data)}", f"indexRange {a}-{b} inside the file", "end of file")
+    timescale, refs = parse_sidx(data, f, a)
+    extra["sidx_timescale"] = timescale
+    durs = [round(d * NS_PER_S / timescale) for _, d in refs]
+    if any(d <= 0 for d in durs):
+        raise InputError(f, f"byte {a}", "sidx subsegment durations > 0", "0")
+    return [s for s, _ in refs], durs, None
+
+
+def _sizes_table(path, sizes):
+    if sizes is None:
+        cand = (path[:-4] if path.lower().endswith(".mpd") else path) + ".sizes.json"
+        if not os.path.isfile(cand):
+            return None, None
+        sizes = cand
+    if isinstance(sizes, dict):
+        return sizes, "sizes"
+    sp = str(sizes)
+    try:
+        with open(sp, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise InputError(sp, None, "a sizes table file", "no such file") from None
+    except json.JSONDecodeError as e:
+        raise InputError(sp, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
+    if not isinstance(doc, dict):
+        raise InputError(sp, "1", 'an object {"<Representation@id>": [bytes, ...]}', type(doc).__name__)
+    return doc, sp
+
+
+def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns, rep_id, bw):
+    ts = _timescale(path, st, attrs)
+    fixed = _fixed_duration(path, st, attrs, ts)
+    tl = st.find("SegmentTimeline")
+    timeline = _timeline(path, tl) if tl is not None else None
+    if timeline is not None:
+        fixed = None
+    elif fixed is None:
+        raise _err(path, st, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
+    start = 1
+    if "startNumber" in attrs:
+        sv = attrs["startNumber"].strip()
+        if not re.fullmatch(r"[0-9]+", sv):
+            raise _err(path, st, "startNumber", "an integer >= 0", repr(sv))
+        start = int(sv)
+    if table is not None:
+        if rep_id not in table:
+            raise InputError(table_path, rep_id or "?", f"sizes for Representation@id {rep_id!r} ({rep.xpath})",
+                             "nothing")
+        col = table[rep_id]
+        if not isinstance(col, list) or not col or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in col):
+            raise InputError(table_path, rep_id, "a non-empty list of byte counts (integers >= 0)", repr(col)[:40])
+        n = len(col)
+        sizes = list(col)
+    else:
+        if "media" not in attrs:
+            raise _err(path, st, "media", "attribute media (a template) or a sizes table", "nothing")
+        if "$Time" in attrs["media"] and timeline is None:
+            raise _err(path, st, "media", "a SegmentTimeline when the template uses $Time$", "none")
+        if timeline is not None:
+            n = len(timeline)
+        elif total_ns is not None:
+            n = math.ceil(total_ns / fixed - 1e-9)
+        else:
+            raise _err(path, st, None, "a SegmentTimeline, Period@duration or MPD@mediaPresentationDuration "
+                       "to count segments", "none")
+        sizes = []
+        for k in range(n):
+            t = timeline[k][0] if timeline is not None else None
+            f = _local_file(media_dir, _expand(attrs["media"], rep_id, bw, start + k, t))
+            if not os.path.isfile(f):
+                raise _err(path, st, "media", f"the local segment file {f} (or a sizes table "
+                           f"{os.path.basename(path).rsplit('.', 1)[0]}.sizes.json)", "no such file")
+            sizes.append(os.path.getsize(f))
+    durs = None
+    if timeline is not None:
+        if len(timeline) != n:
+            raise _err(path, tl, None, f"{n} segments (as in the sizes table)", f"{len(timeline)}")
+        durs = [round(d * NS_PER_S / ts) for _, d in timeline]
+    return sizes, durs, fixed
