@@ -118,3 +118,33 @@ def test_validate(tmp_path):
     path = write(tmp_path, GOOD)
     r = qoelab_cli("validate", path)
     assert r.returncode == 0 and "ok" in r.stdout
+
+
+def test_bad_trace_line_names_trace_file_and_line(tmp_path):
+    trace = tmp_path / "link.down"
+    trace.write_text("1\n2\n\n3\n")
+    text = GOOD.replace('rate = "10Mbps"', f'trace = "{trace}"\nrate_up = "10Mbps"')
+    path = write(tmp_path, text)
+    r = qoelab_cli("run", path, "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    line = r.stderr.strip()
+    assert "\n" not in line and f"{trace}:3" in line, line
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_trace_file(tmp_path):
+    check_error(tmp_path, GOOD.replace('rate = "10Mbps"', 'trace = "nope.down"\nrate_up = "10Mbps"'),
+                "topology.trace", "existing trace file")
+
+
+def test_trace_driven_bottleneck_runs(tmp_path):
+    trace = tmp_path / "link.down"
+    trace.write_text("".join(f"{i}\n" for i in range(1, 101)))  # 1 opportunity/ms = 12.03 Mbit/s
+    text = GOOD.replace('rate = "10Mbps"', f'trace = "{trace}"\nrate_up = "10Mbps"').replace(
+        'rate = "1Mbps"', 'rate = "20Mbps"')
+    from qoelab import run
+    res = run(write(tmp_path, text))
+    bott = res.summary["links"][0]
+    assert bott["name"] == "bottleneck"
+    assert abs(bott["rate_bps"] - 12.032e6) < 1e3
+    assert bott["utilization"] > 0.99

@@ -314,9 +314,15 @@ class _Builder:
         if not sec.has(k):
             return None
         p = sec.str(k)
-        fmt = sec.str(k + "_format", default="auto")
-        full = p if os.path.isabs(p) else os.path.join(self.base_dir, p)
+        fmt = sec.str(k + "_format", default="auto", choices=["auto", "mahimahi", "sabre", "pensieve", "voxel"])
         from qoelab import traces
+        if p.startswith("data:"):
+            full = os.path.join(traces.data_dir(), p[5:])
+        else:
+            full = p if os.path.isabs(p) else os.path.join(self.base_dir, p)
+        if not os.path.exists(full):
+            raise sec.err(k, "an existing trace file (\"data:...\" paths are relative to $QOELAB_DATA, default "
+                          "../shared/data)", p)
         return traces.load_trace(full, None if fmt == "auto" else fmt)
 
     def _loss(self, sec: _Section, k: str):
