@@ -123,8 +123,18 @@ pub struct CcEntry {
     pub build: fn(&Params, &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError>,
 }
 
+pub mod cubic;
+pub mod multcp;
+pub mod newreno;
+#[cfg(test)]
+pub(crate) mod testutil;
+
 /// Every controller, one line each.
-pub static REGISTRY: &[CcEntry] = &[];
+pub static REGISTRY: &[CcEntry] = &[
+    newreno::ENTRY,
+    cubic::ENTRY,
+    multcp::ENTRY,
+];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {
     REGISTRY.iter().find(|e| e.name == name)
