@@ -126,6 +126,7 @@ pub struct CcEntry {
 pub mod cubic;
 pub mod multcp;
 pub mod newreno;
+pub mod wcubic;
 #[cfg(test)]
 pub(crate) mod testutil;
 
@@ -134,6 +135,7 @@ pub static REGISTRY: &[CcEntry] = &[
     newreno::ENTRY,
     cubic::ENTRY,
     multcp::ENTRY,
+    wcubic::ENTRY,
 ];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {
