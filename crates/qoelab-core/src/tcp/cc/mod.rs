@@ -124,6 +124,7 @@ pub struct CcEntry {
 }
 
 pub mod cubic;
+pub mod fast;
 pub mod multcp;
 pub mod newreno;
 pub mod wcubic;
@@ -136,6 +137,7 @@ pub static REGISTRY: &[CcEntry] = &[
     cubic::ENTRY,
     multcp::ENTRY,
     wcubic::ENTRY,
+    fast::ENTRY,
 ];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {

@@ -197,7 +197,7 @@ mod tests {
     fn trajectory(cc: &mut dyn CongestionControl) -> Vec<u64> {
         let mut d = Driver::new(30 * MS);
         let mut out = Vec::new();
-        let mut rec = |cc: &dyn CongestionControl, out: &mut Vec<u64>| {
+        let rec = |cc: &dyn CongestionControl, out: &mut Vec<u64>| {
             out.push(cc.cwnd());
             out.push(cc.ssthresh());
         };
