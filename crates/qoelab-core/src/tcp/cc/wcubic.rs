@@ -269,6 +269,38 @@ mod tests {
     }
 
     #[test]
+    fn cubic_term_with_and_without_scale_c() {
+        // w = 2, loss at W_max = 1280 segments (RTT 100 ms: cubic region dominates):
+        // cwnd = 1280 beta'(2) = 1072.4; K = cbrt((1280 - 1072.4) / C'), C' = 0.4 or 0.8.
+        for scale in [false, true] {
+            let p = Params::new().with("weight", 2.0).with("scale_c", scale);
+            let mut cc = super::super::build("wcubic", &p, &ctx()).unwrap();
+            let mut d = Driver::new(100 * MS);
+            for _ in 0..7 {
+                d.round(cc.as_mut());
+            }
+            cc.on_congestion_event(d.now, Congestion::Loss, cc.cwnd());
+            cc.on_recovery_exit(d.now);
+            let c = if scale { 0.8 } else { 0.4 };
+            let w0 = 1280.0 * beta_w(0.7, 2.0);
+            let k = ((1280.0 - w0) / c).cbrt();
+            let t0 = d.now;
+            let mut checked = 0;
+            for _ in 0..100 {
+                d.round(cc.as_mut());
+                let t = (d.now - t0) as f64 / crate::time::SEC as f64;
+                if [2.0, 5.0, 9.0].iter().any(|x| (t - x).abs() < 0.05) {
+                    let expect = c * (t - k).powi(3) + 1280.0;
+                    let got = cc.cwnd() as f64 / MSS as f64;
+                    assert!((got / expect - 1.0).abs() < 0.02, "scale_c={scale} t={t}: {got} vs {expect}");
+                    checked += 1;
+                }
+            }
+            assert_eq!(checked, 3);
+        }
+    }
+
+    #[test]
     fn reno_friendly_growth_scales_with_weight() {
         // Small RTT: the Reno-friendly region dominates; growth per RTT after a loss is
         // alpha(w) = w * 0.529 segments until cwnd_prior, then w.
