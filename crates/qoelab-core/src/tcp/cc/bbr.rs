@@ -593,6 +593,7 @@ mod tests {
         // pacing at < 80 Mbit/s ~ 10 kB
         let bdp = 500_000u64;
         let inflight1 = b.inflight(1.0);
+        eprintln!("bbr drain: round {}, BtlBw {} bit/s, RTprop {} ns, inflight(1) {inflight1} B", b.round_count(), b.btl_bw(), b.rtprop());
         assert!(inflight1 > bdp && inflight1 < bdp + 3 * 64 * 1024, "{inflight1}");
         // stays in Drain while inflight > BDP
         src.round(&mut b, 80.0, 400);
@@ -616,6 +617,7 @@ mod tests {
             assert_eq!(b.mode(), Mode::ProbeBw);
             starts[b.cycle_index()] += 1;
         }
+        eprintln!("bbr ProbeBW first phase over 200 seeds: {starts:?}");
         assert_eq!(starts[1], 0, "{starts:?}");
         assert!(starts.iter().enumerate().all(|(i, &n)| i == 1 || n > 10), "{starts:?}");
 
@@ -739,6 +741,7 @@ mod tests {
         }
         // at the ProbeBW target: 2 BDP (1000 kB) + 3 quanta (1 ms of pacing each)
         let before = b.cwnd();
+        eprintln!("bbr ProbeBW cwnd at target: {before} B");
         assert!(before > 1_000_000 && before < 1_040_000, "{before}");
         b.on_congestion_event(src.now, Congestion::Loss, 200 * MSS);
         assert_eq!(b.cwnd(), 201 * MSS);

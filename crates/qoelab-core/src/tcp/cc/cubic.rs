@@ -304,11 +304,9 @@ impl CubicCore {
                     self.hs = Hs::Css(0);
                 }
             }
-            Hs::Css(_) => {
-                if self.cur_round_min_rtt < self.css_baseline_min_rtt {
-                    self.css_baseline_min_rtt = Ns::MAX;
-                    self.hs = Hs::SlowStart;
-                }
+            Hs::Css(_) if self.cur_round_min_rtt < self.css_baseline_min_rtt => {
+                self.css_baseline_min_rtt = Ns::MAX;
+                self.hs = Hs::SlowStart;
             }
             _ => {}
         }
@@ -453,6 +451,7 @@ mod tests {
             for tc in [1.0, 3.0, 6.0, 9.0, 9.9, 12.0, 14.0] {
                 if (t - tc).abs() < 0.05 {
                     let got = segs(cc.as_ref());
+                    eprintln!("cubic curve: t={t:.2} s cwnd {got:.2} W_cubic {w:.2} ({:+.2}%)", (got / w - 1.0) * 100.0);
                     assert!((got / w - 1.0).abs() < 0.02, "t={t:.2}: cwnd {got:.2} vs W_cubic {w:.2}");
                     checked += 1;
                 }
@@ -487,6 +486,7 @@ mod tests {
             let t = (d.now - t0) as f64 / SEC as f64;
             let expect = 0.4 * (t - k).powi(3) + wmax;
             let got = segs(cc.as_ref());
+            eprintln!("cubic fast_convergence={fc}: W_max {wmax:.1} K {k:.3} s; at t={t:.1} s cwnd {got:.2} vs {expect:.2}");
             assert!((got / expect - 1.0).abs() < 0.02, "fc={fc}: {got} vs {expect}");
         }
     }
@@ -513,6 +513,7 @@ mod tests {
         let got = segs(cc.as_ref());
         assert!((got / expect - 1.0).abs() < 0.02, "{got} vs {expect}");
         let t = (d.now - t0) as f64 / SEC as f64;
+        eprintln!("cubic reno-friendly: after 100 RTTs of 2 ms cwnd {got:.2}, W_est model {expect:.2}");
         let k = ((160.0f64 - 112.0) / 0.4).cbrt();
         let wc = 0.4 * (t - k).powi(3) + 160.0;
         assert!(wc < 120.0 && got > wc + 40.0, "cubic {wc} vs {got}");

@@ -121,6 +121,7 @@ mod tests {
             assert!((after - 40.0 * beta).abs() < 1.0 / MSS as f64 + 1e-9, "w={w}: {after}");
             // per-RTT growth w MSS; relative to NewReno within 5% (the windows differ in size,
             // so the per-ACK increments w*MSS/cwnd are not exactly proportional)
+            eprintln!("multcp w={w}: after loss {after:.3} segs (40 x {beta:.4}), growth {g:.4} per RTT (newreno {reno_g:.4})");
             assert!((g / w - 1.0).abs() < 0.05, "w={w}: {g} per RTT");
             assert!((g / reno_g / w - 1.0).abs() < 0.05, "w={w}: {g} vs {reno_g}");
         }

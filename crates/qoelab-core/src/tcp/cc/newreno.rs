@@ -212,6 +212,7 @@ mod tests {
             d.round(cc.as_mut());
         }
         let per_rtt = (cc.cwnd() as f64 - start) / 20.0 / MSS as f64;
+        eprintln!("newreno CA growth: {per_rtt:.4} MSS per RTT");
         assert!((per_rtt - 1.0).abs() < 0.03, "{per_rtt}");
         // ECN reduces the same way; floor of 2 MSS
         cc.on_congestion_event(d.now, Congestion::Ecn, 3 * MSS);

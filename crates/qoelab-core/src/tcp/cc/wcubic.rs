@@ -292,6 +292,7 @@ mod tests {
                 if [2.0, 5.0, 9.0].iter().any(|x| (t - x).abs() < 0.05) {
                     let expect = c * (t - k).powi(3) + 1280.0;
                     let got = cc.cwnd() as f64 / MSS as f64;
+                    eprintln!("wcubic w=2 scale_c={scale}: K {k:.3} s, t={t:.2} cwnd {got:.2} vs {expect:.2}");
                     assert!((got / expect - 1.0).abs() < 0.02, "scale_c={scale} t={t}: {got} vs {expect}");
                     checked += 1;
                 }
@@ -319,6 +320,7 @@ mod tests {
                 d.round(cc.as_mut());
             }
             let g = (cc.cwnd() as f64 / MSS as f64 - start) / 10.0;
+            eprintln!("wcubic w={w}: reno-friendly growth {g:.4} per RTT, alpha(w) {:.4}", alpha_w(0.7, w));
             assert!((g / alpha_w(0.7, w) - 1.0).abs() < 0.03, "w={w}: {g}");
         }
     }
