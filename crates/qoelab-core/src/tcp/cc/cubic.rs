@@ -312,8 +312,8 @@ impl CubicCore {
         }
     }
 
-    pub fn on_congestion_event(&mut self, kind: Congestion, bytes_in_flight: u64) {
-        let _ = kind;
+    /// Loss and ECN-Echo are treated alike (same ssthresh floor of 2 segments).
+    pub fn on_congestion_event(&mut self, _kind: Congestion, bytes_in_flight: u64) {
         if self.fast_convergence && self.cwnd < self.w_max {
             self.w_max = self.cwnd * self.fc_factor;
         } else {
