@@ -123,8 +123,24 @@ pub struct CcEntry {
     pub build: fn(&Params, &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError>,
 }
 
+pub mod bbr;
+pub mod cubic;
+pub mod fast;
+pub mod multcp;
+pub mod newreno;
+pub mod wcubic;
+#[cfg(test)]
+pub(crate) mod testutil;
+
 /// Every controller, one line each.
-pub static REGISTRY: &[CcEntry] = &[];
+pub static REGISTRY: &[CcEntry] = &[
+    newreno::ENTRY,
+    cubic::ENTRY,
+    multcp::ENTRY,
+    wcubic::ENTRY,
+    fast::ENTRY,
+    bbr::ENTRY,
+];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {
     REGISTRY.iter().find(|e| e.name == name)
@@ -137,4 +153,32 @@ pub fn build(name: &str, params: &Params, ctx: &CcBuildCtx) -> Result<Box<dyn Co
     })?;
     params.check_known(e.params)?;
     (e.build)(params, ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_builds_defaults_rejects_unknown_and_starts_at_iw() {
+        let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        assert_eq!(names, ["newreno", "cubic", "multcp", "wcubic", "fast", "bbr"]);
+        let ctx = testutil::ctx();
+        for e in REGISTRY {
+            let cc = build(e.name, &Params::new(), &ctx).unwrap();
+            assert_eq!(cc.name(), e.name);
+            assert_eq!(cc.cwnd(), 10 * ctx.mss, "{}", e.name);
+            assert_eq!(cc.ssthresh(), u64::MAX, "{}", e.name);
+            let err = build(e.name, &Params::new().with("no_such_param", 1), &ctx).err().unwrap();
+            assert_eq!(err.param, "no_such_param");
+            // every declared default resolves (the spec table is consistent with build)
+            for spec in e.params {
+                assert!(!spec.doc.is_empty(), "{}.{}", e.name, spec.name);
+            }
+            let weighted = cc.weight().is_some();
+            assert_eq!(weighted, matches!(e.name, "multcp" | "wcubic" | "fast"), "{}", e.name);
+        }
+        assert!(build("vegas", &Params::new(), &ctx).is_err());
+        assert!(build("bbr", &Params::new(), &ctx).unwrap().pacing_rate().is_some());
+    }
 }
