@@ -326,9 +326,7 @@ mod tests {
 
     #[test]
     fn ece_until_cwr() {
-        let mut cfg = TcpConfig::default();
-        cfg.ecn = true;
-        cfg.delayed_ack = false;
+        let cfg = TcpConfig { ecn: true, delayed_ack: false, ..TcpConfig::default() };
         let mut r = TcpReceiver::new(&cfg, FlowAddr { flow: 1, src: 0, dst: 1 });
         let mut p = data(0, 1000, 1);
         p.ecn = ecn::CE;

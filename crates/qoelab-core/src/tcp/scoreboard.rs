@@ -49,8 +49,13 @@ pub struct Scoreboard {
     retrans_bytes: u64,
     /// Marked lost, not SACKed, not yet retransmitted: what NextSeg rule 1 retransmits.
     lost_pending_bytes: u64,
-    /// Highest SACKed sequence end (0 if none above snd_una).
-    high_sacked: u64,
+    /// Number of SACKed segments.
+    sacked_segs: u64,
+    /// IsLost cursor: every not-SACKed segment below it is marked lost (or was retransmitted);
+    /// `below_*` count the SACKed segments/bytes below it.
+    lost_cursor: u64,
+    below_bytes: u64,
+    below_segs: u64,
     /// No segment below this sequence can still need a retransmission (search hint).
     retx_hint: u64,
 }
@@ -106,6 +111,11 @@ impl Scoreboard {
         self.out_bytes -= s.len;
         if s.sacked {
             self.sacked_bytes -= s.len;
+            self.sacked_segs -= 1;
+            if s.seq < self.lost_cursor {
+                self.below_bytes -= s.len;
+                self.below_segs -= 1;
+            }
         } else {
             if s.lost {
                 self.lost_bytes -= s.len;
@@ -141,6 +151,13 @@ impl Scoreboard {
                 let mut part = front;
                 part.len = cut;
                 self.unlink(&part);
+                if front.sacked {
+                    // the segment stays (trimmed): it is still one SACKed segment
+                    self.sacked_segs += 1;
+                    if front.seq < self.lost_cursor {
+                        self.below_segs += 1;
+                    }
+                }
                 if !front.sacked {
                     newly += cut;
                     delivered(&part);
@@ -151,8 +168,8 @@ impl Scoreboard {
                 break;
             }
         }
-        if self.high_sacked <= ack {
-            self.high_sacked = 0;
+        if self.lost_cursor < ack {
+            self.lost_cursor = ack;
         }
         self.retx_hint = self.retx_hint.max(ack);
         newly
@@ -176,7 +193,11 @@ impl Scoreboard {
                 m.retrans = false;
                 self.out_bytes += s.len; // unlink removed it; a SACKed segment stays outstanding
                 self.sacked_bytes += s.len;
-                self.high_sacked = self.high_sacked.max(s.end());
+                self.sacked_segs += 1;
+                if s.seq < self.lost_cursor {
+                    self.below_bytes += s.len;
+                    self.below_segs += 1;
+                }
                 newly += s.len;
                 delivered(&s);
             }
@@ -203,25 +224,31 @@ impl Scoreboard {
     /// RFC 6675 IsLost for every not-SACKed segment: lost if at least `dupthresh` SACKed segments
     /// or more than `(dupthresh - 1) * mss` SACKed bytes lie above it. Segments already
     /// retransmitted are not re-marked (HighRxt rule). Returns bytes newly marked lost.
+    ///
+    /// IsLost is monotone (SACKed data above a segment only grows, and a lower segment has at least
+    /// as much above it), so a cursor walks up the queue once: amortized O(1) per segment.
     pub fn mark_lost_rfc6675(&mut self, mss: u64, dupthresh: u64) -> u64 {
-        if self.sacked_bytes == 0 {
+        if self.sacked_segs == 0 {
             return 0;
         }
-        let mut above_bytes = 0;
-        let mut above_segs = 0;
         let mut newly = 0;
-        let mut i = self.index_of(self.high_sacked.saturating_sub(1)) + 1;
-        while i > 0 {
-            i -= 1;
+        let mut i = self.index_of(self.lost_cursor);
+        while i < self.segs.len() {
             let s = self.segs[i];
             if s.sacked {
-                above_bytes += s.len;
-                above_segs += 1;
-                continue;
+                self.below_bytes += s.len;
+                self.below_segs += 1;
+            } else if !(s.lost || s.retrans) {
+                let above_bytes = self.sacked_bytes - self.below_bytes;
+                let above_segs = self.sacked_segs - self.below_segs;
+                if above_segs >= dupthresh || above_bytes > (dupthresh - 1) * mss {
+                    newly += self.set_lost(i);
+                } else {
+                    break;
+                }
             }
-            if (above_segs >= dupthresh || above_bytes > (dupthresh - 1) * mss) && !s.lost && !s.retrans {
-                newly += self.set_lost(i);
-            }
+            self.lost_cursor = s.end();
+            i += 1;
         }
         newly
     }
@@ -253,6 +280,11 @@ impl Scoreboard {
             newly += self.set_lost(i);
         }
         self.retx_hint = self.segs.front().map_or(0, |s| s.seq);
+        if let Some(b) = self.segs.back() {
+            self.lost_cursor = b.end();
+            self.below_bytes = self.sacked_bytes;
+            self.below_segs = self.sacked_segs;
+        }
         newly
     }
 
@@ -299,11 +331,20 @@ impl Scoreboard {
         let mut lost = 0;
         let mut retrans = 0;
         let mut pending = 0;
+        let (mut nsacked, mut below_b, mut below_n) = (0, 0, 0);
         for s in &self.segs {
             out += s.len;
             if s.sacked {
                 sacked += s.len;
+                nsacked += 1;
+                if s.seq < self.lost_cursor {
+                    below_b += s.len;
+                    below_n += 1;
+                }
                 continue;
+            }
+            if s.end() <= self.lost_cursor {
+                assert!(s.lost || s.retrans, "not-SACKed segment below the IsLost cursor is not lost");
             }
             if s.lost {
                 lost += s.len;
@@ -319,6 +360,7 @@ impl Scoreboard {
             (out, sacked, lost, retrans, pending),
             (self.out_bytes, self.sacked_bytes, self.lost_bytes, self.retrans_bytes, self.lost_pending_bytes)
         );
+        assert_eq!((nsacked, below_b, below_n), (self.sacked_segs, self.below_bytes, self.below_segs));
     }
 }
 
@@ -399,5 +441,48 @@ mod tests {
         assert_eq!(b.first().unwrap().seq, 150);
         assert_eq!(b.out_bytes(), 150);
         b.check_counters();
+    }
+
+    #[test]
+    fn cursor_matches_brute_force_islost() {
+        let mut rng = crate::rng::Rng::from_seed(5);
+        for _ in 0..50 {
+            let mut b = Scoreboard::new();
+            let n = 60;
+            for i in 0..n {
+                b.push(seg(i * 100, 100));
+            }
+            let mut una = 0;
+            for _ in 0..40 {
+                match rng.below(10) {
+                    0 => {
+                        una = (una + rng.below(4) * 100).min(n * 100);
+                        b.ack_cum(una, |_| {});
+                    }
+                    1 => {
+                        if let Some(i) = b.next_retransmit() {
+                            b.on_retransmit(i);
+                        }
+                    }
+                    _ => {
+                        let s = una + rng.below(n) * 100;
+                        let e = s + (1 + rng.below(3)) * 100;
+                        b.sack(s, e, |_| {});
+                    }
+                }
+                b.mark_lost_rfc6675(100, 3);
+                b.check_counters();
+                // brute force: a not-SACKed, not retransmitted segment is lost iff IsLost holds
+                for i in 0..b.len() {
+                    let x = *b.get(i);
+                    if x.sacked || x.retrans {
+                        continue;
+                    }
+                    let above: Vec<&Seg> = (i + 1..b.len()).map(|j| b.get(j)).filter(|y| y.sacked).collect();
+                    let is_lost = above.len() >= 3 || above.iter().map(|y| y.len).sum::<u64>() > 200;
+                    assert_eq!(x.lost, is_lost, "segment {} ", x.seq);
+                }
+            }
+        }
     }
 }

@@ -33,7 +33,7 @@ pub struct TestReno {
 }
 
 impl TestReno {
-    pub fn new(mss: u64, iw: u64) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
+    pub fn boxed(mss: u64, iw: u64) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
         let log = Arc::new(Mutex::new(RenoLog::default()));
         (Box::new(TestReno { mss, cwnd: iw * mss, ssthresh: u64::MAX, acc: 0, log: log.clone() }), log)
     }
@@ -162,7 +162,7 @@ pub struct Sim {
 impl Sim {
     pub fn new(cfg: &TcpConfig, net: NetCfg) -> Sim {
         let addr = FlowAddr { flow: 7, src: 1, dst: 2 };
-        let (cc, reno) = TestReno::new(cfg.mss as u64, cfg.initial_window as u64);
+        let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64);
         let mut s = Sim {
             now: 0,
             seq: 0,
@@ -312,7 +312,7 @@ impl Sim {
     /// Run until every written byte is acknowledged (or `limit`); returns the completion time.
     pub fn run_to_completion(&mut self, limit: Ns) -> Option<Ns> {
         while self.now < limit {
-            let Some((&(et, _), _)) = self.events.first_key_value() else { return None };
+            let (&(et, _), _) = self.events.first_key_value()?;
             if et > limit {
                 break;
             }
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(sends.len(), 2);
         let gap = sends[1] - sends[0];
         // the 3rd SACK above the hole returns one RTT (+ a few segment times) after the original
-        assert!(gap >= 20 * MS && gap < 23 * MS, "fast retransmit {} ms after the original", gap as f64 / 1e6);
+        assert!((20 * MS..23 * MS).contains(&gap), "fast retransmit {} ms after the original", gap as f64 / 1e6);
         assert_eq!(sim.rx.bytes_received(), 300 * M);
     }
 
@@ -523,7 +523,7 @@ mod tests {
                 una = una.max(p.ack);
             }
             if *k == SENT && p.payload > 0 {
-                assert!(p.end_seq() <= una + rwnd + 0, "sent beyond the window");
+                assert!(p.end_seq() <= una + rwnd, "sent beyond the window");
             }
         }
     }
