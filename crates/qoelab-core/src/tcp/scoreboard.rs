@@ -8,7 +8,7 @@
 //! a not-SACKed byte counts once if not lost and once more if retransmitted).
 
 use crate::time::Ns;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One outstanding segment and its delivery-rate bookkeeping (draft-cheng-iccrg-delivery-rate-
 /// estimation "P.*" fields, refreshed on every transmission).
@@ -51,6 +51,9 @@ pub struct Scoreboard {
     lost_pending_bytes: u64,
     /// Number of SACKed segments.
     sacked_segs: u64,
+    /// Union of the SACKed segments' spans (merged), so that a SACK block only visits the
+    /// segments it newly covers.
+    sacked_ranges: BTreeMap<u64, u64>,
     /// IsLost cursor: every not-SACKed segment below it is marked lost (or was retransmitted);
     /// `below_*` count the SACKed segments/bytes below it.
     lost_cursor: u64,
@@ -171,39 +174,79 @@ impl Scoreboard {
         if self.lost_cursor < ack {
             self.lost_cursor = ack;
         }
+        while let Some((&rs, &re)) = self.sacked_ranges.first_key_value() {
+            if rs >= ack {
+                break;
+            }
+            self.sacked_ranges.remove(&rs);
+            if re > ack {
+                self.sacked_ranges.insert(ack, re);
+                break;
+            }
+        }
         self.retx_hint = self.retx_hint.max(ack);
         newly
     }
 
     /// Mark segments fully inside the SACK block `[start, end)` as SACKed. Returns newly SACKed
-    /// bytes; `delivered(seg)` is called for each newly SACKed segment.
+    /// bytes; `delivered(seg)` is called for each newly SACKed segment. Only the parts of the block
+    /// not already SACKed are visited.
     pub fn sack(&mut self, start: u64, end: u64, mut delivered: impl FnMut(&Seg)) -> u64 {
         let mut newly = 0;
-        let mut i = self.index_of(start);
-        while i < self.segs.len() {
-            let s = self.segs[i];
-            if s.seq >= end {
+        let mut cur = start;
+        loop {
+            if let Some((_, &re)) = self.sacked_ranges.range(..=cur).next_back() {
+                if re > cur {
+                    cur = re;
+                }
+            }
+            if cur >= end {
                 break;
             }
-            if !s.sacked && s.seq >= start && s.end() <= end {
-                self.unlink(&s);
-                let m = &mut self.segs[i];
-                m.sacked = true;
-                m.lost = false;
-                m.retrans = false;
-                self.out_bytes += s.len; // unlink removed it; a SACKed segment stays outstanding
-                self.sacked_bytes += s.len;
-                self.sacked_segs += 1;
-                if s.seq < self.lost_cursor {
-                    self.below_bytes += s.len;
-                    self.below_segs += 1;
+            let gap_end = self.sacked_ranges.range(cur..end).next().map_or(end, |(&a, _)| a);
+            let mut i = self.index_of(cur);
+            while i < self.segs.len() {
+                let s = self.segs[i];
+                if s.seq >= gap_end {
+                    break;
                 }
-                newly += s.len;
-                delivered(&s);
+                if !s.sacked && s.seq >= start && s.end() <= end {
+                    self.unlink(&s);
+                    let m = &mut self.segs[i];
+                    m.sacked = true;
+                    m.lost = false;
+                    m.retrans = false;
+                    self.out_bytes += s.len; // unlink removed it; a SACKed segment stays outstanding
+                    self.sacked_bytes += s.len;
+                    self.sacked_segs += 1;
+                    if s.seq < self.lost_cursor {
+                        self.below_bytes += s.len;
+                        self.below_segs += 1;
+                    }
+                    self.insert_range(s.seq, s.end());
+                    newly += s.len;
+                    delivered(&s);
+                }
+                i += 1;
             }
-            i += 1;
+            cur = gap_end;
         }
         newly
+    }
+
+    fn insert_range(&mut self, mut s: u64, mut e: u64) {
+        if let Some((&ps, &pe)) = self.sacked_ranges.range(..=s).next_back() {
+            if pe >= s {
+                s = ps;
+                e = e.max(pe);
+                self.sacked_ranges.remove(&ps);
+            }
+        }
+        while let Some((&ns, &ne)) = self.sacked_ranges.range(s..=e).next() {
+            self.sacked_ranges.remove(&ns);
+            e = e.max(ne);
+        }
+        self.sacked_ranges.insert(s, e);
     }
 
     fn set_lost(&mut self, i: usize) -> u64 {
@@ -332,9 +375,16 @@ impl Scoreboard {
         let mut retrans = 0;
         let mut pending = 0;
         let (mut nsacked, mut below_b, mut below_n) = (0, 0, 0);
+        let mut ranges: BTreeMap<u64, u64> = BTreeMap::new();
         for s in &self.segs {
             out += s.len;
             if s.sacked {
+                match ranges.last_entry() {
+                    Some(mut l) if *l.get() == s.seq => *l.get_mut() = s.end(),
+                    _ => {
+                        ranges.insert(s.seq, s.end());
+                    }
+                }
                 sacked += s.len;
                 nsacked += 1;
                 if s.seq < self.lost_cursor {
@@ -361,6 +411,7 @@ impl Scoreboard {
             (self.out_bytes, self.sacked_bytes, self.lost_bytes, self.retrans_bytes, self.lost_pending_bytes)
         );
         assert_eq!((nsacked, below_b, below_n), (self.sacked_segs, self.below_bytes, self.below_segs));
+        assert_eq!(ranges, self.sacked_ranges);
     }
 }
 

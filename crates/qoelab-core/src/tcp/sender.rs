@@ -315,6 +315,14 @@ impl TcpSender {
         }
     }
 
+    /// Recount the scoreboard (tests).
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        self.sb.check_counters();
+        assert!(self.snd_una <= self.snd_nxt);
+        assert_eq!(self.sb.out_bytes(), self.snd_nxt - self.snd_una);
+    }
+
     // ------------------------------------------------------------------ internals
 
     fn pipe(&self) -> u64 {

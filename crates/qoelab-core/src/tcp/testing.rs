@@ -196,6 +196,11 @@ impl Sim {
     fn drain_tx(&mut self) {
         while let Some(p) = self.tx.poll_transmit(self.now) {
             assert_eq!(p.hash, crate::packet::flow_hash(7, 1, 2));
+            if p.payload > 0 && !p.has(crate::packet::flags::RETX) {
+                // new data only when it fits cwnd (or nothing else was in flight)
+                let pipe = self.tx.bytes_in_flight();
+                assert!(pipe <= self.tx.cc().cwnd().max(p.payload as u64), "pipe {pipe} > cwnd {}", self.tx.cc().cwnd());
+            }
             self.log.push((self.now, SENT, p));
             self.enqueue(p);
         }
@@ -298,6 +303,7 @@ impl Sim {
                 }
                 Ev::ArriveTx(p) => {
                     self.tx.on_packet(et, &p);
+                    self.tx.check_invariants();
                     self.drain_tx();
                 }
                 Ev::Write(b) => {
@@ -368,6 +374,7 @@ mod tests {
         assert_eq!(st.retransmits, 0);
         assert_eq!(st.data_segments_sent, n.div_ceil(M));
         assert_eq!(st.payload_bytes_sent, n);
+        assert_eq!(sim.reno.lock().unwrap().sent, st.data_segments_sent, "cc.on_sent for every segment");
         // SYN first, 60 bytes; handshake ACK 52 bytes; then data of HEADERS + payload
         let (t0, _, syn) = sim.log[0];
         assert_eq!((t0, syn.flags & flags::SYN != 0, syn.size), (0, true, 60));
