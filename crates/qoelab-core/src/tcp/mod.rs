@@ -16,6 +16,7 @@
 pub mod cc;
 pub mod config;
 pub mod pacing;
+pub mod params;
 pub mod receiver;
 pub mod rtt;
 pub mod scoreboard;
