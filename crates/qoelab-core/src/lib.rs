@@ -15,9 +15,12 @@
 
 pub mod abr;
 pub mod aqm;
+pub mod metrics;
 pub mod packet;
 pub mod params;
+pub mod player;
 pub mod rng;
 pub mod tcp;
 pub mod time;
+pub mod tracemode;
 pub mod video;

@@ -1,0 +1,1 @@
+//! Video, QoE and fairness metrics (pure functions over logs).
