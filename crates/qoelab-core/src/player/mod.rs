@@ -391,10 +391,8 @@ impl Player {
                     self.phase = Phase::Playing;
                 }
             }
-            Phase::Stalled => {
-                if self.buffer >= self.rebuffer_resume || all {
-                    self.phase = Phase::Playing;
-                }
+            Phase::Stalled if self.buffer >= self.rebuffer_resume || all => {
+                self.phase = Phase::Playing;
             }
             _ => {}
         }
