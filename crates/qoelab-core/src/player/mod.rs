@@ -222,6 +222,7 @@ pub struct Player {
     log: Vec<SegmentLog>,
     bytes: u64,
     max_buffer_seen: Ns,
+    phases: Vec<(Ns, Phase)>,
     violations: Vec<String>,
 }
 
@@ -262,6 +263,7 @@ impl Player {
             log: Vec::new(),
             bytes: 0,
             max_buffer_seen: 0,
+            phases: vec![(start, Phase::Startup)],
             violations: Vec::new(),
         }
     }
@@ -326,6 +328,11 @@ impl Player {
     pub fn log(&self) -> &[SegmentLog] {
         &self.log
     }
+    /// The playback timeline: `(instant, phase entered)`, starting with `(start, Startup)`.
+    /// Stall intervals are the `Stalled` entries up to the next entry.
+    pub fn phase_log(&self) -> &[(Ns, Phase)] {
+        &self.phases
+    }
     /// Every download record handed to the ABR, oldest first.
     pub fn history(&self) -> &[DownloadRecord] {
         &self.history
@@ -362,16 +369,21 @@ impl Player {
                     dt -= p;
                     if self.buffer == 0 {
                         if self.next_segment >= self.video.n_segments() && self.in_flight.is_none() {
-                            self.phase = Phase::Ended;
+                            self.set_phase(now - dt, Phase::Ended);
                             self.end = Some(now - dt);
                             return;
                         }
-                        self.phase = Phase::Stalled;
+                        self.set_phase(now - dt, Phase::Stalled);
                         self.stall_count += 1;
                     }
                 }
             }
         }
+    }
+
+    fn set_phase(&mut self, t: Ns, ph: Phase) {
+        self.phase = ph;
+        self.phases.push((t, ph));
     }
 
     fn all_downloaded(&self) -> bool {
@@ -388,17 +400,17 @@ impl Player {
                     StartupPolicy::Buffer(b) => self.buffer >= b,
                 };
                 if ok || all {
-                    self.phase = Phase::Playing;
+                    self.set_phase(self.clock, Phase::Playing);
                 }
             }
             Phase::Stalled if self.buffer >= self.rebuffer_resume || all => {
-                self.phase = Phase::Playing;
+                self.set_phase(self.clock, Phase::Playing);
             }
             _ => {}
         }
         // Degenerate: a zero-length remainder ends at once.
         if self.phase == Phase::Playing && self.buffer == 0 && all && self.in_flight.is_none() {
-            self.phase = Phase::Ended;
+            self.set_phase(self.clock, Phase::Ended);
             self.end = Some(self.clock);
         }
     }
@@ -479,25 +491,27 @@ impl Player {
         Some(Request { segment: p.segment, rung: p.rung, bytes, range: None })
     }
 
-    /// The next instant the player needs [`Player::poll`] without any transport event:
-    /// now if a request is due, the end of an ABR delay, the end of a buffer-full pause; while a
-    /// download is in flight or playback has ended, [`NEVER`] (playback events — stalls, the end —
-    /// are accounted analytically by [`Player::advance`] and need no wake-up).
+    /// The next instant the player wants to be polled without any transport event: now if a
+    /// request is due, the end of an ABR delay, the end of a buffer-full pause, and the next
+    /// playback event (the buffer running dry: a stall or the end of playback); [`NEVER`] if none
+    /// (e.g. stalled or in startup with a download in flight, or ended). Playback is accounted
+    /// analytically by [`Player::advance`], so waking at playback events is optional for the
+    /// accounting; it only makes phase changes visible at their exact time.
     pub fn poll_at(&self) -> Ns {
-        if self.phase == Phase::Ended || self.in_flight.is_some() {
+        if self.phase == Phase::Ended {
             return NEVER;
         }
-        if self.all_downloaded() {
-            // Only the end of playback remains; report it so drivers can stop exactly there.
-            return if self.phase == Phase::Playing { self.clock + self.buffer } else { NEVER };
-        }
-        if let Some(p) = &self.pending {
-            return p.not_before.max(self.clock);
-        }
-        if let Some(wait) = self.paused_for_buffer() {
-            return self.clock + wait;
-        }
-        self.clock
+        let playback = if self.phase == Phase::Playing { self.clock + self.buffer } else { NEVER };
+        let request = if self.in_flight.is_some() || self.all_downloaded() {
+            NEVER
+        } else if let Some(p) = &self.pending {
+            p.not_before.max(self.clock)
+        } else if let Some(wait) = self.paused_for_buffer() {
+            self.clock + wait
+        } else {
+            self.clock
+        };
+        request.min(playback)
     }
 
     /// The first byte of the response body arrived.

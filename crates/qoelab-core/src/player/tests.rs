@@ -28,7 +28,13 @@ fn hand_driven_startup_stall_and_end() {
     assert_eq!(p.phase(), Phase::Playing);
     assert_eq!(p.summary().startup, SEC);
     // segment 1 takes 3 s: the 2 s buffer runs out at 4 s, stall 4..5 s
-    fetch(&mut p, 2 * SEC, 2_100 * MS, 5 * SEC);
+    assert!(p.poll(2 * SEC).is_some());
+    assert_eq!(p.poll_at(), 4 * SEC); // the next playback event: the buffer runs dry
+    p.advance(4 * SEC);
+    assert_eq!((p.phase(), p.poll_at()), (Phase::Stalled, NEVER));
+    p.on_first_byte(4_100 * MS);
+    p.on_complete(5 * SEC);
+    p.check_invariants().unwrap();
     let s = p.summary();
     assert_eq!((s.stalled, s.stall_count, s.played), (SEC, 1, 2 * SEC));
     assert_eq!(p.log()[1].stall, SEC);
@@ -46,6 +52,14 @@ fn hand_driven_startup_stall_and_end() {
     assert_eq!((s.startup, s.played, s.stalled), (SEC, 6 * SEC, SEC));
     assert_eq!(s.bytes, 1_500_000);
     p.check_invariants().unwrap();
+    let phases = vec![
+        (SEC, Phase::Startup),
+        (2 * SEC, Phase::Playing),
+        (4 * SEC, Phase::Stalled),
+        (5 * SEC, Phase::Playing),
+        (9 * SEC, Phase::Ended),
+    ];
+    assert_eq!(p.phase_log(), &phases[..]);
     let l = &p.log()[0];
     assert_eq!((l.t_request, l.t_first_byte, l.t_last_byte), (SEC, 1_100 * MS, 2 * SEC));
     // 500 kB = 4 Mbit in 1 s (request) and in 0.9 s (first byte)
