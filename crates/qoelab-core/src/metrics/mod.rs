@@ -13,7 +13,7 @@ pub mod lossphase;
 
 use crate::player::{PlayerSummary, SegmentLog};
 use crate::time::{secs, Ns};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers over vectors
@@ -187,7 +187,7 @@ pub fn quality_unfairness(levels_pct: &[f64]) -> f64 {
 // ---------------------------------------------------------------------------------------------
 
 /// What P(c) is.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Pq {
     /// The nominal bitrate in Mbit/s.
     BitrateMbps,
@@ -197,7 +197,8 @@ pub enum Pq {
 
 /// QoE parameters. Defaults: beta = 25 per second of rebuffering, gamma = 2.5 (Minerva's),
 /// P = the bitrate in Mbit/s, startup not counted as rebuffering.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct QoeParams {
     pub beta: f64,
     pub gamma: f64,

@@ -30,11 +30,11 @@
 use crate::abr::{Abr, AbrObs, Decision, DownloadRecord, Progress};
 use crate::time::{Ns, NEVER, SEC};
 use crate::video::Video;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
-/// When playback starts.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+/// When playback starts. Serialized as `{"Segments": n}` or `{"Buffer": ns}`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum StartupPolicy {
     /// After this many segments have been downloaded (default 1, as Sabre and dash.js VOD).
     Segments(u32),
@@ -42,8 +42,9 @@ pub enum StartupPolicy {
     Buffer(Ns),
 }
 
-/// Player configuration.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Player configuration (missing fields take the defaults when deserialized).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PlayerConfig {
     pub startup: StartupPolicy,
     /// Maximum buffer (ns). Downloads pause while buffer + next segment > buffer_max (the ON/OFF

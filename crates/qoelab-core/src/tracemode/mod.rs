@@ -27,15 +27,27 @@ pub struct Period {
     pub latency: Ns,
 }
 
-/// A looping piecewise-constant rate schedule.
+/// A looping piecewise-constant rate schedule. (De)serializes as its list of periods.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Vec<Period>", into = "Vec<Period>")]
 pub struct Schedule {
     periods: Vec<Period>,
     /// Cumulative start of each period within one loop.
-    #[serde(skip)]
     starts: Vec<Ns>,
-    #[serde(skip)]
     total: Ns,
+}
+
+impl TryFrom<Vec<Period>> for Schedule {
+    type Error = String;
+    fn try_from(p: Vec<Period>) -> Result<Schedule, String> {
+        Schedule::new(p)
+    }
+}
+
+impl From<Schedule> for Vec<Period> {
+    fn from(s: Schedule) -> Vec<Period> {
+        s.periods
+    }
 }
 
 /// Sabre's network JSON entry: `{"duration_ms": .., "bandwidth_kbps": .., "latency_ms": ..}`.
@@ -158,6 +170,9 @@ impl Schedule {
         if need == 0 {
             return now;
         }
+        if fraction_ppm == 0 {
+            return NEVER;
+        }
         loop {
             let (i, left) = self.locate(now);
             let r = self.periods[i].rate_bps as u128 * fraction_ppm as u128;
@@ -186,8 +201,9 @@ impl Schedule {
     }
 }
 
-/// Options of the trace-mode driver.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// Options of the trace-mode driver (missing fields take the Sabre values when deserialized).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct TraceOpts {
     /// Share of the rate that carries payload, in ppm (1_000_000 = all: Sabre; 950_000: Pensieve's
     /// PACKET_PAYLOAD_PORTION 0.95).
@@ -246,8 +262,11 @@ pub fn run_trace_mode(
     let mut p = Player::new(player_cfg, video, abr, opts.start);
     let mut t = opts.start;
     let mut error = None;
+    if opts.payload_ppm == 0 {
+        error = Some("trace mode: payload_ppm: expected > 0".to_string());
+    }
     let mut bytes_total = 0u64;
-    while !p.is_done() {
+    while error.is_none() && !p.is_done() {
         if t > opts.max_time {
             error = Some(format!("trace mode: playback not ended by {} s", opts.max_time / SEC));
             break;

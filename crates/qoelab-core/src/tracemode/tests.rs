@@ -307,3 +307,21 @@ fn sabre_json_and_errors() {
     assert!(Schedule::new(vec![Period { duration: SEC, rate_bps: 0, latency: 0 }]).is_err());
     assert!(Schedule::new(vec![]).is_err());
 }
+
+#[test]
+fn serde_round_trips() {
+    let s = two_step();
+    let j = serde_json::to_string(&s).unwrap();
+    let back: Schedule = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, s);
+    assert_eq!(back.latency_from(950 * MS), 60 * MS);
+    assert!(serde_json::from_str::<Schedule>("[]").is_err());
+    let o: TraceOpts = serde_json::from_str(r#"{"payload_ppm": 950000}"#).unwrap();
+    assert_eq!(o, TraceOpts { payload_ppm: 950_000, ..TraceOpts::sabre() });
+    let c: PlayerConfig = serde_json::from_str(r#"{"startup": {"Buffer": 4000000000}}"#).unwrap();
+    assert_eq!(c, PlayerConfig { startup: StartupPolicy::Buffer(4 * SEC), ..PlayerConfig::default() });
+    assert!(serde_json::from_str::<PlayerConfig>(r#"{"bufer_max": 1}"#).is_err());
+    let bad = TraceOpts { payload_ppm: 0, ..TraceOpts::sabre() };
+    let r = run_trace_mode(cbr_video(2, SEC, &[1_000_000]), Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &s, &bad);
+    assert!(r.error.unwrap().contains("payload_ppm"));
+}
