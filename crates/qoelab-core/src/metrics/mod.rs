@@ -288,7 +288,12 @@ pub struct ClientMetrics {
 
 impl ClientMetrics {
     /// Compute from a player's log and summary. Errors if P = quality and a value is missing.
-    pub fn compute(log: &[SegmentLog], s: &PlayerSummary, n_rungs: usize, prm: &QoeParams) -> Result<ClientMetrics, String> {
+    pub fn compute(
+        log: &[SegmentLog],
+        s: &PlayerSummary,
+        n_rungs: usize,
+        prm: &QoeParams,
+    ) -> Result<ClientMetrics, String> {
         let pl = played(log);
         let rungs: Vec<usize> = pl.iter().map(|l| l.rung).collect();
         let rates: Vec<f64> = pl.iter().map(|l| l.bitrate_bps as f64).collect();

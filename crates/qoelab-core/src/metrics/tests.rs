@@ -120,7 +120,13 @@ fn rates_and_time_averages_hand_computed() {
 fn client_metrics_show_the_stalls_below_the_lowest_rung() {
     // 200 kbit/s under a 300 kbit/s lowest rung: startup 3 s, 9 stalls of 1 s, 20 s played
     let v = cbr_video(10, 2 * SEC, &LADDER);
-    let r = run_trace_mode(v, Box::new(Rate { safety: 0.9 }), PlayerConfig::default(), &Schedule::constant(200_000, 0), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Rate { safety: 0.9 }),
+        PlayerConfig::default(),
+        &Schedule::constant(200_000, 0),
+        &TraceOpts::sabre(),
+    );
     let m = ClientMetrics::compute(&r.log, &r.summary, LADDER.len(), &QoeParams::default()).unwrap();
     assert_eq!(m.stall_count, 9);
     assert_eq!(m.rebuffer_s, 9.0);
@@ -139,7 +145,13 @@ fn client_metrics_show_the_stalls_below_the_lowest_rung() {
 #[test]
 fn client_metrics_at_5mbps_no_stall() {
     let v = cbr_video(30, 4 * SEC, &LADDER);
-    let r = run_trace_mode(v, Box::new(Rate { safety: 0.9 }), PlayerConfig::default(), &Schedule::constant(5_000_000, 40 * MS), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Rate { safety: 0.9 }),
+        PlayerConfig::default(),
+        &Schedule::constant(5_000_000, 40 * MS),
+        &TraceOpts::sabre(),
+    );
     let m = ClientMetrics::compute(&r.log, &r.summary, LADDER.len(), &QoeParams::default()).unwrap();
     assert_eq!((m.stall_count, m.rebuffer_s, m.rebuffer_ratio), (0, 0.0, 0.0));
     assert_eq!(m.switches, 1);

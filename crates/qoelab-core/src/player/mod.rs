@@ -469,8 +469,7 @@ impl Player {
             } else {
                 rung
             };
-            self.pending =
-                Some(Pending { segment, rung, not_before: now.saturating_add(delay), delay, reason });
+            self.pending = Some(Pending { segment, rung, not_before: now.saturating_add(delay), delay, reason });
         }
         let p = self.pending.as_ref().expect("pending decision");
         if now < p.not_before {

@@ -52,7 +52,7 @@ fn hand_driven_startup_stall_and_end() {
     assert_eq!((s.startup, s.played, s.stalled), (SEC, 6 * SEC, SEC));
     assert_eq!(s.bytes, 1_500_000);
     p.check_invariants().unwrap();
-    let phases = vec![
+    let phases = [
         (SEC, Phase::Startup),
         (2 * SEC, Phase::Playing),
         (4 * SEC, Phase::Stalled),
@@ -131,7 +131,8 @@ fn startup_by_buffer_and_rebuffer_resume() {
 #[test]
 fn abandonment_refetches_lower_rung() {
     let v = cbr_video(2, 2 * SEC, &[1_000_000, 4_000_000]);
-    let mut p = Player::new(PlayerConfig::default(), v, Box::new(Abandoner { rung: 1, after: 500 * MS, abandons: 0 }), 0);
+    let mut p =
+        Player::new(PlayerConfig::default(), v, Box::new(Abandoner { rung: 1, after: 500 * MS, abandons: 0 }), 0);
     let r = p.poll(0).unwrap();
     assert_eq!(r.rung, 1);
     p.on_first_byte(100 * MS);

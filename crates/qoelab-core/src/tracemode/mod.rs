@@ -230,11 +230,23 @@ impl Default for TraceOpts {
 impl TraceOpts {
     /// Sabre's model: full rate, period latency only, progress every 50 ms.
     pub fn sabre() -> TraceOpts {
-        TraceOpts { payload_ppm: 1_000_000, extra_rtt: 0, progress_interval: Some(50 * MS), start: 0, max_time: 48 * 3600 * SEC }
+        TraceOpts {
+            payload_ppm: 1_000_000,
+            extra_rtt: 0,
+            progress_interval: Some(50 * MS),
+            start: 0,
+            max_time: 48 * 3600 * SEC,
+        }
     }
     /// Pensieve's model: 95% payload, 80 ms RTT per chunk, no intra-chunk progress.
     pub fn pensieve() -> TraceOpts {
-        TraceOpts { payload_ppm: 950_000, extra_rtt: 80 * MS, progress_interval: None, start: 0, max_time: 48 * 3600 * SEC }
+        TraceOpts {
+            payload_ppm: 950_000,
+            extra_rtt: 80 * MS,
+            progress_interval: None,
+            start: 0,
+            max_time: 48 * 3600 * SEC,
+        }
     }
 }
 

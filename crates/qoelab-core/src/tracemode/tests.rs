@@ -85,7 +85,8 @@ fn run_hand_computed_pensieve_model() {
     let s = Schedule::from_pensieve_samples(&[(0.0, 9.0), (1.0, 1.0), (2.0, 4.0)]).unwrap();
     assert_eq!(s.periods()[0].rate_bps, 1_000_000);
     let v = cbr_video(1, 2 * SEC, &[800_000]);
-    let r = run_trace_mode(v, Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &s, &TraceOpts::pensieve());
+    let r =
+        run_trace_mode(v, Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &s, &TraceOpts::pensieve());
     assert_eq!(r.error, None);
     // 80 ms RTT; 0.92 s x 0.95 Mbit/s = 0.874 Mbit, 0.726 Mbit at 3.8 Mbit/s = 0.191052631.. s
     assert_eq!(r.log[0].t_first_byte, 80 * MS);
@@ -96,7 +97,13 @@ fn run_hand_computed_pensieve_model() {
 fn buffer_full_gives_on_off_with_period_one_segment() {
     let v = cbr_video(20, 2 * SEC, &[1_000_000, 3_000_000]);
     let cfg = PlayerConfig { buffer_max: 10 * SEC, ..PlayerConfig::default() };
-    let r = run_trace_mode(v, Box::new(Fixed { rung: 1, delay: 0 }), cfg, &Schedule::constant(50_000_000, 10 * MS), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Fixed { rung: 1, delay: 0 }),
+        cfg,
+        &Schedule::constant(50_000_000, 10 * MS),
+        &TraceOpts::sabre(),
+    );
     assert_eq!(r.error, None);
     assert_eq!(r.summary.stalled, 0);
     // steady state: request when the buffer is down to 8 s, one request every 2 s
@@ -110,7 +117,13 @@ fn buffer_full_gives_on_off_with_period_one_segment() {
 #[test]
 fn rate_rule_settles_below_5mbps_without_stall() {
     let v = cbr_video(30, 4 * SEC, &LADDER);
-    let r = run_trace_mode(v, Box::new(Rate { safety: 0.9 }), PlayerConfig::default(), &Schedule::constant(5_000_000, 40 * MS), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Rate { safety: 0.9 }),
+        PlayerConfig::default(),
+        &Schedule::constant(5_000_000, 40 * MS),
+        &TraceOpts::sabre(),
+    );
     assert_eq!(r.error, None);
     assert_eq!(r.log[0].rung, 0);
     // 0.9 x 5 Mbit/s = 4.5 Mbit/s -> 4.3 Mbit/s (rung 5) from the second segment on
@@ -123,7 +136,13 @@ fn rate_rule_settles_below_5mbps_without_stall() {
 fn below_the_lowest_rung_it_stalls_hand_computed() {
     // 300 kbit/s x 2 s = 75 kB takes 3 s at 200 kbit/s: startup 3 s, then 1 s stall per segment
     let v = cbr_video(10, 2 * SEC, &LADDER);
-    let r = run_trace_mode(v, Box::new(Rate { safety: 0.9 }), PlayerConfig::default(), &Schedule::constant(200_000, 0), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Rate { safety: 0.9 }),
+        PlayerConfig::default(),
+        &Schedule::constant(200_000, 0),
+        &TraceOpts::sabre(),
+    );
     assert_eq!(r.error, None);
     assert!(r.log.iter().all(|l| l.rung == 0));
     let s = &r.summary;
@@ -179,7 +198,13 @@ fn configs() -> Vec<PlayerConfig> {
 
 /// Drive the player like `run_trace_mode`, but also advance it at random instants in between
 /// and check the invariants after every call.
-fn step_driver(v: Arc<Video>, abr: Box<dyn Abr>, cfg: PlayerConfig, s: &Schedule, seed: u64) -> crate::player::PlayerSummary {
+fn step_driver(
+    v: Arc<Video>,
+    abr: Box<dyn Abr>,
+    cfg: PlayerConfig,
+    s: &Schedule,
+    seed: u64,
+) -> crate::player::PlayerSummary {
     let mut rng = Rng::from_seed(seed);
     let start = rng.below(10_000) * MS;
     let mut p = Player::new(cfg.clone(), v.clone(), abr, start);
@@ -247,8 +272,12 @@ fn step_driver(v: Arc<Video>, abr: Box<dyn Abr>, cfg: PlayerConfig, s: &Schedule
 #[test]
 fn accounting_identity_and_buffer_bounds_under_all_schedules() {
     let v = cbr_video(25, 2 * SEC, &LADDER);
-    let schedules =
-        vec![("constant", Schedule::constant(3_000_000, 30 * MS)), ("on-off", on_off()), ("random-1", random_schedule(1)), ("random-2", random_schedule(2))];
+    let schedules = vec![
+        ("constant", Schedule::constant(3_000_000, 30 * MS)),
+        ("on-off", on_off()),
+        ("random-1", random_schedule(1)),
+        ("random-2", random_schedule(2)),
+    ];
     let mut stalls_seen = 0;
     for (name, s) in &schedules {
         for (ci, cfg) in configs().into_iter().enumerate() {
@@ -277,7 +306,13 @@ fn accounting_identity_and_buffer_bounds_under_all_schedules() {
 #[test]
 fn abandonment_in_trace_mode() {
     let v = cbr_video(5, 2 * SEC, &LADDER);
-    let r = run_trace_mode(v, Box::new(Abandoner { rung: 6, after: 1_000 * MS, abandons: 0 }), PlayerConfig::default(), &Schedule::constant(1_000_000, 0), &TraceOpts::sabre());
+    let r = run_trace_mode(
+        v,
+        Box::new(Abandoner { rung: 6, after: 1_000 * MS, abandons: 0 }),
+        PlayerConfig::default(),
+        &Schedule::constant(1_000_000, 0),
+        &TraceOpts::sabre(),
+    );
     assert_eq!(r.error, None);
     // each 6 Mbit/s segment (1.5 MB) would take 12 s; abandoned at the first 50 ms tick past 1 s
     let first = &r.log[0];
@@ -292,7 +327,15 @@ fn abandonment_in_trace_mode() {
 #[test]
 fn deterministic() {
     let v = cbr_video(25, 2 * SEC, &LADDER);
-    let run = || run_trace_mode(v.clone(), Box::new(RandomRung { rng: Rng::from_seed(9) }), PlayerConfig::default(), &random_schedule(3), &TraceOpts::sabre());
+    let run = || {
+        run_trace_mode(
+            v.clone(),
+            Box::new(RandomRung { rng: Rng::from_seed(9) }),
+            PlayerConfig::default(),
+            &random_schedule(3),
+            &TraceOpts::sabre(),
+        )
+    };
     let (a, b) = (run(), run());
     assert_eq!(a.log, b.log);
     assert_eq!(a.summary, b.summary);
@@ -300,7 +343,8 @@ fn deterministic() {
 
 #[test]
 fn sabre_json_and_errors() {
-    let s = Schedule::from_sabre_json(r#"[{"duration_ms": 1000, "bandwidth_kbps": 5000, "latency_ms": 75}]"#, 2.0).unwrap();
+    let s =
+        Schedule::from_sabre_json(r#"[{"duration_ms": 1000, "bandwidth_kbps": 5000, "latency_ms": 75}]"#, 2.0).unwrap();
     assert_eq!(s.periods()[0], Period { duration: SEC, rate_bps: 10_000_000, latency: 75 * MS });
     let e = Schedule::from_sabre_json("[{\"duration_ms\": 1000,\n \"bandwidth\": 5}]", 1.0).unwrap_err();
     assert!(e.starts_with("network JSON: line 2"), "{e}");
@@ -322,6 +366,12 @@ fn serde_round_trips() {
     assert_eq!(c, PlayerConfig { startup: StartupPolicy::Buffer(4 * SEC), ..PlayerConfig::default() });
     assert!(serde_json::from_str::<PlayerConfig>(r#"{"bufer_max": 1}"#).is_err());
     let bad = TraceOpts { payload_ppm: 0, ..TraceOpts::sabre() };
-    let r = run_trace_mode(cbr_video(2, SEC, &[1_000_000]), Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &s, &bad);
+    let r = run_trace_mode(
+        cbr_video(2, SEC, &[1_000_000]),
+        Box::new(Fixed { rung: 0, delay: 0 }),
+        PlayerConfig::default(),
+        &s,
+        &bad,
+    );
     assert!(r.error.unwrap().contains("payload_ppm"));
 }
