@@ -17,11 +17,13 @@
 
 use crate::time::{Ns, MS};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What a packet is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum PktKind {
-    /// A data packet: the sequence number of its first byte.
+    /// A data packet: the sequence number of its first byte (unwrapped, e.g. tshark's relative
+    /// sequence numbers; a retransmission carries the original number).
     Data { seq: u64 },
     /// A pure ACK (no payload): its cumulative ack number.
     Ack { ack: u64 },
@@ -69,13 +71,13 @@ impl Default for LossPhaseRules {
 
 /// Label every dropped data packet: `(index into events, phase)`, in input order.
 pub fn classify_losses(events: &[PktEvent], rules: &LossPhaseRules) -> Vec<(usize, LossPhase)> {
-    let mut flows: Vec<u64> = events.iter().map(|e| e.flow).collect();
-    flows.sort_unstable();
-    flows.dedup();
+    let mut flows: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, e) in events.iter().enumerate() {
+        flows.entry(e.flow).or_default().push(i);
+    }
     let mut out = Vec::new();
-    for f in flows {
-        let idx: Vec<usize> = (0..events.len()).filter(|&i| events[i].flow == f).collect();
-        classify_flow(events, &idx, rules, &mut out);
+    for idx in flows.values() {
+        classify_flow(events, idx, rules, &mut out);
     }
     out.sort_unstable_by_key(|x| x.0);
     out
