@@ -374,6 +374,11 @@ impl Player {
                             self.end = Some(now - dt);
                             return;
                         }
+                        if dt == 0 {
+                            // Empty exactly now: a stall begins only if time passes before the
+                            // next segment arrives (no zero-length stalls).
+                            break;
+                        }
                         self.set_phase(now - dt, Phase::Stalled);
                         self.stall_count += 1;
                     }
@@ -501,7 +506,7 @@ impl Player {
         if self.phase == Phase::Ended {
             return NEVER;
         }
-        let playback = if self.phase == Phase::Playing { self.clock + self.buffer } else { NEVER };
+        let playback = if self.phase == Phase::Playing && self.buffer > 0 { self.clock + self.buffer } else { NEVER };
         let request = if self.in_flight.is_some() || self.all_downloaded() {
             NEVER
         } else if let Some(p) = &self.pending {

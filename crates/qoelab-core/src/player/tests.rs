@@ -31,8 +31,9 @@ fn hand_driven_startup_stall_and_end() {
     assert!(p.poll(2 * SEC).is_some());
     assert_eq!(p.poll_at(), 4 * SEC); // the next playback event: the buffer runs dry
     p.advance(4 * SEC);
-    assert_eq!((p.phase(), p.poll_at()), (Phase::Stalled, NEVER));
+    assert_eq!((p.phase(), p.poll_at()), (Phase::Playing, NEVER)); // empty, not yet a stall
     p.on_first_byte(4_100 * MS);
+    assert_eq!(p.phase(), Phase::Stalled);
     p.on_complete(5 * SEC);
     p.check_invariants().unwrap();
     let s = p.summary();
@@ -177,4 +178,24 @@ fn quality_is_logged_from_the_table() {
     fetch(&mut p, SEC, SEC, 2 * SEC);
     assert_eq!(p.log()[0].quality, Some(60.0));
     assert_eq!(p.log()[1].quality, Some(63.0));
+}
+
+#[test]
+fn buffer_empty_exactly_at_arrival_is_not_a_stall() {
+    let v = cbr_video(3, 2 * SEC, &[1_000_000]);
+    let mut p = Player::new(PlayerConfig::default(), v, fixed(0), 0);
+    fetch(&mut p, 0, 0, SEC);
+    assert!(p.poll(SEC).is_some());
+    p.advance(3 * SEC); // the buffer is empty exactly now, the download still in flight
+    assert_eq!((p.phase(), p.buffer(), p.poll_at()), (Phase::Playing, 0, NEVER));
+    p.on_complete(3 * SEC);
+    assert_eq!(p.summary().stall_count, 0);
+    // the same, but the segment is 1 ns late: a stall of 1 ns, starting at 3 s
+    assert!(p.poll(3 * SEC).is_some());
+    p.advance(5 * SEC);
+    p.on_complete(5 * SEC + 1);
+    let s = p.summary();
+    assert_eq!((s.stall_count, s.stalled), (1, 1));
+    assert_eq!(p.phase_log()[2], (5 * SEC, Phase::Stalled));
+    p.check_invariants().unwrap();
 }
