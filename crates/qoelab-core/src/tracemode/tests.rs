@@ -240,6 +240,8 @@ fn step_driver(
                     break;
                 }
                 check(&p);
+                // while in flight the player never asks for a wake-up at (or before) now
+                assert!(p.poll_at() > tp);
                 tp += 100 * MS + rng.below(400) * MS;
             }
             check(&p);
