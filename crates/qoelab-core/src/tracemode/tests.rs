@@ -377,3 +377,20 @@ fn serde_round_trips() {
     );
     assert!(r.error.unwrap().contains("payload_ppm"));
 }
+
+/// Speed probe (not a check): `cargo test -p qoelab-core -- --ignored trace_mode_speed --nocapture`.
+#[test]
+#[ignore]
+fn trace_mode_speed() {
+    let v = cbr_video(300, 2 * SEC, &LADDER);
+    let s = random_schedule(7);
+    let t0 = std::time::Instant::now();
+    let mut segs = 0;
+    for _ in 0..100 {
+        let r =
+            run_trace_mode(v.clone(), Box::new(Rate { safety: 0.9 }), PlayerConfig::default(), &s, &TraceOpts::sabre());
+        segs += r.log.len();
+    }
+    let dt = t0.elapsed().as_secs_f64();
+    println!("{segs} segments in {dt:.3} s: {:.1} us/segment", dt * 1e6 / segs as f64);
+}
