@@ -15,11 +15,14 @@
 
 pub mod abr;
 pub mod aqm;
+pub mod metrics;
 pub mod net;
 pub mod packet;
 pub mod params;
+pub mod player;
 pub mod rng;
 pub mod sim;
 pub mod tcp;
 pub mod time;
+pub mod tracemode;
 pub mod video;
