@@ -14,6 +14,8 @@ use crate::packet::{flags, flow_hash, Packet};
 use crate::params::Params;
 use crate::rng::Rng;
 use crate::sim::Engine;
+use crate::tcp::cc::{self, CcBuildCtx};
+use crate::tcp::{FlowAddr, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::{Ns, NEVER};
 
 const K_TX: u64 = 1;
@@ -69,6 +71,38 @@ pub struct Sink {
 pub enum Ep {
     Cbr(CbrSource),
     Sink(Sink),
+    TcpTx(Box<TcpSender>),
+    TcpRx(Box<TcpReceiver>),
+}
+
+/// A web-like traffic generator: Poisson arrivals of TCP flows with sizes from a CDF.
+struct WebGen {
+    name: String,
+    src: usize,
+    dst: usize,
+    cc: String,
+    cc_params: Params,
+    tcp: TcpConfig,
+    stop: Option<Ns>,
+    /// Mean inter-arrival time (s).
+    mean_gap_s: f64,
+    cdf: Vec<(f64, f64)>,
+    rng: Rng,
+    count: u64,
+    action: usize,
+}
+
+impl WebGen {
+    /// Inverse-transform sample of the piecewise-linear CDF (bytes, at least 1).
+    fn draw_size(&mut self) -> u64 {
+        let u = self.rng.uniform();
+        let c = &self.cdf;
+        let i = c.partition_point(|p| p.1 <= u).clamp(1, c.len() - 1);
+        let (x0, p0) = c[i - 1];
+        let (x1, p1) = c[i];
+        let x = if p1 > p0 { x0 + (u - p0) / (p1 - p0) * (x1 - x0) } else { x1 };
+        x.round().max(1.0) as u64
+    }
 }
 
 /// Runtime state of one flow (half-connection or datagram flow).
@@ -87,17 +121,25 @@ pub struct FlowRt {
     pub done_at: Option<Ns>,
     /// Bytes received at the previous sample (for interval goodput).
     prev_bytes: u64,
+    /// Size of a finite transfer (bytes).
+    pub size: Option<u64>,
+    /// Congestion controller name (TCP flows).
+    pub cc: Option<String>,
 }
 
 #[derive(Clone, Debug)]
 enum AppAction {
     Start(usize),
     Stop(usize),
+    Weight(usize, f64),
+    WebArrival(usize),
 }
 
 /// Tables recorded during a run.
 pub struct Recorder {
     pub flows: Option<Table>,
+    pub tcp: Option<Table>,
+    pub web: Option<Table>,
     pub queues: Option<Table>,
     pub packets: Option<Table>,
 }
@@ -124,6 +166,7 @@ pub struct World {
     pub ended: bool,
     /// pcap writers of links with capture enabled (by link index).
     pcaps: Vec<(usize, super::pcap::PcapWriter)>,
+    webgens: Vec<WebGen>,
 }
 
 impl World {
@@ -213,6 +256,32 @@ impl World {
             flows: want("flows").then(|| {
                 Table::new("flows", &[("time_s", 'f'), ("flow", 'i'), ("bytes_received", 'i'), ("goodput_bps", 'f')])
             }),
+            tcp: want("tcp").then(|| {
+                Table::new(
+                    "tcp",
+                    &[
+                        ("time_s", 'f'),
+                        ("flow", 'i'),
+                        ("cwnd", 'i'),
+                        ("ssthresh", 'i'),
+                        ("srtt_ms", 'f'),
+                        ("min_rtt_ms", 'f'),
+                        ("rto_ms", 'f'),
+                        ("bytes_in_flight", 'i'),
+                        ("delivered", 'i'),
+                        ("delivery_rate_bps", 'f'),
+                        ("pacing_rate_bps", 'f'),
+                        ("retransmits", 'i'),
+                        ("rto_count", 'i'),
+                        ("weight", 'f'),
+                        ("tcp_state", 's'),
+                        ("cc_state", 's'),
+                    ],
+                )
+            }),
+            web: want("web").then(|| {
+                Table::new("web", &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')])
+            }),
             queues: want("queues").then(|| {
                 Table::new(
                     "queues",
@@ -264,6 +333,7 @@ impl World {
             seed,
             ended: false,
             pcaps: Vec::new(),
+            webgens: Vec::new(),
         };
         for i in 0..w.links.len() {
             if w.links[i].pcap {
@@ -277,7 +347,7 @@ impl World {
         for i in 0..w.links.len() {
             w.schedule_aqm_timer(i);
         }
-        if w.rec.flows.is_some() || w.rec.queues.is_some() {
+        if w.rec.flows.is_some() || w.rec.queues.is_some() || w.rec.tcp.is_some() {
             let si = w.cfg.output.sample_interval;
             if si > 0 {
                 w.engine.schedule(si, target(K_SAMPLE, 0));
@@ -338,6 +408,8 @@ impl World {
                     stop: *stop,
                     done_at: None,
                     prev_bytes: 0,
+                    size: None,
+                    cc: None,
                 });
                 self.schedule_action(*start, AppAction::Start(fid));
                 if let Some(s) = stop {
@@ -345,8 +417,132 @@ impl World {
                 }
                 Ok(())
             }
-            FlowCfg::Bulk { .. } | FlowCfg::Web { .. } => Err(serr(format!("{p}.kind"), "TCP flows are not available in this build")),
+            FlowCfg::Bulk { name, src, dst, cc, cc_params, tcp, start, stop, bytes, weight_schedule } => {
+                self.check_nodes(&p, *src, *dst, true)?;
+                let tcfg = tcp_config(&p, tcp)?;
+                let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
+                if bytes == &Some(0) {
+                    return Err(serr(format!("{p}.size"), "expected > 0 bytes"));
+                }
+                let fid = self.add_tcp_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &tcfg, *start)?;
+                self.flows[fid].stop = *stop;
+                self.flows[fid].size = *bytes;
+                self.schedule_action(*start, AppAction::Start(fid));
+                if let Some(s) = stop {
+                    self.schedule_action(*s, AppAction::Stop(fid));
+                }
+                for (i, (t, wgt)) in weight_schedule.iter().enumerate() {
+                    if !(wgt.is_finite() && *wgt > 0.0) {
+                        return Err(serr(format!("{p}.weight_schedule[{i}]"), "expected a weight > 0"));
+                    }
+                    let tx = self.flows[fid].tx;
+                    if let Ep::TcpTx(s) = &self.eps[tx] {
+                        if s.cc().weight().is_none() {
+                            return Err(serr(format!("{p}.weight_schedule"), format!("congestion control {cc} has no weight")));
+                        }
+                    }
+                    self.schedule_action(*t, AppAction::Weight(fid, *wgt));
+                }
+                Ok(())
+            }
+            FlowCfg::Web { name, src, dst, cc, cc_params, tcp, start, stop, arrival_rate, sizes } => {
+                self.check_nodes(&p, *src, *dst, true)?;
+                let tcfg = tcp_config(&p, tcp)?;
+                let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
+                // Check the controller builds now rather than at the first arrival.
+                cc::build(cc, &ccp, &CcBuildCtx { mss: tcfg.mss as u64, initial_window: tcfg.initial_window as u64, seed: 0 })
+                    .map_err(|e| cc_err(&p, e))?;
+                if !(arrival_rate.is_finite() && *arrival_rate > 0.0) {
+                    return Err(serr(format!("{p}.arrival_rate"), "expected > 0 flows per second"));
+                }
+                if sizes.len() < 2 || sizes.windows(2).any(|w| w[1].0 < w[0].0 || w[1].1 < w[0].1) || sizes.last().unwrap().1 != 1.0 {
+                    return Err(serr(format!("{p}.sizes"), "expected a CDF: non-decreasing (bytes, probability) points ending at 1"));
+                }
+                let gi = self.webgens.len();
+                self.actions.push(AppAction::WebArrival(gi));
+                let action = self.actions.len() - 1;
+                self.webgens.push(WebGen {
+                    name: name.clone(),
+                    src: *src,
+                    dst: *dst,
+                    cc: cc.clone(),
+                    cc_params: ccp,
+                    tcp: tcfg,
+                    stop: *stop,
+                    mean_gap_s: 1.0 / arrival_rate,
+                    cdf: sizes.clone(),
+                    rng: Rng::for_component(self.seed, &format!("web/{name}")),
+                    count: 0,
+                    action,
+                });
+                self.engine.schedule(*start, target(K_APP, action));
+                Ok(())
+            }
         }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn add_tcp_flow(
+        &mut self,
+        p: &str,
+        name: &str,
+        kind: &'static str,
+        src: usize,
+        dst: usize,
+        cc_name: &str,
+        ccp: &Params,
+        tcfg: &TcpConfig,
+        start: Ns,
+    ) -> Result<usize, SimError> {
+        let fid = self.flows.len();
+        let ctx = CcBuildCtx {
+            mss: tcfg.mss as u64,
+            initial_window: tcfg.initial_window as u64,
+            seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
+        };
+        let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
+        let addr = FlowAddr { flow: fid as u32, src: src as u16, dst: dst as u16 };
+        let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
+        let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
+        self.flows.push(FlowRt {
+            name: name.to_string(),
+            kind,
+            src: src as u16,
+            dst: dst as u16,
+            tx,
+            rx,
+            start,
+            stop: None,
+            done_at: None,
+            prev_bytes: 0,
+            size: None,
+            cc: Some(cc_name.to_string()),
+        });
+        Ok(fid)
+    }
+
+    fn web_arrival(&mut self, gi: usize) {
+        let now = self.engine.now();
+        let g = &mut self.webgens[gi];
+        if g.stop.is_some_and(|s| now >= s) {
+            return;
+        }
+        let size = g.draw_size();
+        let gap = crate::time::from_secs_f64(g.rng.exp(g.mean_gap_s)).max(1);
+        g.count += 1;
+        let name = format!("{}#{}", g.name, g.count);
+        let (src, dst, ccn, ccp, tcfg, action) = (g.src, g.dst, g.cc.clone(), g.cc_params.clone(), g.tcp.clone(), g.action);
+        let fid = self
+            .add_tcp_flow("web", &name, "web", src, dst, &ccn, &ccp, &tcfg, now)
+            .expect("web flow parameters were checked at build");
+        self.flows[fid].size = Some(size);
+        let tx = self.flows[fid].tx;
+        if let Ep::TcpTx(s) = &mut self.eps[tx] {
+            s.write(now, size);
+            s.stop_writing();
+        }
+        self.drain_ep(tx);
+        self.engine.schedule(now + gap, target(K_APP, action));
     }
 
     fn schedule_action(&mut self, t: Ns, a: AppAction) {
@@ -566,20 +762,48 @@ impl World {
         }
         let f = &self.flows[pkt.flow as usize];
         let ep = if node == f.dst as usize { f.rx } else { f.tx };
+        let now = self.engine.now();
         match &mut self.eps[ep] {
             Ep::Sink(s) => {
                 s.bytes += pkt.payload as u64;
                 s.pkts += 1;
             }
             Ep::Cbr(_) => {}
+            Ep::TcpTx(s) => s.on_packet(now, &pkt),
+            Ep::TcpRx(r) => {
+                r.on_packet(now, &pkt);
+                let fid = pkt.flow as usize;
+                let f = &self.flows[fid];
+                if f.done_at.is_none() && f.size.is_some_and(|sz| r.bytes_received() >= sz) {
+                    self.flow_completed(fid);
+                }
+            }
         }
         self.drain_ep(ep);
     }
 
     // ----- endpoints -----
 
+    fn flow_completed(&mut self, fid: usize) {
+        let now = self.engine.now();
+        let f = &mut self.flows[fid];
+        f.done_at = Some(now);
+        if f.kind == "web" {
+            if let Some(t) = &mut self.rec.web {
+                let gen = f.name.rsplit_once('#').map(|x| x.0).unwrap_or(&f.name).to_string();
+                t.i(0, fid as i64);
+                t.s(1, &gen);
+                t.f(2, crate::time::secs(f.start));
+                t.i(3, f.size.unwrap_or(0) as i64);
+                t.f(4, crate::time::secs(now - f.start));
+            }
+        }
+    }
+
     fn ep_poll_transmit(&mut self, ep: usize, now: Ns) -> Option<Packet> {
         match &mut self.eps[ep] {
+            Ep::TcpTx(s) => s.poll_transmit(now),
+            Ep::TcpRx(r) => r.poll_transmit(now),
             Ep::Cbr(c) => {
                 if c.active && c.next <= now {
                     c.next += crate::time::tx_time(c.size as u64, c.rate_bps);
@@ -603,6 +827,8 @@ impl World {
     fn ep_poll_at(&self, ep: usize) -> Ns {
         match &self.eps[ep] {
             Ep::Cbr(c) if c.active => c.next,
+            Ep::TcpTx(s) => s.poll_at(),
+            Ep::TcpRx(r) => r.poll_at(),
             _ => NEVER,
         }
     }
@@ -623,7 +849,7 @@ impl World {
             self.forward(node, p);
         }
         let t = self.ep_poll_at(ep);
-        if t < self.ep_sched[ep] || (self.ep_sched[ep] < now && t != NEVER) {
+        if t < self.ep_sched[ep] {
             let t = t.max(now);
             self.ep_sched[ep] = t;
             self.engine.schedule(t, target(K_EP, ep));
@@ -636,6 +862,11 @@ impl World {
             return; // stale
         }
         self.ep_sched[ep] = NEVER;
+        match &mut self.eps[ep] {
+            Ep::TcpTx(s) => s.on_timer(now),
+            Ep::TcpRx(r) => r.on_timer(now),
+            _ => {}
+        }
         self.drain_ep(ep);
     }
 
@@ -644,18 +875,38 @@ impl World {
         match self.actions[ai].clone() {
             AppAction::Start(fid) => {
                 let tx = self.flows[fid].tx;
-                if let Ep::Cbr(c) = &mut self.eps[tx] {
-                    c.active = true;
-                    c.next = now;
+                let size = self.flows[fid].size;
+                match &mut self.eps[tx] {
+                    Ep::Cbr(c) => {
+                        c.active = true;
+                        c.next = now;
+                    }
+                    Ep::TcpTx(s) => match size {
+                        Some(b) => {
+                            s.write(now, b);
+                            s.stop_writing();
+                        }
+                        None => s.set_unlimited(),
+                    },
+                    _ => {}
                 }
                 self.drain_ep(tx);
             }
             AppAction::Stop(fid) => {
                 let tx = self.flows[fid].tx;
-                if let Ep::Cbr(c) = &mut self.eps[tx] {
-                    c.active = false;
+                match &mut self.eps[tx] {
+                    Ep::Cbr(c) => c.active = false,
+                    Ep::TcpTx(s) => s.stop_writing(),
+                    _ => {}
                 }
             }
+            AppAction::Weight(fid, wgt) => {
+                let tx = self.flows[fid].tx;
+                if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                    s.cc_mut().set_weight(wgt);
+                }
+            }
+            AppAction::WebArrival(gi) => self.web_arrival(gi),
         }
     }
 
@@ -691,6 +942,32 @@ impl World {
                 tab.f(3, d as f64 * 8.0 / si);
             }
         }
+        if let Some(tab) = &mut self.rec.tcp {
+            for (fid, f) in self.flows.iter().enumerate() {
+                if now < f.start || f.done_at.is_some() {
+                    continue;
+                }
+                if let Ep::TcpTx(s) = &self.eps[f.tx] {
+                    let x = s.sample(now);
+                    tab.f(0, t);
+                    tab.i(1, fid as i64);
+                    tab.i(2, x.cwnd as i64);
+                    tab.i(3, x.ssthresh.min(i64::MAX as u64) as i64);
+                    tab.f(4, x.srtt as f64 / 1e6);
+                    tab.f(5, x.min_rtt as f64 / 1e6);
+                    tab.f(6, x.rto as f64 / 1e6);
+                    tab.i(7, x.bytes_in_flight as i64);
+                    tab.i(8, x.delivered as i64);
+                    tab.f(9, x.delivery_rate_bps as f64);
+                    tab.f(10, x.pacing_rate_bps as f64);
+                    tab.i(11, x.retransmits as i64);
+                    tab.i(12, x.rto_count as i64);
+                    tab.f(13, s.cc().weight().unwrap_or(f64::NAN));
+                    tab.s(14, x.tcp_state);
+                    tab.s(15, x.cc_state);
+                }
+            }
+        }
         if let Some(tab) = &mut self.rec.queues {
             for (li, l) in self.links.iter().enumerate() {
                 if !l.monitor {
@@ -718,12 +995,32 @@ impl World {
     }
 
     /// Per-flow summary fields that depend on the endpoint type (TCP statistics).
-    pub(crate) fn flow_summary_extra(&self, _fid: usize, _m: &mut serde_json::Map<String, serde_json::Value>) {}
+    pub(crate) fn flow_summary_extra(&self, fid: usize, m: &mut serde_json::Map<String, serde_json::Value>) {
+        use serde_json::json;
+        let f = &self.flows[fid];
+        if let Ep::TcpTx(s) = &self.eps[f.tx] {
+            let st = s.stats();
+            let x = s.sample(self.engine.now());
+            m.insert("cc".into(), json!(f.cc));
+            if let Some(w) = s.cc().weight() {
+                m.insert("weight".into(), json!(w));
+            }
+            m.insert("retransmits".into(), json!(st.retransmits));
+            m.insert("fast_recoveries".into(), json!(st.fast_recoveries));
+            m.insert("rto_count".into(), json!(st.rto_count));
+            m.insert("srtt_ms_at_end".into(), json!((x.srtt as f64 / 1e3).round() / 1e3));
+            m.insert("min_rtt_ms".into(), json!((x.min_rtt as f64 / 1e3).round() / 1e3));
+        }
+        if let Some(sz) = f.size {
+            m.insert("size_bytes".into(), json!(sz));
+        }
+    }
 
     /// Application bytes received by a flow's receiver.
     pub fn flow_bytes_received(&self, fid: usize) -> u64 {
         match &self.eps[self.flows[fid].rx] {
             Ep::Sink(s) => s.bytes,
+            Ep::TcpRx(r) => r.bytes_received(),
             _ => 0,
         }
     }
@@ -752,7 +1049,10 @@ impl World {
             li.s(6, l.queue.kind);
         }
         out.push(li);
-        for t in [self.rec.flows.take(), self.rec.queues.take(), self.rec.packets.take()].into_iter().flatten() {
+        for t in [self.rec.flows.take(), self.rec.tcp.take(), self.rec.queues.take(), self.rec.web.take(), self.rec.packets.take()]
+            .into_iter()
+            .flatten()
+        {
             out.push(t);
         }
         out.extend(self.extra_tables());
@@ -805,7 +1105,7 @@ impl World {
                 return Err(format!("link {}: transmitted {} != delivered {} + propagating {}", l.name, s.tx_pkts, s.delivered_pkts, l.line.len()));
             }
         }
-        for t in [&self.rec.flows, &self.rec.queues, &self.rec.packets].into_iter().flatten() {
+        for t in [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten() {
             t.check()?;
         }
         Ok(())
@@ -846,4 +1146,17 @@ fn compute_routes(n: usize, links: &[Link]) -> Vec<Vec<u32>> {
         *row = first;
     }
     routes
+}
+
+fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, SimError> {
+    let params = Params::from_value(v).map_err(|e| serr(format!("{p}.tcp"), e.msg))?;
+    crate::tcp::params::from_params(&params).map_err(|e| serr(format!("{p}.tcp.{}", e.param), e.msg))
+}
+
+fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
+    if e.param == "cc" {
+        serr(format!("{p}.cc"), e.msg)
+    } else {
+        serr(format!("{p}.cc_params.{}", e.param), e.msg)
+    }
 }
