@@ -11,6 +11,11 @@
 //! Adding an ABR: one file with a config struct (published defaults in its docs), `pub const
 //! ENTRY: AbrEntry`, hand-computed unit tests; one line in [`REGISTRY`]; a page in docs/models/.
 
+pub mod bba;
+pub mod classic;
+pub mod estimators;
+pub mod throughput;
+
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::Ns;
 use crate::video::Video;
@@ -99,6 +104,11 @@ pub trait Abr: Send {
     fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {
         None
     }
+    /// The maximum buffer this ABR was designed for (e.g. 240 s for the BBA family of the HAS
+    /// testbed), which the player may adopt when the scenario does not set one. Default: None.
+    fn preferred_buffer_max(&self) -> Option<Ns> {
+        None
+    }
 }
 
 /// A registered ABR.
@@ -111,7 +121,15 @@ pub struct AbrEntry {
 }
 
 /// Every ABR, one line each.
-pub static REGISTRY: &[AbrEntry] = &[];
+pub static REGISTRY: &[AbrEntry] = &[
+    throughput::ENTRY,
+    classic::CLASSIC1,
+    classic::CLASSIC2,
+    bba::BBA0,
+    bba::BBA1,
+    bba::BBA2,
+    bba::BBA3,
+];
 
 pub fn find(name: &str) -> Option<&'static AbrEntry> {
     REGISTRY.iter().find(|e| e.name == name)
@@ -124,4 +142,29 @@ pub fn build(name: &str, params: &Params, video: &Video) -> Result<Box<dyn Abr>,
     })?;
     params.check_known(e.params)?;
     (e.build)(params, video)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimators::testutil::{cbr, obs};
+    use super::*;
+
+    #[test]
+    fn registry_builds_defaults_and_rejects_unknown_params() {
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 12);
+        let mut names = std::collections::BTreeSet::new();
+        for e in REGISTRY {
+            assert!(names.insert(e.name), "duplicate ABR name {}", e.name);
+            let mut a = build(e.name, &Params::new(), &v).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            assert_eq!(a.name(), e.name);
+            let d = a.choose(&obs(&v, 0, 0, None, &[]));
+            assert!(d.rung < v.n_rungs(), "{}", e.name);
+            assert!(!d.reason.is_empty(), "{}", e.name);
+            let err = build(e.name, &Params::new().with("no_such_param", 1), &v).err().expect(e.name);
+            assert_eq!(err.param, "no_such_param");
+            // every parameter has a doc line
+            assert!(e.params.iter().all(|p| !p.doc.is_empty()), "{}", e.name);
+        }
+        assert!(build("nope", &Params::new(), &v).is_err());
+    }
 }
