@@ -11,9 +11,14 @@
 //! Adding an ABR: one file with a config struct (published defaults in its docs), `pub const
 //! ENTRY: AbrEntry`, hand-computed unit tests; one line in [`REGISTRY`]; a page in docs/models/.
 
+pub mod bb;
 pub mod bba;
+pub mod bola;
+pub mod bolae;
+pub mod buffer;
 pub mod classic;
 pub mod estimators;
+pub mod fixed;
 pub mod throughput;
 
 use crate::params::{ParamError, ParamSpec, Params};
@@ -129,6 +134,11 @@ pub static REGISTRY: &[AbrEntry] = &[
     bba::BBA1,
     bba::BBA2,
     bba::BBA3,
+    buffer::ENTRY,
+    bb::ENTRY,
+    bola::ENTRY,
+    bolae::ENTRY,
+    fixed::ENTRY,
 ];
 
 pub fn find(name: &str) -> Option<&'static AbrEntry> {
