@@ -17,8 +17,12 @@ pub mod bola;
 pub mod bolae;
 pub mod buffer;
 pub mod classic;
+pub mod dynamic;
 pub mod estimators;
+pub mod festive;
 pub mod fixed;
+pub mod mpc;
+pub mod panda;
 pub mod throughput;
 
 use crate::params::{ParamError, ParamSpec, Params};
@@ -138,6 +142,11 @@ pub static REGISTRY: &[AbrEntry] = &[
     bb::ENTRY,
     bola::ENTRY,
     bolae::ENTRY,
+    dynamic::ENTRY,
+    mpc::MPC,
+    mpc::ROBUSTMPC,
+    festive::ENTRY,
+    panda::ENTRY,
     fixed::ENTRY,
 ];
 
