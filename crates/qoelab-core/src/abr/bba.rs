@@ -12,7 +12,7 @@
 //!   [2, 35] segment durations. The chunk map uses the next segment's actual per-rung rates
 //!   (size*8/duration) instead of the nominal ones. Result limited to +-1 level per decision.
 //! * BBA-2: BBA-1 plus a startup phase: step up one level when the last segment's throughput
-//!   > s * its actual rate, s = 8 - 6 * B / (r + cu); startup ends for good when the buffer
+//!   exceeds s * its actual rate, s = 8 - 6 * B / (r + cu); startup ends for good when the buffer
 //!   decreases between decisions or when BBA-1 proposes a higher level than startup.
 //! * BBA-3: BBA-2, the reservoir never decreases, and after startup an up-switch is confirmed only
 //!   if the chunk map averaged over the next L segments (L = segments in the buffer; halved when

@@ -67,7 +67,7 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
         _ => Variant::O,
     };
     let gp = p.f64(PARAMS, "gp")?;
-    if !(gp > 0.0) {
+    if gp.is_nan() || gp <= 0.0 {
         return Err(crate::params::perr("gp", "expected > 0"));
     }
     let buffer_size = p.req_u64(PARAMS, "buffer_size")?;

@@ -157,7 +157,7 @@ impl BolaE {
                 })?;
                 let mean: Vec<f64> =
                     (0..n).map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64).collect();
-                if n > 1 && !(mean[n - 1] > mean[0]) {
+                if n > 1 && mean[n - 1].partial_cmp(&mean[0]) != Some(std::cmp::Ordering::Greater) {
                     return Err(crate::params::perr("utility", format!("mean {m} of the top rung is not above the lowest")));
                 }
                 mean.iter().map(|x| if n > 1 { 1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span } else { 1.0 }).collect()

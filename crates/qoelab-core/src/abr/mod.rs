@@ -186,4 +186,91 @@ mod tests {
         }
         assert!(build("nope", &Params::new(), &v).is_err());
     }
+
+    /// A minimal fluid player (constant rate, fixed first-byte latency) used as a smoke test:
+    /// returns (rungs chosen, stall seconds after the first segment).
+    fn fluid_run(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64) {
+        use crate::time::{secs, SEC};
+        let bmax = abr.preferred_buffer_max().unwrap_or(default_max);
+        let (mut t, mut buf, mut stall): (Ns, Ns, f64) = (0, 0, 0.0);
+        let mut hist: Vec<DownloadRecord> = vec![];
+        let mut rungs = vec![];
+        let mut last = None;
+        for seg in 0..v.n_segments() {
+            let d = v.seg_duration(seg);
+            if buf + d > bmax {
+                let w = buf + d - bmax;
+                t += w;
+                buf -= w;
+            }
+            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: last, playing: seg > 0, history: &hist };
+            let dec = abr.choose(&obs);
+            assert!(dec.rung < v.n_rungs());
+            assert!(dec.delay < 1000 * SEC, "{}: delay {}", abr.name(), dec.delay);
+            t += dec.delay;
+            buf = buf.saturating_sub(dec.delay);
+            let bytes = v.size(seg, dec.rung);
+            let dl = latency + crate::time::from_secs_f64(bytes as f64 * 8.0 / rate_bps);
+            let rec = DownloadRecord { segment: seg, rung: dec.rung, bytes, t_request: t, t_first_byte: t + latency, t_last_byte: t + dl, abandoned: false };
+            if seg > 0 && dl > buf {
+                stall += secs(dl - buf);
+            }
+            buf = buf.saturating_sub(dl) + d;
+            t += dl;
+            hist.push(rec);
+            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: Some(dec.rung), playing: true, history: &hist };
+            abr.on_download(&obs, &rec);
+            last = Some(dec.rung);
+            rungs.push(dec.rung);
+        }
+        (rungs, stall)
+    }
+
+    #[test]
+    fn smoke_every_abr_on_a_constant_5mbps_link() {
+        use crate::time::{MS, SEC};
+        // Pensieve ladder, 4 s segments, 150 segments (10 min); 5 Mbit/s, 40 ms to first byte.
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 150);
+        for e in REGISTRY {
+            let mut a = build(e.name, &Params::new(), &v).unwrap();
+            let (rungs, stall) = fluid_run(a.as_mut(), &v, 5e6, 40 * MS, 60 * SEC);
+            let tail = &rungs[rungs.len() - 10..];
+            eprintln!("{:>10}: stall {stall:.2}s last rungs {tail:?}", e.name);
+            assert!(stall < 1e-9, "{} stalled {stall}", e.name);
+            if !["fixed", "bba0", "bba1", "bba2", "bba3", "buffer"].contains(&e.name) {
+                // rate/hybrid ABRs settle at 4.3 Mbit/s (rung 5) or one below
+                assert!(tail.iter().all(|q| *q >= 4), "{}: {tail:?}", e.name);
+            }
+        }
+    }
+
+    #[test]
+    fn smoke_below_the_lowest_rung_and_vbr() {
+        use crate::time::{MS, SEC};
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 40);
+        for e in REGISTRY {
+            let mut a = build(e.name, &Params::new(), &v).unwrap();
+            // 200 kbit/s: below the lowest rung -> stalls, and the adaptive ones sit at rung 0
+            let (rungs, stall) = fluid_run(a.as_mut(), &v, 2e5, 40 * MS, 60 * SEC);
+            assert!(stall > 0.0, "{}", e.name);
+            assert!(rungs[rungs.len() - 5..].iter().all(|q| *q == 0), "{}: {rungs:?}", e.name);
+        }
+        // VBR sizes (x0.5..1.5, seeded), every ABR runs without panicking at 1 and 8 Mbit/s
+        let mut vbr = cbr(&[300, 750, 1200, 1850, 2850, 4300], 2, 120);
+        let mut rng = crate::rng::Rng::from_seed(3);
+        for row in vbr.sizes.iter_mut() {
+            let f = 0.5 + rng.uniform();
+            for x in row.iter_mut() {
+                *x = (*x as f64 * f) as u64;
+            }
+        }
+        vbr.last_segment_duration = Some(SEC);
+        for e in REGISTRY {
+            for rate in [1e6, 8e6] {
+                let mut a = build(e.name, &Params::new(), &vbr).unwrap();
+                let (rungs, _) = fluid_run(a.as_mut(), &vbr, rate, 80 * MS, 30 * SEC);
+                assert_eq!(rungs.len(), 120);
+            }
+        }
+    }
 }

@@ -129,6 +129,7 @@ impl Search<'_> {
 }
 
 /// Best first rung and its QoE for `depth` segments from `start` (exposed for tests).
+#[allow(clippy::too_many_arguments)]
 pub fn mpc_search(v: &Video, start: usize, depth: usize, buffer_s: f64, prev: usize, pred_bps: f64, rebuf: f64, smooth: f64) -> (usize, f64) {
     let mut st = Search { v, start, depth, pred_bps, rebuf, smooth, seq: vec![], best: f64::NEG_INFINITY, best_first: 0 };
     st.go(0, buffer_s, prev, 0.0);

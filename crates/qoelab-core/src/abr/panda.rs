@@ -10,6 +10,7 @@
 //! 4. schedule: target inter-request time T^ = r * tau / y^ + beta * (B - B_min); the next request
 //!    is issued at max(previous request + T^, end of the previous download), i.e. `Decision.delay`
 //!    = max(0, t_request(n-1) + T^(n-1) - now).
+//!
 //! Defaults: kappa 0.14 /s, w 0.3 Mbit/s, alpha 0.2 /s, beta 0.2, epsilon 0.15, B_min 26 s.
 //! x^ and y^ start at the first measured throughput; the first segment is rung 0; x^ is kept at or
 //! above 1 kbit/s.
