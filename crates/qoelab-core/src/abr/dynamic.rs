@@ -5,7 +5,8 @@
 //! (lowest bitrate wins, as in ABRRulesCollection), and the AbandonRequestsRule (1.8 x segment
 //! duration, 500 ms grace, 6 samples, only while the buffer < switch_on) runs in `on_progress`.
 //! dash.js v4 behaviour: `switch_on = 12s` (stableBufferTime), `switch_off = 6s`, `ibr_factor = 0.5`
-//! (v4 also compared with a strict `>`; not modelled).
+//! (v4 also compared with a strict `>`; not modelled). The hysteresis is applied at each decision
+//! and at each finished download (buffer level right after it), as dash.js does on buffer events.
 
 use super::bolae::{BolaE, BolaECfg};
 use super::estimators::{float_in, s, CountEwma, Estimator, Ewma, Sample};
@@ -81,6 +82,7 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
 }
 
 pub struct Dynamic {
+    seg: Ns,
     on: Ns,
     off: Ns,
     pub(crate) using_bola: bool,
@@ -120,7 +122,18 @@ impl Dynamic {
             },
             v,
         )?;
-        Ok(Dynamic { on, off, using_bola: false, tput, bola, ibr, abandon })
+        Ok(Dynamic { seg: v.segment_duration, on, off, using_bola: false, tput, bola, ibr, abandon })
+    }
+}
+
+impl Dynamic {
+    /// The hysteresis, applied on every buffer level we see (dash.js: on every buffer-level event).
+    fn update_strategy(&mut self, buffer: Ns) {
+        if !self.using_bola && buffer >= self.on {
+            self.using_bola = true;
+        } else if self.using_bola && buffer < self.off {
+            self.using_bola = false;
+        }
     }
 }
 
@@ -129,11 +142,7 @@ impl Abr for Dynamic {
         "dynamic"
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
-        if !self.using_bola && obs.buffer >= self.on {
-            self.using_bola = true;
-        } else if self.using_bola && obs.buffer < self.off {
-            self.using_bola = false;
-        }
+        self.update_strategy(obs.buffer);
         // BOLA-E keeps its state (placeholder, startup) whether or not it is active.
         let bd = self.bola.choose(obs);
         let (mut q, mut reason, delay) = if self.using_bola {
@@ -153,6 +162,8 @@ impl Abr for Dynamic {
         Decision { rung: q, delay, reason }
     }
     fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
+        // obs.buffer is the level right after this segment arrived
+        self.update_strategy(obs.buffer);
         self.tput.on_download(rec);
         self.bola.on_download(obs, rec);
     }
@@ -160,8 +171,9 @@ impl Abr for Dynamic {
         self.abandon.as_mut()?.check(obs, p)
     }
     fn preferred_buffer_max(&self) -> Option<Ns> {
-        // dash.js keeps bufferTimeDefault (bufferTimeAtTopQuality 30 s at the top rung: not modelled)
-        Some(from_secs_f64(self.bola.target()))
+        // dash.js requests the next segment while the buffer is below bufferTimeDefault (BOLA's
+        // target), so the buffer peaks one segment above it (bufferTimeAtTopQuality: not modelled)
+        Some(from_secs_f64(self.bola.target()) + self.seg)
     }
 }
 

@@ -190,11 +190,17 @@ mod tests {
     /// A minimal fluid player (constant rate, fixed first-byte latency) used as a smoke test:
     /// returns (rungs chosen, stall seconds after the first segment).
     fn fluid_run(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64) {
+        let (r, st, _) = fluid_run_reasons(abr, v, rate_bps, latency, default_max);
+        (r, st)
+    }
+
+    fn fluid_run_reasons(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64, Vec<String>) {
         use crate::time::{secs, SEC};
         let bmax = abr.preferred_buffer_max().unwrap_or(default_max);
         let (mut t, mut buf, mut stall): (Ns, Ns, f64) = (0, 0, 0.0);
         let mut hist: Vec<DownloadRecord> = vec![];
         let mut rungs = vec![];
+        let mut reasons = vec![];
         let mut last = None;
         for seg in 0..v.n_segments() {
             let d = v.seg_duration(seg);
@@ -222,8 +228,9 @@ mod tests {
             abr.on_download(&obs, &rec);
             last = Some(dec.rung);
             rungs.push(dec.rung);
+            reasons.push(dec.reason);
         }
-        (rungs, stall)
+        (rungs, stall, reasons)
     }
 
     #[test]
@@ -242,6 +249,19 @@ mod tests {
                 assert!(tail.iter().all(|q| *q >= 4), "{}: {tail:?}", e.name);
             }
         }
+    }
+
+    #[test]
+    fn dynamic_reaches_bola_with_its_preferred_buffer() {
+        use crate::time::{MS, SEC};
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 150);
+        let mut a = build("dynamic", &Params::new(), &v).unwrap();
+        // BOLA-E target max(18, 10 + 2*6 = 22) = 22 s, plus one segment
+        assert_eq!(a.preferred_buffer_max(), Some(26 * SEC));
+        let (_, stall, reasons) = fluid_run_reasons(a.as_mut(), &v, 5e6, 40 * MS, 60 * SEC);
+        assert!(stall < 1e-9);
+        assert!(reasons[0].starts_with("[throughput]"));
+        assert!(reasons.iter().any(|r| r.starts_with("[bola]")), "{:?}", &reasons[reasons.len() - 3..]);
     }
 
     #[test]
@@ -271,6 +291,57 @@ mod tests {
                 let (rungs, _) = fluid_run(a.as_mut(), &vbr, rate, 80 * MS, 30 * SEC);
                 assert_eq!(rungs.len(), 120);
             }
+        }
+    }
+
+    fn default_text(spec: &ParamSpec) -> String {
+        use crate::params::{Default as D, Unit as U};
+        match (spec.default, spec.unit) {
+            (D::Int(i), U::Duration) => format!("{} s", i as f64 / 1e9),
+            (D::Int(i), U::Rate) => format!("{} Mbit/s", i as f64 / 1e6),
+            (D::Int(i), _) => i.to_string(),
+            (D::Float(f), _) => f.to_string(),
+            (D::Bool(b), _) => b.to_string(),
+            (D::Str(x), _) => format!("\"{x}\""),
+            (D::Context(c), _) => format!("<{c}>"),
+            (D::None, _) => "none".into(),
+        }
+    }
+
+    /// The parameter table of an ABR as markdown (name | unit | default | meaning).
+    pub(crate) fn params_markdown(e: &AbrEntry) -> String {
+        let mut out = String::from("| name | unit | default | meaning |\n|---|---|---|---|\n");
+        for p in e.params {
+            let unit = match p.unit {
+                crate::params::Unit::Choice(c) => c.join(" \\| "),
+                u => u.name().to_string(),
+            };
+            out.push_str(&format!("| `{}` | {} | {} | {} |\n", p.name, unit, default_text(p), p.doc.replace('|', "\\|")));
+        }
+        out
+    }
+
+    /// `cargo test -p qoelab-core dump_abr_param_tables -- --ignored --nocapture` prints the tables
+    /// pasted into docs/models/abr-*.md.
+    #[test]
+    #[ignore]
+    fn dump_abr_param_tables() {
+        for e in REGISTRY {
+            println!("=== {}\n{}", e.name, params_markdown(e));
+        }
+    }
+
+    /// Every ABR has a page docs/models/abr-<name>.md holding its current parameter table.
+    #[test]
+    fn docs_pages_hold_the_parameter_tables() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models");
+        for e in REGISTRY {
+            let path = root.join(format!("abr-{}.md", e.name));
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            for sec in ["## Model", "## Reference", "## Parameters", "## Deviations", "## Validation"] {
+                assert!(text.contains(sec), "{}: missing {sec}", path.display());
+            }
+            assert!(text.contains(&params_markdown(e)), "{}: parameter table out of date", path.display());
         }
     }
 }

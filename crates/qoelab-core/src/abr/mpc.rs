@@ -8,7 +8,8 @@
 //! max(download - buffer, 0), buffer = max(buffer - download, 0) + segment duration, and
 //! QoE_lin = sum bitrate_Mbps - 4.3 * rebuffer_s - 1 * |bitrate change Mbps| (the first change is
 //! against the previous rung). The first rung of the best sequence is chosen (ties: the sequence
-//! met first in lexicographic order, i.e. lower rungs). Before any sample: rung 0.
+//! met first in lexicographic order, i.e. lower rungs). Before any sample: rung 0. Branches that
+//! cannot beat the best sequence found so far are pruned (exact: penalties are non-negative).
 
 use super::estimators::{count_param, float_in, mbps, s, HarmonicMean, Robust, Sample, SAMPLE_CHOICES};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
@@ -106,6 +107,13 @@ struct Search<'a> {
 
 impl Search<'_> {
     fn go(&mut self, k: usize, buffer: f64, prev: usize, qoe: f64) {
+        // bound: the remaining segments add at most the top bitrate each (penalties are >= 0), so a
+        // branch that cannot beat the best so far is skipped (same result as the full enumeration,
+        // ties included: a later equal sequence never replaces the first).
+        let top = *self.v.bitrates_bps.last().unwrap() as f64 / 1e6;
+        if qoe + top * (self.depth - k) as f64 <= self.best {
+            return;
+        }
         if k == self.depth {
             if qoe > self.best {
                 self.best = qoe;
@@ -223,5 +231,57 @@ mod tests {
         let r = rec(0, 0, 1_000_000, 0, 0, 4000);
         a.on_download(&obs(&v, 0, 0, None, &[]), &r);
         assert_eq!(a.choose(&obs(&v, 2, 10 * SEC, Some(1), &[r])).rung, 1);
+    }
+
+    /// Plain enumeration without pruning, to check that the bound never changes the answer.
+    fn brute(v: &Video, start: usize, depth: usize, b0: f64, prev0: usize, pred: f64) -> (usize, f64) {
+        let n = v.n_rungs();
+        let mut best = (0, f64::NEG_INFINITY);
+        for code in 0..n.pow(depth as u32) {
+            let (mut c, mut b, mut prev, mut qoe, mut first) = (code, b0, prev0, 0.0, 0);
+            let mut seq = vec![];
+            for _ in 0..depth {
+                seq.push(c % n);
+                c /= n;
+            }
+            seq.reverse(); // most significant digit first: lexicographic order = code order
+            for (k, q) in seq.iter().enumerate() {
+                let seg = start + k;
+                let dl = v.size(seg, *q) as f64 * 8.0 / pred;
+                let rb = (dl - b).max(0.0);
+                b = (b - dl).max(0.0) + s(v.seg_duration(seg));
+                let br = v.bitrates_bps[*q] as f64 / 1e6;
+                qoe += br - 4.3 * rb - (br - v.bitrates_bps[prev] as f64 / 1e6).abs();
+                prev = *q;
+                if k == 0 {
+                    first = *q;
+                }
+            }
+            if qoe > best.1 {
+                best = (first, qoe);
+            }
+        }
+        best
+    }
+
+    #[test]
+    fn pruned_search_equals_full_enumeration() {
+        let mut v = cbr(&[300, 750, 1200, 1850], 2, 12);
+        let mut rng = crate::rng::Rng::from_seed(11);
+        for row in v.sizes.iter_mut() {
+            for x in row.iter_mut() {
+                *x = (*x as f64 * (0.5 + rng.uniform())) as u64;
+            }
+        }
+        for _ in 0..200 {
+            let start = rng.below(8) as usize;
+            let b = rng.uniform() * 12.0;
+            let prev = rng.below(4) as usize;
+            let pred = 2e5 + rng.uniform() * 3e6;
+            let (q, best) = mpc_search(&v, start, 4, b, prev, pred, 4.3, 1.0);
+            let (q2, best2) = brute(&v, start, 4, b, prev, pred);
+            assert_eq!(q, q2);
+            assert!((best - best2).abs() < 1e-9);
+        }
     }
 }
