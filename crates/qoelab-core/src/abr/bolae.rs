@@ -80,7 +80,7 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "utility",
-        unit: Unit::Choice(&["log", "vmaf", "ssim", "psnr"]),
+        unit: Unit::Choice(&["log", "vmaf", "vmaf_phone", "vmaf_4k", "ssim", "ms_ssim", "psnr"]),
         default: Default::Str("log"),
         doc: "utility: ln(b/b0)+1, or the per-rung mean of the video's quality table of that metric rescaled to the same span",
     },
