@@ -15,11 +15,15 @@
 //! * `o` (BOLA-O): as `u` but the cap is the sustainable rung itself, and the request waits until
 //!   the buffer has drained to the level where BOLA would choose that rung.
 //!
-//! Omitted: Sabre's BOLA abandonment (score of the remaining bytes) - see docs/models/abr-bola.md.
+//!
+//! Abandonment (`u` and `o`, as Sabre's non-basic BOLA): while a segment at rung q downloads, with
+//! R bits still to come and buffer Q, continuing scores (V_p (u_q + gp) - Q) / R; a lower rung q'
+//! scores (V_p (u_q' + gp) - Q) / S_q' with S_q' its full size. If the best lower rung scores higher
+//! the download is abandoned for it (at most once per segment).
 
 use super::estimators::{s, CountEwma, Estimator, Ewma, Sample};
 use super::throughput::RateRule;
-use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Progress};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{from_secs_f64, Ns};
 use crate::video::Video;
@@ -82,6 +86,7 @@ pub struct Bola {
     gp: f64,
     buffer_size: Ns,
     rate: RateRule,
+    abandoned_for: Option<usize>,
 }
 
 impl Bola {
@@ -93,7 +98,7 @@ impl Bola {
             latency_aware: true,
             lat: CountEwma::new(1.0, 2.0),
         };
-        Bola { variant, gp, buffer_size, rate }
+        Bola { variant, gp, buffer_size, rate, abandoned_for: None }
     }
 }
 
@@ -122,6 +127,21 @@ pub fn switch_level(u: &[f64], bitrates: &[u64], vp: f64, gp: f64, a: usize, b: 
     vp * ((u[a] + gp) * bb - (u[b] + gp) * ba) / (bb - ba)
 }
 
+impl Bola {
+    /// V_p for segment `seg` (the capacity shrinks near the start and the end unless BASIC).
+    fn vp(&self, v: &Video, seg: usize, umax: f64) -> f64 {
+        let p = s(v.segment_duration);
+        let mut cap = s(self.buffer_size);
+        if self.variant != Variant::Basic {
+            let n = v.n_segments();
+            let i = seg.min(n);
+            let t = ((i.min(n - i)) as f64 / 2.0).max(3.0) * p;
+            cap = cap.min(t);
+        }
+        (cap - p).max(1e-9) / (umax + self.gp)
+    }
+}
+
 impl Abr for Bola {
     fn name(&self) -> &'static str {
         "bola"
@@ -131,15 +151,7 @@ impl Abr for Bola {
         let br = &v.bitrates_bps;
         let u = log_utilities(br);
         let umax = u[u.len() - 1];
-        let p = s(v.segment_duration);
-        let mut cap = s(self.buffer_size);
-        if self.variant != Variant::Basic {
-            let n = v.n_segments();
-            let i = obs.segment.min(n);
-            let t = ((i.min(n - i)) as f64 / 2.0).max(3.0) * p;
-            cap = cap.min(t);
-        }
-        let vp = (cap - p).max(1e-9) / (umax + self.gp);
+        let vp = self.vp(v, obs.segment, umax);
         let b = s(obs.buffer);
         let mut q = bola_argmax(&u, br, vp, self.gp, b);
         let mut reason = format!("BOLA Q {b:.2}s Vp {vp:.3} -> {q}");
@@ -177,6 +189,35 @@ impl Abr for Bola {
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         self.rate.on_download(rec);
+    }
+    fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        if self.variant == Variant::Basic || p.rung == 0 || self.abandoned_for == Some(p.segment) {
+            return None;
+        }
+        if p.t_first_byte.is_none() || p.bytes_received >= p.bytes_total {
+            return None;
+        }
+        let v = obs.video;
+        let br = &v.bitrates_bps;
+        let u = log_utilities(br);
+        let vp = self.vp(v, p.segment, u[u.len() - 1]);
+        let q_buf = s(obs.buffer);
+        let remaining = (p.bytes_total - p.bytes_received) as f64 * 8.0 / 1e6;
+        let keep = (vp * (u[p.rung] + self.gp) - q_buf) / remaining;
+        let mut best: Option<(usize, f64)> = None;
+        for q in 0..p.rung {
+            let score = (vp * (u[q] + self.gp) - q_buf) / (v.size(p.segment, q) as f64 * 8.0 / 1e6);
+            if best.is_none_or(|(_, b)| score > b) {
+                best = Some((q, score));
+            }
+        }
+        let (q, score) = best?;
+        if score > keep {
+            self.abandoned_for = Some(p.segment);
+            Some(q)
+        } else {
+            None
+        }
     }
     fn preferred_buffer_max(&self) -> Option<Ns> {
         Some(self.buffer_size)
@@ -240,5 +281,32 @@ mod tests {
         assert_eq!(u.choose(&obs(&v, 2, 6 * SEC, None, &[])).rung, 1);
         let mut b = build(&Params::new(), &v).unwrap();
         assert_eq!(b.choose(&obs(&v, 2, 6 * SEC, None, &[])).rung, 0);
+    }
+
+    #[test]
+    fn bola_u_abandons_on_the_score_of_the_remaining_bits() {
+        // Vp = 3.28829 (segment 50 of 100). Rung-2 segment of 2 MB (16 Mbit), Q = 10 s.
+        // Lower rungs, full size: rung 0 (16.4415 - 10)/4 Mbit = 1.6104, rung 1 (18.7207 - 10)/8 = 1.0901.
+        // Continue: (21 - 10)/R -> abandon to 0 when 11/R < 1.6104, i.e. R > 6.8306 Mbit.
+        let v = cbr(&[1000, 2000, 4000], 4, 100);
+        let o = obs(&v, 50, 10 * SEC, Some(2), &[]);
+        let pr = |got: u64| Progress {
+            now: 2 * SEC,
+            segment: 50,
+            rung: 2,
+            bytes_total: 2_000_000,
+            bytes_received: got,
+            t_request: 0,
+            t_first_byte: Some(100 * MS),
+        };
+        let mut a = build(&Params::new().with("variant", "u"), &v).unwrap();
+        // 800_000 B left = 6.4 Mbit: 11/6.4 = 1.71875 > 1.6104 -> keep
+        assert_eq!(a.on_progress(&o, &pr(1_200_000)), None);
+        // 1_000_000 B left = 8 Mbit: 11/8 = 1.375 < 1.6104 -> abandon to rung 0, once
+        assert_eq!(a.on_progress(&o, &pr(1_000_000)), Some(0));
+        assert_eq!(a.on_progress(&o, &pr(1_000_000)), None);
+        // BASIC never abandons
+        let mut b = build(&Params::new(), &v).unwrap();
+        assert_eq!(b.on_progress(&o, &pr(10)), None);
     }
 }
