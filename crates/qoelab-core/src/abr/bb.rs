@@ -36,7 +36,10 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     if cushion <= 0.0 {
         return Err(crate::params::perr("cushion", "expected > 0"));
     }
-    Ok(Box::new(Bb { reservoir: s(p.req_u64(PARAMS, "reservoir")?), cushion }))
+    Ok(Box::new(Bb {
+        reservoir: s(p.req_u64(PARAMS, "reservoir")?),
+        cushion,
+    }))
 }
 
 pub struct Bb {
@@ -58,7 +61,15 @@ impl Abr for Bb {
         } else {
             ((top as f64) * (b - self.reservoir) / self.cushion).floor() as usize
         };
-        Decision { rung: q.min(top), delay: 0, reason: format!("B {b:.2}s in [{}, {}] -> rung {q}", self.reservoir, self.reservoir + self.cushion) }
+        Decision {
+            rung: q.min(top),
+            delay: 0,
+            reason: format!(
+                "B {b:.2}s in [{}, {}] -> rung {q}",
+                self.reservoir,
+                self.reservoir + self.cushion
+            ),
+        }
     }
 }
 

@@ -150,22 +150,46 @@ impl BolaE {
         let n = br.len();
         let span = (br[n - 1] as f64 / br[0] as f64).ln();
         let u: Vec<f64> = match cfg.metric {
-            None => br.iter().map(|b| (*b as f64 / br[0] as f64).ln() + 1.0).collect(),
+            None => br
+                .iter()
+                .map(|b| (*b as f64 / br[0] as f64).ln() + 1.0)
+                .collect(),
             Some(m) => {
                 let t = v.quality.get(m).ok_or_else(|| {
-                    crate::params::perr("utility", format!("video {} has no \"{m}\" quality table", v.name))
+                    crate::params::perr(
+                        "utility",
+                        format!("video {} has no \"{m}\" quality table", v.name),
+                    )
                 })?;
-                let mean: Vec<f64> =
-                    (0..n).map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64).collect();
+                let mean: Vec<f64> = (0..n)
+                    .map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64)
+                    .collect();
                 if n > 1 && mean[n - 1].partial_cmp(&mean[0]) != Some(std::cmp::Ordering::Greater) {
-                    return Err(crate::params::perr("utility", format!("mean {m} of the top rung is not above the lowest")));
+                    return Err(crate::params::perr(
+                        "utility",
+                        format!("mean {m} of the top rung is not above the lowest"),
+                    ));
                 }
-                mean.iter().map(|x| if n > 1 { 1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span } else { 1.0 }).collect()
+                mean.iter()
+                    .map(|x| {
+                        if n > 1 {
+                            1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect()
             }
         };
-        let target = cfg.buffer_target.max(cfg.min_buffer + cfg.per_level * n as f64);
+        let target = cfg
+            .buffer_target
+            .max(cfg.min_buffer + cfg.per_level * n as f64);
         let umax = u[n - 1];
-        let gp = if n > 1 { (umax - 1.0) / (target / cfg.min_buffer - 1.0) } else { 1.0 };
+        let gp = if n > 1 {
+            (umax - 1.0) / (target / cfg.min_buffer - 1.0)
+        } else {
+            1.0
+        };
         let vp = cfg.min_buffer / gp;
         let rate = RateRule {
             est: Estimator::Ewma(Ewma::new(3.0, 8.0)),
@@ -175,7 +199,19 @@ impl BolaE {
             lat: CountEwma::new(1.0, 2.0),
         };
         let ibr_safety = cfg.ibr_safety;
-        Ok(BolaE { cfg, u, gp, vp, target, rate, steady: false, placeholder: 0.0, ibr_safety, last_delay: 0.0, seen: 0 })
+        Ok(BolaE {
+            cfg,
+            u,
+            gp,
+            vp,
+            target,
+            rate,
+            steady: false,
+            placeholder: 0.0,
+            ibr_safety,
+            last_delay: 0.0,
+            seen: 0,
+        })
     }
 
     /// Buffer level above which BOLA prefers rung q to q-1 (0 for rung 0).
@@ -207,7 +243,11 @@ impl Abr for BolaE {
         let br = &v.bitrates_bps;
         let top = br.len() - 1;
         if top == 0 {
-            return Decision { rung: 0, delay: 0, reason: "single rung".into() };
+            return Decision {
+                rung: 0,
+                delay: 0,
+                reason: "single rung".into(),
+            };
         }
         let b = s(obs.buffer);
         let seg = obs.segment.min(v.n_segments() - 1);
@@ -232,7 +272,9 @@ impl Abr for BolaE {
         let mut delay = 0.0;
         let (mut q, mut reason);
         if !self.steady {
-            q = tput.map(|t| rung_for_rate(br, self.cfg.safety * t)).unwrap_or(0);
+            q = tput
+                .map(|t| rung_for_rate(br, self.cfg.safety * t))
+                .unwrap_or(0);
             self.placeholder = (self.min_level(br, q) - b).max(0.0);
             reason = format!(
                 "startup: tput {} -> {q}, placeholder {:.2}s",
@@ -270,13 +312,21 @@ impl Abr for BolaE {
                     q -= 1;
                 }
                 if q < q0 {
-                    reason.push_str(&format!("; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}", self.ibr_safety, mbps(t)));
+                    reason.push_str(&format!(
+                        "; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}",
+                        self.ibr_safety,
+                        mbps(t)
+                    ));
                 }
                 self.ibr_safety = (self.ibr_safety * 0.9).max(self.cfg.ibr_safety_min);
             }
         }
         self.last_delay = delay;
-        Decision { rung: q, delay: from_secs_f64(delay), reason }
+        Decision {
+            rung: q,
+            delay: from_secs_f64(delay),
+            reason,
+        }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         if rec.abandoned {
@@ -303,7 +353,9 @@ mod tests {
     #[test]
     fn startup_placeholder_steady_cap_and_delay() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
-        let p = Params::new().with("ibr", false).with("placeholder_decay", 1.0);
+        let p = Params::new()
+            .with("ibr", false)
+            .with("placeholder_decay", 1.0);
         let mut a = build(&p, &v).unwrap();
         assert_eq!(a.preferred_buffer_max(), Some(25 * SEC));
         assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
@@ -334,7 +386,12 @@ mod tests {
         o.now += 5 * SEC;
         let d = a.choose(&o);
         assert_eq!(d.rung, 1);
-        assert!((d.delay as f64 / 1e9 - 11.6798).abs() < 1e-3, "{} {}", d.delay, d.reason);
+        assert!(
+            (d.delay as f64 / 1e9 - 11.6798).abs() < 1e-3,
+            "{} {}",
+            d.delay,
+            d.reason
+        );
     }
 
     #[test]
@@ -356,7 +413,10 @@ mod tests {
     #[test]
     fn quality_table_utilities() {
         let mut v = cbr(&[1000, 2000, 4000], 4, 2);
-        v.quality.insert("vmaf".into(), vec![vec![40.0, 70.0, 90.0], vec![60.0, 70.0, 90.0]]);
+        v.quality.insert(
+            "vmaf".into(),
+            vec![vec![40.0, 70.0, 90.0], vec![60.0, 70.0, 90.0]],
+        );
         // means 50, 70, 90 -> u = 1 + (0, 0.5, 1) * ln 4 = 1, 1.6931, 2.3863 (same as log here)
         let a = BolaE::new(
             BolaECfg {
@@ -375,6 +435,12 @@ mod tests {
         .unwrap();
         assert!((a.u[1] - (1.0 + 0.5 * 4f64.ln())).abs() < 1e-12);
         assert!((a.max_level(2) - 35.8202128).abs() < 1e-6);
-        assert_eq!(build(&Params::new().with("utility", "ssim"), &v).err().unwrap().param, "utility");
+        assert_eq!(
+            build(&Params::new().with("utility", "ssim"), &v)
+                .err()
+                .unwrap()
+                .param,
+            "utility"
+        );
     }
 }
