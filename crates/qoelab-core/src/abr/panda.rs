@@ -88,7 +88,6 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
         x_tilde: 0.0,
         last_req: 0,
         t_hat: 0.0,
-        seen: 0,
     }))
 }
 
@@ -105,7 +104,6 @@ pub struct Panda {
     x_tilde: f64,
     last_req: Ns,
     t_hat: f64,
-    seen: usize,
 }
 
 impl Panda {
@@ -162,7 +160,6 @@ impl Abr for Panda {
         }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
-        self.seen += 1;
         self.last_req = rec.t_request;
         if rec.abandoned {
             return;
