@@ -11,6 +11,20 @@
 //! Adding an ABR: one file with a config struct (published defaults in its docs), `pub const
 //! ENTRY: AbrEntry`, hand-computed unit tests; one line in [`REGISTRY`]; a page in docs/models/.
 
+pub mod bb;
+pub mod bba;
+pub mod bola;
+pub mod bolae;
+pub mod buffer;
+pub mod classic;
+pub mod dynamic;
+pub mod estimators;
+pub mod festive;
+pub mod fixed;
+pub mod mpc;
+pub mod panda;
+pub mod throughput;
+
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::Ns;
 use crate::video::Video;
@@ -99,6 +113,11 @@ pub trait Abr: Send {
     fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {
         None
     }
+    /// The maximum buffer this ABR was designed for (e.g. 240 s for the BBA family of the HAS
+    /// testbed), which the player may adopt when the scenario does not set one. Default: None.
+    fn preferred_buffer_max(&self) -> Option<Ns> {
+        None
+    }
 }
 
 /// A registered ABR.
@@ -111,7 +130,25 @@ pub struct AbrEntry {
 }
 
 /// Every ABR, one line each.
-pub static REGISTRY: &[AbrEntry] = &[];
+pub static REGISTRY: &[AbrEntry] = &[
+    throughput::ENTRY,
+    classic::CLASSIC1,
+    classic::CLASSIC2,
+    bba::BBA0,
+    bba::BBA1,
+    bba::BBA2,
+    bba::BBA3,
+    buffer::ENTRY,
+    bb::ENTRY,
+    bola::ENTRY,
+    bolae::ENTRY,
+    dynamic::ENTRY,
+    mpc::MPC,
+    mpc::ROBUSTMPC,
+    festive::ENTRY,
+    panda::ENTRY,
+    fixed::ENTRY,
+];
 
 pub fn find(name: &str) -> Option<&'static AbrEntry> {
     REGISTRY.iter().find(|e| e.name == name)
@@ -124,4 +161,187 @@ pub fn build(name: &str, params: &Params, video: &Video) -> Result<Box<dyn Abr>,
     })?;
     params.check_known(e.params)?;
     (e.build)(params, video)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimators::testutil::{cbr, obs};
+    use super::*;
+
+    #[test]
+    fn registry_builds_defaults_and_rejects_unknown_params() {
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 12);
+        let mut names = std::collections::BTreeSet::new();
+        for e in REGISTRY {
+            assert!(names.insert(e.name), "duplicate ABR name {}", e.name);
+            let mut a = build(e.name, &Params::new(), &v).unwrap_or_else(|err| panic!("{}: {err}", e.name));
+            assert_eq!(a.name(), e.name);
+            let d = a.choose(&obs(&v, 0, 0, None, &[]));
+            assert!(d.rung < v.n_rungs(), "{}", e.name);
+            assert!(!d.reason.is_empty(), "{}", e.name);
+            let err = build(e.name, &Params::new().with("no_such_param", 1), &v).err().expect(e.name);
+            assert_eq!(err.param, "no_such_param");
+            // every parameter has a doc line
+            assert!(e.params.iter().all(|p| !p.doc.is_empty()), "{}", e.name);
+        }
+        assert!(build("nope", &Params::new(), &v).is_err());
+    }
+
+    /// A minimal fluid player (constant rate, fixed first-byte latency) used as a smoke test:
+    /// returns (rungs chosen, stall seconds after the first segment).
+    fn fluid_run(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64) {
+        let (r, st, _) = fluid_run_reasons(abr, v, rate_bps, latency, default_max);
+        (r, st)
+    }
+
+    fn fluid_run_reasons(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64, Vec<String>) {
+        use crate::time::{secs, SEC};
+        let bmax = abr.preferred_buffer_max().unwrap_or(default_max);
+        let (mut t, mut buf, mut stall): (Ns, Ns, f64) = (0, 0, 0.0);
+        let mut hist: Vec<DownloadRecord> = vec![];
+        let mut rungs = vec![];
+        let mut reasons = vec![];
+        let mut last = None;
+        for seg in 0..v.n_segments() {
+            let d = v.seg_duration(seg);
+            if buf + d > bmax {
+                let w = buf + d - bmax;
+                t += w;
+                buf -= w;
+            }
+            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: last, playing: seg > 0, history: &hist };
+            let dec = abr.choose(&obs);
+            assert!(dec.rung < v.n_rungs());
+            assert!(dec.delay < 1000 * SEC, "{}: delay {}", abr.name(), dec.delay);
+            t += dec.delay;
+            buf = buf.saturating_sub(dec.delay);
+            let bytes = v.size(seg, dec.rung);
+            let dl = latency + crate::time::from_secs_f64(bytes as f64 * 8.0 / rate_bps);
+            let rec = DownloadRecord { segment: seg, rung: dec.rung, bytes, t_request: t, t_first_byte: t + latency, t_last_byte: t + dl, abandoned: false };
+            if seg > 0 && dl > buf {
+                stall += secs(dl - buf);
+            }
+            buf = buf.saturating_sub(dl) + d;
+            t += dl;
+            hist.push(rec);
+            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: Some(dec.rung), playing: true, history: &hist };
+            abr.on_download(&obs, &rec);
+            last = Some(dec.rung);
+            rungs.push(dec.rung);
+            reasons.push(dec.reason);
+        }
+        (rungs, stall, reasons)
+    }
+
+    #[test]
+    fn smoke_every_abr_on_a_constant_5mbps_link() {
+        use crate::time::{MS, SEC};
+        // Pensieve ladder, 4 s segments, 150 segments (10 min); 5 Mbit/s, 40 ms to first byte.
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 150);
+        for e in REGISTRY {
+            let mut a = build(e.name, &Params::new(), &v).unwrap();
+            let (rungs, stall) = fluid_run(a.as_mut(), &v, 5e6, 40 * MS, 60 * SEC);
+            let tail = &rungs[rungs.len() - 10..];
+            eprintln!("{:>10}: stall {stall:.2}s last rungs {tail:?}", e.name);
+            assert!(stall < 1e-9, "{} stalled {stall}", e.name);
+            if !["fixed", "bba0", "bba1", "bba2", "bba3", "buffer"].contains(&e.name) {
+                // rate/hybrid ABRs settle at 4.3 Mbit/s (rung 5) or one below
+                assert!(tail.iter().all(|q| *q >= 4), "{}: {tail:?}", e.name);
+            }
+        }
+    }
+
+    #[test]
+    fn dynamic_reaches_bola_with_its_preferred_buffer() {
+        use crate::time::{MS, SEC};
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 150);
+        let mut a = build("dynamic", &Params::new(), &v).unwrap();
+        // BOLA-E target max(18, 10 + 2*6 = 22) = 22 s, plus one segment
+        assert_eq!(a.preferred_buffer_max(), Some(26 * SEC));
+        let (_, stall, reasons) = fluid_run_reasons(a.as_mut(), &v, 5e6, 40 * MS, 60 * SEC);
+        assert!(stall < 1e-9);
+        assert!(reasons[0].starts_with("[throughput]"));
+        assert!(reasons.iter().any(|r| r.starts_with("[bola]")), "{:?}", &reasons[reasons.len() - 3..]);
+    }
+
+    #[test]
+    fn smoke_below_the_lowest_rung_and_vbr() {
+        use crate::time::{MS, SEC};
+        let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 40);
+        for e in REGISTRY {
+            let mut a = build(e.name, &Params::new(), &v).unwrap();
+            // 200 kbit/s: below the lowest rung -> stalls, and the adaptive ones sit at rung 0
+            let (rungs, stall) = fluid_run(a.as_mut(), &v, 2e5, 40 * MS, 60 * SEC);
+            assert!(stall > 0.0, "{}", e.name);
+            assert!(rungs[rungs.len() - 5..].iter().all(|q| *q == 0), "{}: {rungs:?}", e.name);
+        }
+        // VBR sizes (x0.5..1.5, seeded), every ABR runs without panicking at 1 and 8 Mbit/s
+        let mut vbr = cbr(&[300, 750, 1200, 1850, 2850, 4300], 2, 120);
+        let mut rng = crate::rng::Rng::from_seed(3);
+        for row in vbr.sizes.iter_mut() {
+            let f = 0.5 + rng.uniform();
+            for x in row.iter_mut() {
+                *x = (*x as f64 * f) as u64;
+            }
+        }
+        vbr.last_segment_duration = Some(SEC);
+        for e in REGISTRY {
+            for rate in [1e6, 8e6] {
+                let mut a = build(e.name, &Params::new(), &vbr).unwrap();
+                let (rungs, _) = fluid_run(a.as_mut(), &vbr, rate, 80 * MS, 30 * SEC);
+                assert_eq!(rungs.len(), 120);
+            }
+        }
+    }
+
+    fn default_text(spec: &ParamSpec) -> String {
+        use crate::params::{Default as D, Unit as U};
+        match (spec.default, spec.unit) {
+            (D::Int(i), U::Duration) => format!("{} s", i as f64 / 1e9),
+            (D::Int(i), U::Rate) => format!("{} Mbit/s", i as f64 / 1e6),
+            (D::Int(i), _) => i.to_string(),
+            (D::Float(f), _) => f.to_string(),
+            (D::Bool(b), _) => b.to_string(),
+            (D::Str(x), _) => format!("\"{x}\""),
+            (D::Context(c), _) => format!("<{c}>"),
+            (D::None, _) => "none".into(),
+        }
+    }
+
+    /// The parameter table of an ABR as markdown (name | unit | default | meaning).
+    pub(crate) fn params_markdown(e: &AbrEntry) -> String {
+        let mut out = String::from("| name | unit | default | meaning |\n|---|---|---|---|\n");
+        for p in e.params {
+            let unit = match p.unit {
+                crate::params::Unit::Choice(c) => c.join(" \\| "),
+                u => u.name().to_string(),
+            };
+            out.push_str(&format!("| `{}` | {} | {} | {} |\n", p.name, unit, default_text(p), p.doc.replace('|', "\\|")));
+        }
+        out
+    }
+
+    /// `cargo test -p qoelab-core dump_abr_param_tables -- --ignored --nocapture` prints the tables
+    /// pasted into docs/models/abr-*.md.
+    #[test]
+    #[ignore]
+    fn dump_abr_param_tables() {
+        for e in REGISTRY {
+            println!("=== {}\n{}", e.name, params_markdown(e));
+        }
+    }
+
+    /// Every ABR has a page docs/models/abr-<name>.md holding its current parameter table.
+    #[test]
+    fn docs_pages_hold_the_parameter_tables() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models");
+        for e in REGISTRY {
+            let path = root.join(format!("abr-{}.md", e.name));
+            let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+            for sec in ["## Model", "## Reference", "## Parameters", "## Deviations", "## Validation"] {
+                assert!(text.contains(sec), "{}: missing {sec}", path.display());
+            }
+            assert!(text.contains(&params_markdown(e)), "{}: parameter table out of date", path.display());
+        }
+    }
 }

@@ -1,0 +1,446 @@
+//! `bolae`: BOLA-E (Spiteri, Sitaraman, Sparacio, MMSys'18): BOLA with a placeholder buffer, a
+//! throughput-based startup, the BOLA-O up-switch cap and Sabre's insufficient-buffer rule.
+//!
+//! Utilities u_q = ln(b_q / b_0) + 1 (so u_0 = 1), or, with `utility = <metric>`, the per-rung
+//! mean of that quality table rescaled to the same span: u_q = 1 + (m_q - m_0)/(m_top - m_0) *
+//! ln(b_top / b_0). Buffer target T = max(buffer_target, 10 s + 2 s * n_rungs); gp = (u_max - 1) /
+//! (T / 10 s - 1); V_p = 10 s / gp. Score of rung q at Q = buffer + placeholder:
+//! (V_p (u_q + gp) - Q) / b_q.
+//!
+//! * STARTUP (until the buffer holds one segment): rung from 0.9 x throughput (EWMA 3 s/8 s);
+//!   placeholder = max(0, minimum level of that rung - buffer), minimum level of q > 0 =
+//!   V_p (gp + (b_q u_{q-1} - b_{q-1} u_q) / (b_q - b_{q-1})) (the level where BOLA starts to
+//!   prefer q to q-1), 0 for rung 0.
+//! * STEADY: argmax of the score; an up-switch above the rung sustainable at 0.9 x throughput is
+//!   capped at max(sustainable, previous) (BOLA-O). When Q exceeds the chosen rung's maximum level
+//!   V_p (u_q + gp) the excess is taken from the placeholder first, and only the rest becomes a
+//!   request delay (none at the top rung).
+//! * Placeholder: grows by the idle time between the last byte of the previous segment and this
+//!   decision (minus the delay we asked for), decays by `placeholder_decay` per segment, resets to
+//!   0 when the buffer is empty after startup (back to STARTUP) and after an abandoned download.
+//! * Sabre's IBR: safe bits = s * (buffer - latency) * throughput; the rung is lowered until the
+//!   next segment's actual size fits; s starts at 0.9, x0.9 per decision, floor 0.5.
+
+use super::bola::bola_argmax;
+use super::estimators::{float_in, mbps, rung_for_rate, s, CountEwma, Estimator, Ewma, Sample};
+use super::throughput::RateRule;
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
+use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
+use crate::time::{from_secs_f64, Ns};
+use crate::video::Video;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "buffer_target",
+        unit: Unit::Duration,
+        default: Default::Int(25_000_000_000),
+        doc: "buffer target T = max(this, min_buffer + per_level * n_rungs) (Sabre -b 25 s; dash.js bufferTimeDefault 18 s); offered as preferred_buffer_max",
+    },
+    ParamSpec {
+        name: "min_buffer",
+        unit: Unit::Duration,
+        default: Default::Int(10_000_000_000),
+        doc: "minimum buffer level (Sabre/dash.js MINIMUM_BUFFER_S 10)",
+    },
+    ParamSpec {
+        name: "per_level",
+        unit: Unit::Duration,
+        default: Default::Int(2_000_000_000),
+        doc: "extra buffer target per rung (MINIMUM_BUFFER_PER_BITRATE_LEVEL_S 2)",
+    },
+    ParamSpec {
+        name: "safety",
+        unit: Unit::Float,
+        default: Default::Float(0.9),
+        doc: "throughput safety factor of the startup pick and of the up-switch cap (0.9)",
+    },
+    ParamSpec {
+        name: "ibr",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "Sabre's insufficient-buffer rule (Sabre -noibr turns it off)",
+    },
+    ParamSpec {
+        name: "ibr_safety",
+        unit: Unit::Float,
+        default: Default::Float(0.9),
+        doc: "initial IBR safety factor, multiplied by 0.9 per decision (Sabre low_buffer_safety_factor_init 0.9)",
+    },
+    ParamSpec {
+        name: "ibr_safety_min",
+        unit: Unit::Float,
+        default: Default::Float(0.5),
+        doc: "floor of the IBR safety factor (Sabre low_buffer_safety_factor 0.5)",
+    },
+    ParamSpec {
+        name: "placeholder_decay",
+        unit: Unit::Float,
+        default: Default::Float(0.99),
+        doc: "placeholder multiplied by this per segment (dash.js PLACEHOLDER_BUFFER_DECAY 0.99; 1 = no decay)",
+    },
+    ParamSpec {
+        name: "utility",
+        unit: Unit::Choice(&["log", "vmaf", "vmaf_phone", "vmaf_4k", "ssim", "ms_ssim", "psnr"]),
+        default: Default::Str("log"),
+        doc: "utility: ln(b/b0)+1, or the per-rung mean of the video's quality table of that metric rescaled to the same span",
+    },
+];
+
+pub const ENTRY: AbrEntry = AbrEntry {
+    name: "bolae",
+    summary: "BOLA-E: BOLA with placeholder buffer, throughput startup, BOLA-O cap and insufficient-buffer rule",
+    reference: "Spiteri, Sitaraman, Sparacio MMSys'18 / TOMM'19 (Sabre bolae, dash.js BolaRule)",
+    params: PARAMS,
+    build,
+};
+
+/// Configuration of [`BolaE`] (also used by `dynamic`).
+#[derive(Clone, Debug)]
+pub struct BolaECfg {
+    pub buffer_target: f64,
+    pub min_buffer: f64,
+    pub per_level: f64,
+    pub safety: f64,
+    pub ibr: bool,
+    pub ibr_safety: f64,
+    pub ibr_safety_min: f64,
+    pub decay: f64,
+    pub metric: Option<&'static str>,
+}
+
+fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
+    let metric = match p.choice(PARAMS, "utility")? {
+        "log" => None,
+        m => Some(m),
+    };
+    let cfg = BolaECfg {
+        buffer_target: s(p.req_u64(PARAMS, "buffer_target")?),
+        min_buffer: s(p.req_u64(PARAMS, "min_buffer")?),
+        per_level: s(p.req_u64(PARAMS, "per_level")?),
+        safety: float_in(p, PARAMS, "safety", 0.0, 10.0)?,
+        ibr: p.bool(PARAMS, "ibr")?,
+        ibr_safety: float_in(p, PARAMS, "ibr_safety", 0.0, 1.0)?,
+        ibr_safety_min: float_in(p, PARAMS, "ibr_safety_min", 0.0, 1.0)?,
+        decay: float_in(p, PARAMS, "placeholder_decay", 0.0, 1.0)?,
+        metric,
+    };
+    if cfg.min_buffer <= 0.0 {
+        return Err(crate::params::perr("min_buffer", "expected > 0"));
+    }
+    Ok(Box::new(BolaE::new(cfg, v)?))
+}
+
+pub struct BolaE {
+    cfg: BolaECfg,
+    u: Vec<f64>,
+    gp: f64,
+    vp: f64,
+    target: f64,
+    rate: RateRule,
+    steady: bool,
+    placeholder: f64,
+    ibr_safety: f64,
+    last_delay: f64,
+    seen: usize,
+}
+
+impl BolaE {
+    pub fn new(cfg: BolaECfg, v: &Video) -> Result<BolaE, ParamError> {
+        let br = &v.bitrates_bps;
+        let n = br.len();
+        let span = (br[n - 1] as f64 / br[0] as f64).ln();
+        let u: Vec<f64> = match cfg.metric {
+            None => br
+                .iter()
+                .map(|b| (*b as f64 / br[0] as f64).ln() + 1.0)
+                .collect(),
+            Some(m) => {
+                let t = v.quality.get(m).ok_or_else(|| {
+                    crate::params::perr(
+                        "utility",
+                        format!("video {} has no \"{m}\" quality table", v.name),
+                    )
+                })?;
+                let mean: Vec<f64> = (0..n)
+                    .map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64)
+                    .collect();
+                if n > 1 && mean[n - 1].partial_cmp(&mean[0]) != Some(std::cmp::Ordering::Greater) {
+                    return Err(crate::params::perr(
+                        "utility",
+                        format!("mean {m} of the top rung is not above the lowest"),
+                    ));
+                }
+                mean.iter()
+                    .map(|x| {
+                        if n > 1 {
+                            1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect()
+            }
+        };
+        let target = cfg
+            .buffer_target
+            .max(cfg.min_buffer + cfg.per_level * n as f64);
+        let umax = u[n - 1];
+        let gp = if n > 1 {
+            (umax - 1.0) / (target / cfg.min_buffer - 1.0)
+        } else {
+            1.0
+        };
+        let vp = cfg.min_buffer / gp;
+        let rate = RateRule {
+            est: Estimator::Ewma(Ewma::new(3.0, 8.0)),
+            safety: cfg.safety,
+            sample: Sample::FirstByte,
+            latency_aware: false,
+            lat: CountEwma::new(1.0, 2.0),
+        };
+        let ibr_safety = cfg.ibr_safety;
+        Ok(BolaE {
+            cfg,
+            u,
+            gp,
+            vp,
+            target,
+            rate,
+            steady: false,
+            placeholder: 0.0,
+            ibr_safety,
+            last_delay: 0.0,
+            seen: 0,
+        })
+    }
+
+    /// Buffer level above which BOLA prefers rung q to q-1 (0 for rung 0).
+    pub fn min_level(&self, br: &[u64], q: usize) -> f64 {
+        if q == 0 {
+            return 0.0;
+        }
+        let (b1, b0) = (br[q] as f64, br[q - 1] as f64);
+        let a = (b1 * self.u[q - 1] - b0 * self.u[q]) / (b1 - b0);
+        self.vp * (self.gp + a)
+    }
+    pub fn max_level(&self, q: usize) -> f64 {
+        self.vp * (self.u[q] + self.gp)
+    }
+    pub fn placeholder(&self) -> f64 {
+        self.placeholder
+    }
+    pub fn target(&self) -> f64 {
+        self.target
+    }
+}
+
+impl Abr for BolaE {
+    fn name(&self) -> &'static str {
+        "bolae"
+    }
+    fn choose(&mut self, obs: &AbrObs) -> Decision {
+        let v = obs.video;
+        let br = &v.bitrates_bps;
+        let top = br.len() - 1;
+        if top == 0 {
+            return Decision {
+                rung: 0,
+                delay: 0,
+                reason: "single rung".into(),
+            };
+        }
+        let b = s(obs.buffer);
+        let seg = obs.segment.min(v.n_segments() - 1);
+        if obs.history.len() != self.seen {
+            self.seen = obs.history.len();
+            if let Some(r) = obs.history.last() {
+                let idle = s(obs.now.saturating_sub(r.t_last_byte)) - self.last_delay;
+                if idle > 0.0 {
+                    self.placeholder += idle;
+                }
+            }
+            self.placeholder *= self.cfg.decay;
+        }
+        if !obs.history.is_empty() && obs.buffer == 0 && self.steady {
+            self.steady = false;
+            self.placeholder = 0.0;
+        }
+        if !self.steady && !obs.history.is_empty() && obs.buffer >= v.seg_duration(seg) {
+            self.steady = true;
+        }
+        let tput = self.rate.estimate();
+        let mut delay = 0.0;
+        let (mut q, mut reason);
+        if !self.steady {
+            q = tput
+                .map(|t| rung_for_rate(br, self.cfg.safety * t))
+                .unwrap_or(0);
+            self.placeholder = (self.min_level(br, q) - b).max(0.0);
+            reason = format!(
+                "startup: tput {} -> {q}, placeholder {:.2}s",
+                tput.map(mbps).unwrap_or_else(|| "none".into()),
+                self.placeholder
+            );
+        } else {
+            let qb = b + self.placeholder;
+            q = bola_argmax(&self.u, br, self.vp, self.gp, qb);
+            reason = format!("BOLA-E Q {b:.2}+{:.2}s -> {q}", self.placeholder);
+            if let (Some(last), Some(t)) = (obs.last_rung, tput) {
+                let qt = rung_for_rate(br, self.cfg.safety * t);
+                if q > last && q > qt {
+                    q = qt.max(last);
+                    reason.push_str(&format!("; up-switch capped by tput {} -> {q}", mbps(t)));
+                }
+            }
+            let excess = qb - self.max_level(q);
+            if excess > 0.0 {
+                if excess <= self.placeholder || q == top {
+                    self.placeholder = (self.placeholder - excess).max(0.0);
+                } else {
+                    delay = excess - self.placeholder;
+                    self.placeholder = 0.0;
+                    reason.push_str(&format!("; wait {delay:.3}s"));
+                }
+            }
+        }
+        if self.cfg.ibr {
+            if let Some(t) = tput {
+                let lat = self.rate.lat.estimate_max().unwrap_or(0.0);
+                let safe_bits = self.ibr_safety * (b - lat).max(0.0) * t;
+                let q0 = q;
+                while q > 0 && v.size(seg, q) as f64 * 8.0 > safe_bits {
+                    q -= 1;
+                }
+                if q < q0 {
+                    reason.push_str(&format!(
+                        "; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}",
+                        self.ibr_safety,
+                        mbps(t)
+                    ));
+                }
+                self.ibr_safety = (self.ibr_safety * 0.9).max(self.cfg.ibr_safety_min);
+            }
+        }
+        self.last_delay = delay;
+        Decision {
+            rung: q,
+            delay: from_secs_f64(delay),
+            reason,
+        }
+    }
+    fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
+        if rec.abandoned {
+            self.placeholder = 0.0;
+        }
+        self.rate.on_download(rec);
+    }
+    fn preferred_buffer_max(&self) -> Option<Ns> {
+        Some(from_secs_f64(self.target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::estimators::testutil::{cbr, obs, rec};
+    use super::*;
+    use crate::time::SEC;
+
+    // 1, 2, 4 Mbit/s, 4 s segments: u = 1, 1.6931, 2.3863; T = max(25, 10 + 6) = 25 s;
+    // gp = 1.3863/(2.5 - 1) = 0.924196; Vp = 10/gp = 10.820213.
+    // min levels: 0, Vp(gp + (2*1 - 1*1.6931)/1) = 13.3202, Vp(gp + (4*1.6931 - 2*2.3863)/2) = 20.8202
+    // max levels Vp(u+gp): 20.8202, 28.3202, 35.8202.
+
+    #[test]
+    fn startup_placeholder_steady_cap_and_delay() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let p = Params::new()
+            .with("ibr", false)
+            .with("placeholder_decay", 1.0);
+        let mut a = build(&p, &v).unwrap();
+        assert_eq!(a.preferred_buffer_max(), Some(25 * SEC));
+        assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
+        // sample: 1.25 MB in 4 s after 100 ms ttfb -> 2.5 Mbit/s; 0.9*2.5 = 2.25 -> rung 1;
+        // B = 2 s < one segment -> still startup: placeholder = 13.3202 - 2 = 11.3202
+        let h1 = [rec(0, 0, 1_250_000, 0, 100, 4000)];
+        a.on_download(&obs(&v, 0, 0, None, &[]), &h1[0]);
+        assert_eq!(a.choose(&obs(&v, 1, 2 * SEC, Some(0), &h1)).rung, 1);
+        // second download (same rate), decided right at its last byte (no idle); B = 6 s ->
+        // steady. Q = 6 + 11.3202 = 17.3202: scores (20.82-17.32)/1 = 3.5, (28.32-17.32)/2 = 5.5,
+        // (35.82-17.32)/4 = 4.625 -> rung 1.
+        let h2 = [h1[0], rec(1, 1, 1_250_000, 5 * SEC, 100, 4000)];
+        a.on_download(&obs(&v, 1, 0, None, &[]), &h2[1]);
+        let d = a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h2));
+        assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
+        // third download; the decision comes 5 s after its last byte (player idle): placeholder
+        // 11.3202 + 5 = 16.3202; B = 8: Q = 24.3202: scores -3.5, 4/2 = 2.0, 11.5/4 = 2.875 -> 2,
+        // but the up-switch is capped at the tput rung 1 (0.9*2.5 = 2.25) -> 1. Q < 28.32: no delay.
+        let h3 = [h2[0], h2[1], rec(2, 1, 1_250_000, 10 * SEC, 100, 4000)];
+        a.on_download(&obs(&v, 2, 0, None, &[]), &h3[2]);
+        let mut o = obs(&v, 3, 8 * SEC, Some(1), &h3);
+        o.now += 5 * SEC;
+        let d = a.choose(&o);
+        assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
+        // same history (no new idle): B = 40 s: Q = 56.3202, capped rung 1, max level 28.3202:
+        // excess 28.0 > placeholder 16.3202 -> delay 11.6798 s, placeholder 0.
+        let mut o = obs(&v, 3, 40 * SEC, Some(1), &h3);
+        o.now += 5 * SEC;
+        let d = a.choose(&o);
+        assert_eq!(d.rung, 1);
+        assert!(
+            (d.delay as f64 / 1e9 - 11.6798).abs() < 1e-3,
+            "{} {}",
+            d.delay,
+            d.reason
+        );
+    }
+
+    #[test]
+    fn sabre_ibr_lowers_the_startup_pick() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let mut a = build(&Params::new(), &v).unwrap();
+        let h1 = [rec(0, 0, 1_250_000, 0, 100, 4000)];
+        a.on_download(&obs(&v, 0, 0, None, &[]), &h1[0]);
+        // startup pick rung 1 (8 Mbit); IBR: 0.9*(2 - 0.1)*2.5 = 4.275 Mbit -> rung 0 (4 Mbit fits)
+        let d = a.choose(&obs(&v, 1, 2 * SEC, Some(0), &h1));
+        assert_eq!(d.rung, 0, "{}", d.reason);
+        // a fresh instance at B = 3.8 s (still startup): 0.9*(3.8-0.1)*2.5 = 8.325 Mbit >= 8 Mbit
+        // -> rung 1 stays
+        let mut b = build(&Params::new(), &v).unwrap();
+        b.on_download(&obs(&v, 0, 0, None, &[]), &h1[0]);
+        assert_eq!(b.choose(&obs(&v, 1, 3_800_000_000, Some(0), &h1)).rung, 1);
+    }
+
+    #[test]
+    fn quality_table_utilities() {
+        let mut v = cbr(&[1000, 2000, 4000], 4, 2);
+        v.quality.insert(
+            "vmaf".into(),
+            vec![vec![40.0, 70.0, 90.0], vec![60.0, 70.0, 90.0]],
+        );
+        // means 50, 70, 90 -> u = 1 + (0, 0.5, 1) * ln 4 = 1, 1.6931, 2.3863 (same as log here)
+        let a = BolaE::new(
+            BolaECfg {
+                buffer_target: 25.0,
+                min_buffer: 10.0,
+                per_level: 2.0,
+                safety: 0.9,
+                ibr: false,
+                ibr_safety: 0.9,
+                ibr_safety_min: 0.5,
+                decay: 1.0,
+                metric: Some("vmaf"),
+            },
+            &v,
+        )
+        .unwrap();
+        assert!((a.u[1] - (1.0 + 0.5 * 4f64.ln())).abs() < 1e-12);
+        assert!((a.max_level(2) - 35.8202128).abs() < 1e-6);
+        assert_eq!(
+            build(&Params::new().with("utility", "ssim"), &v)
+                .err()
+                .unwrap()
+                .param,
+            "utility"
+        );
+    }
+}
