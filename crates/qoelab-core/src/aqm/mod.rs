@@ -23,7 +23,13 @@ use crate::packet::Packet;
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::{Ns, NEVER};
 
+pub mod bfifo;
+pub mod codel;
+pub mod drophead;
 pub mod pfifo;
+pub mod util;
+#[cfg(test)]
+mod registry_tests;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -143,6 +149,9 @@ pub struct AqmEntry {
 /// Every discipline, one line each.
 pub static REGISTRY: &[AqmEntry] = &[
     pfifo::PFIFO,
+    bfifo::BFIFO,
+    drophead::DROPHEAD,
+    codel::CODEL,
 ];
 
 pub fn find(name: &str) -> Option<&'static AqmEntry> {
