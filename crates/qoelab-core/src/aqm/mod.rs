@@ -27,6 +27,7 @@ pub mod bfifo;
 pub mod codel;
 pub mod drophead;
 pub mod pfifo;
+pub mod pie;
 pub mod util;
 #[cfg(test)]
 mod registry_tests;
@@ -152,6 +153,7 @@ pub static REGISTRY: &[AqmEntry] = &[
     bfifo::BFIFO,
     drophead::DROPHEAD,
     codel::CODEL,
+    pie::PIE,
 ];
 
 pub fn find(name: &str) -> Option<&'static AqmEntry> {
