@@ -28,6 +28,7 @@ pub mod codel;
 pub mod drophead;
 pub mod pfifo;
 pub mod pie;
+pub mod red;
 pub mod util;
 #[cfg(test)]
 mod registry_tests;
@@ -154,6 +155,8 @@ pub static REGISTRY: &[AqmEntry] = &[
     drophead::DROPHEAD,
     codel::CODEL,
     pie::PIE,
+    red::RED,
+    red::ARED,
 ];
 
 pub fn find(name: &str) -> Option<&'static AqmEntry> {
