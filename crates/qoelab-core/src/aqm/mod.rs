@@ -26,6 +26,7 @@ use crate::time::{Ns, NEVER};
 pub mod bfifo;
 pub mod codel;
 pub mod drophead;
+pub mod fq_codel;
 pub mod pfifo;
 pub mod pie;
 pub mod red;
@@ -157,6 +158,7 @@ pub static REGISTRY: &[AqmEntry] = &[
     pie::PIE,
     red::RED,
     red::ARED,
+    fq_codel::FQ_CODEL,
 ];
 
 pub fn find(name: &str) -> Option<&'static AqmEntry> {
