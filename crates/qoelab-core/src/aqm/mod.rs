@@ -25,6 +25,7 @@ use crate::time::{Ns, NEVER};
 
 pub mod bfifo;
 pub mod codel;
+pub mod docsis_pie;
 pub mod drophead;
 pub mod fq_codel;
 pub mod pfifo;
@@ -156,6 +157,7 @@ pub static REGISTRY: &[AqmEntry] = &[
     drophead::DROPHEAD,
     codel::CODEL,
     pie::PIE,
+    docsis_pie::DOCSIS_PIE,
     red::RED,
     red::ARED,
     fq_codel::FQ_CODEL,
