@@ -130,8 +130,7 @@ impl FqCodel {
         let f = &mut self.flows[idx];
         let mut len = 0;
         let mut n = 0;
-        loop {
-            let Some(p) = f.q.pop_front() else { break };
+        while let Some(p) = f.q.pop_front() {
             f.bytes -= p.size as u64;
             self.bytes -= p.size as u64;
             self.pkts -= 1;

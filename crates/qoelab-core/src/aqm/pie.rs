@@ -260,7 +260,7 @@ impl Pie {
         while now_ms.saturating_sub(self.mm_last_update) > self.mm_tupdate {
             let mut update_prob = true;
             self.mm_old = self.mm_cur;
-            self.mm_cur = if self.mm_avg_dq_rate > 0 { self.fifo.bytes / self.mm_avg_dq_rate } else { 0 };
+            self.mm_cur = self.fifo.bytes.checked_div(self.mm_avg_dq_rate).unwrap_or(0);
             if self.mm_cur == 0 && self.fifo.bytes != 0 {
                 update_prob = false;
             }
@@ -310,8 +310,7 @@ impl Pie {
             *c += size;
             if *c > thr {
                 let dtime = now_ms - self.mm_dq_tstamp;
-                if dtime > 0 {
-                    let sample = *c / dtime;
+                if let Some(sample) = c.checked_div(dtime) {
                     self.mm_avg_dq_rate = if self.mm_avg_dq_rate == 0 {
                         sample
                     } else {

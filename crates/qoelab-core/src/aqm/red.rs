@@ -101,7 +101,7 @@ impl Red {
         let min = p.u64(PARAMS, "min")?.unwrap_or(b / 6);
         let max = p.u64(PARAMS, "max")?.unwrap_or(b / 2);
         let avpkt = p.req_u64(PARAMS, "avpkt")?.max(1);
-        if !(min < max) {
+        if min >= max {
             return Err(perr("min", format!("need min < max (min {min} B, max {max} B)")));
         }
         if max > b {
@@ -311,7 +311,7 @@ mod tests {
             want += w * ((k * 1500) as f64 - want);
         }
         assert!((r.avg - want).abs() < 1e-9);
-        while r.q.len() > 0 {
+        while !r.q.is_empty() {
             r.dequeue(10 * MS, &mut s);
         }
         // Idle 8 ms at 10 Mbit/s = 10 avpkt times: avg (1-w)^10.
