@@ -428,10 +428,12 @@ mod tests {
         next_dep: Ns,
         drops: Vec<(Ns, DropReason)>,
         marks: u64,
+        /// Marks seen while drop_prob > 10%, early drops of ECT packets while <= 10%.
+        ecn_violations: u64,
     }
     impl Run {
         fn new(q: Queue) -> Run {
-            Run { q, t: 0, next_arr: 0, next_dep: 0, drops: vec![], marks: 0 }
+            Run { q, t: 0, next_arr: 0, next_dep: 0, drops: vec![], marks: 0, ecn_violations: 0 }
         }
         /// Advance to `until` with arrivals every `gap` (None = no arrivals).
         fn run(&mut self, until: Ns, gap: Option<Ns>, ect_on: bool) {
@@ -453,7 +455,13 @@ mod tests {
                     self.q.on_timer(t);
                 } else if t == ta {
                     let p = if ect_on { ect(1500, 1) } else { pkt(1500, 1) };
+                    let (prob, m0) = (self.q.probe(), self.q.stats.marked_pkts);
                     self.q.enqueue(t, p, Some(&mut d));
+                    let marked = self.q.stats.marked_pkts > m0;
+                    let early = d.iter().any(|x| x.reason == DropReason::AqmEnqueue);
+                    if ect_on && ((marked && prob > 0.1) || (early && prob <= 0.1)) {
+                        self.ecn_violations += 1;
+                    }
                     self.next_arr += gap.unwrap();
                 } else {
                     self.q.dequeue(t, Some(&mut d));
@@ -623,7 +631,9 @@ mod tests {
         r.run(400 * MS, Some(600 * US), true);
         // Marks happen; early drops only once drop_prob > 0.1.
         r.run(5000 * MS, Some(600 * US), true);
+        eprintln!("pie ecn marks {} early drops {}", r.marks, r.drops.iter().filter(|d| d.1 == DropReason::AqmEnqueue).count());
         assert!(r.marks > 0);
+        assert_eq!(r.ecn_violations, 0);
         assert!(r.q.probe() > 0.1);
         assert!(r.drops.iter().any(|d| d.1 == DropReason::AqmEnqueue));
     }
