@@ -1,8 +1,9 @@
 //! DOCSIS-PIE (RFC 8034): PIE as required in DOCSIS 3.1 cable modems — 16-ms updates, an
 //! extended auto-tuning ladder (drop_prob is per MEAN_PKTSIZE and may exceed 1), drop
 //! probability scaled by packet size, mandatory de-randomisation, LATENCY_LOW decay and
-//! LATENCY_HIGH boost. Queue delay = backlog / link rate (see docs: simplification of the
-//! token-bucket estimate).
+//! LATENCY_HIGH boost, and the INACTIVE / ACTIVE / QUIESCENT state machine that grants the burst
+//! allowance. Queue delay = backlog / link rate (see docs: simplification of the token-bucket
+//! estimate).
 
 use super::codel::Fifo;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
@@ -20,7 +21,7 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec { name: "beta", unit: Unit::Float, default: Default::Float(2.5), doc: "gain on (qdelay - qdelay_old), 1/s (RFC 8034: 2.5)" },
     ParamSpec { name: "tupdate", unit: Unit::Duration, default: Default::Int(16 * MS as i64), doc: "drop-probability update INTERVAL (RFC 8034: 16 ms)" },
     ParamSpec { name: "max_burst", unit: Unit::Duration, default: Default::Int(142 * MS as i64), doc: "MAX_BURST (RFC 8034: 142 ms)" },
-    ParamSpec { name: "burst_reset_timeout", unit: Unit::Duration, default: Default::Int(SEC as i64), doc: "quiet time before the burst allowance is restored (RFC 8034: 1 s)" },
+    ParamSpec { name: "burst_reset_timeout", unit: Unit::Duration, default: Default::Int(SEC as i64), doc: "quiet time in QUIESCENT before returning to INACTIVE, i.e. before a new burst allowance (RFC 8034: 1 s)" },
     ParamSpec { name: "mean_pktsize", unit: Unit::Bytes, default: Default::Int(1024), doc: "MEAN_PKTSIZE: drop_prob is per packet of this size (RFC 8034: 1024 B)" },
     ParamSpec { name: "min_pktsize", unit: Unit::Bytes, default: Default::Int(64), doc: "MIN_PKTSIZE: smaller packets are scaled as this size (RFC 8034: 64 B)" },
     ParamSpec { name: "latency_low", unit: Unit::Duration, default: Default::Int(5 * MS as i64), doc: "both delays below: drop_prob x 0.98 (RFC 8034: 5 ms)" },
@@ -63,7 +64,21 @@ pub fn docsis_factor(p: f64) -> f64 {
     }
 }
 
+/// RFC 8034 AQM state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// No early drops until the queue reaches BUFFER/3; then ACTIVE with a fresh burst allowance.
+    Inactive,
+    Active,
+    /// Quiet (both delays < target/2, drop_prob 0, no allowance left); a drop returns to ACTIVE,
+    /// `burst_reset_timeout` of quiet returns to INACTIVE.
+    Quiescent,
+}
+
 pub struct DocsisPie {
+    state: State,
+    /// BUFFER: the queue's byte capacity (byte limit, or packet limit x 1500 B).
+    buffer_bytes: u64,
     fifo: Fifo,
     limit_pkts: u64,
     limit_bytes: u64,
@@ -105,10 +120,15 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
     };
     let max_burst = p.req_u64(PARAMS, "max_burst")?;
+    let limit_pkts = lp.filter(|&x| x > 0).unwrap_or(u64::MAX);
+    let limit_bytes = lb.filter(|&x| x > 0).unwrap_or(u64::MAX);
+    let buffer_bytes = limit_bytes.min(limit_pkts.saturating_mul(crate::packet::MTU as u64));
     Ok(Box::new(DocsisPie {
+        state: State::Inactive,
+        buffer_bytes,
         fifo: Fifo::default(),
-        limit_pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX),
-        limit_bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX),
+        limit_pkts,
+        limit_bytes,
         target: p.req_u64(PARAMS, "target")?,
         alpha: p.f64(PARAMS, "alpha")?,
         beta: p.f64(PARAMS, "beta")?,
@@ -123,7 +143,7 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         rng: Rng::from_seed(ctx.seed),
         drop_prob: 0.0,
         qdelay_old: 0,
-        burst_allowance: max_burst,
+        burst_allowance: 0,
         burst_reset: 0,
         accu_prob: 0.0,
         last_sojourn: 0,
@@ -149,24 +169,43 @@ impl DocsisPie {
 
     fn update(&mut self) {
         let cur = self.qdelay();
-        let s = |x: Ns| x as f64 / SEC as f64;
-        let p = self.alpha * (s(cur) - s(self.target)) + self.beta * (s(cur) - s(self.qdelay_old));
-        self.drop_prob += p * docsis_factor(self.drop_prob);
-        if cur < self.latency_low && self.qdelay_old < self.latency_low {
-            self.drop_prob *= 0.98;
-        } else if cur > self.latency_high {
-            self.drop_prob += 0.02;
-        }
-        self.drop_prob = self.drop_prob.clamp(0.0, self.prob_max());
-        self.burst_allowance = self.burst_allowance.saturating_sub(self.tupdate);
-        if self.burst_allowance == 0 && self.drop_prob == 0.0 && cur < self.target / 2 && self.qdelay_old < self.target / 2 {
-            self.burst_reset += self.tupdate;
-            if self.burst_reset > self.burst_reset_timeout {
-                self.burst_reset = 0;
-                self.burst_allowance = self.max_burst;
-            }
+        if self.burst_allowance > 0 {
+            // Burst protection: no drops, no controller update.
+            self.drop_prob = 0.0;
+            self.burst_allowance = self.burst_allowance.saturating_sub(self.tupdate);
         } else {
-            self.burst_reset = 0;
+            let s = |x: Ns| x as f64 / SEC as f64;
+            let mut p = self.alpha * (s(cur) - s(self.target)) + self.beta * (s(cur) - s(self.qdelay_old));
+            p *= docsis_factor(self.drop_prob);
+            if self.drop_prob >= 0.1 && p > 0.02 {
+                p = 0.02;
+            }
+            self.drop_prob += p;
+            if cur < self.latency_low && self.qdelay_old < self.latency_low {
+                self.drop_prob *= 0.98;
+            } else if cur > self.latency_high {
+                self.drop_prob += 0.02;
+            }
+            self.drop_prob = self.drop_prob.clamp(0.0, self.prob_max());
+        }
+        let quiet = cur < self.target / 2 && self.qdelay_old < self.target / 2 && self.drop_prob == 0.0 && self.burst_allowance == 0;
+        match self.state {
+            State::Active if quiet => {
+                self.state = State::Quiescent;
+                self.burst_reset = 0;
+            }
+            State::Quiescent => {
+                if quiet {
+                    self.burst_reset += self.tupdate;
+                    if self.burst_reset > self.burst_reset_timeout {
+                        self.state = State::Inactive;
+                        self.burst_reset = 0;
+                    }
+                } else {
+                    self.burst_reset = 0;
+                }
+            }
+            _ => {}
         }
         self.qdelay_old = cur;
     }
@@ -180,7 +219,7 @@ impl DocsisPie {
 
     /// Packet-size-scaled, de-randomised early drop decision (true = drop).
     fn drop_early(&mut self, size: u32) -> bool {
-        if self.burst_allowance > 0 {
+        if self.state == State::Inactive || self.burst_allowance > 0 {
             return false;
         }
         if self.drop_prob == 0.0 {
@@ -206,8 +245,13 @@ impl QueueDiscipline for DocsisPie {
             sink.reject(pkt, DropReason::Overflow);
             return;
         }
+        if self.state == State::Inactive && self.fifo.bytes >= self.buffer_bytes / 3 {
+            self.state = State::Active;
+            self.burst_allowance = self.max_burst;
+        }
         if self.drop_early(pkt.size) {
             self.accu_prob = 0.0;
+            self.state = State::Active;
             sink.reject(pkt, DropReason::AqmEnqueue);
             return;
         }
@@ -247,9 +291,9 @@ mod tests {
     use crate::time::{NEVER, US};
 
     fn raw() -> DocsisPie {
-        let mut c = ctx();
-        c.link_rate_bps = 10_000_000;
         DocsisPie {
+            state: State::Active,
+            buffer_bytes: 1_500_000,
             fifo: Fifo::default(),
             limit_pkts: 1000,
             limit_bytes: u64::MAX,
@@ -263,7 +307,7 @@ mod tests {
             min_pktsize: 64,
             latency_low: 5 * MS,
             latency_high: 200 * MS,
-            rate_bps: c.link_rate_bps,
+            rate_bps: 10_000_000,
             rng: Rng::from_seed(3),
             drop_prob: 0.0,
             qdelay_old: 0,
@@ -282,21 +326,25 @@ mod tests {
             assert_eq!(docsis_factor(p), f, "{p}");
         }
         let mut d = raw();
-        // 25000 B at 10 Mbit/s = 20 ms; old 15 ms; prob 2.0 -> factor 2
+        // 25000 B at 10 Mbit/s = 20 ms; old 30 ms; prob 2.0 -> factor 2 on a negative step
         d.fifo.q.push_back(pkt(1500, 1));
         d.fifo.bytes = 25_000;
+        d.qdelay_old = 30 * MS;
+        d.drop_prob = 2.0;
+        d.update();
+        let want = 2.0 + (0.25 * 0.010 + 2.5 * -0.010) * 2.0;
+        assert!((d.drop_prob - want).abs() < 1e-12, "{}", d.drop_prob);
+        // positive steps are capped at 0.02 once drop_prob >= 0.1 (old 15 ms: step 0.03 -> 0.02)
         d.qdelay_old = 15 * MS;
         d.drop_prob = 2.0;
         d.update();
-        let want = 2.0 + (0.25 * 0.010 + 2.5 * 0.005) * 2.0;
-        assert!((d.drop_prob - want).abs() < 1e-12, "{}", d.drop_prob);
-        // above LATENCY_HIGH: + 0.02 on top of the PI step (250 ms, old 250 ms, prob 0.5)
+        assert!((d.drop_prob - 2.02).abs() < 1e-12, "{}", d.drop_prob);
+        // above LATENCY_HIGH: + 0.02 on top of the (capped) PI step (250 ms, old 250 ms, prob 0.5)
         d.fifo.bytes = 312_500;
         d.qdelay_old = 250 * MS;
         d.drop_prob = 0.5;
         d.update();
-        let want = 0.5 + 0.25 * 0.240 + 0.02;
-        assert!((d.drop_prob - want).abs() < 1e-12, "{}", d.drop_prob);
+        assert!((d.drop_prob - 0.54).abs() < 1e-12, "{}", d.drop_prob);
         // both below LATENCY_LOW: x0.98 (4 ms, old 3 ms, prob 0.5)
         d.fifo.bytes = 5_000;
         d.qdelay_old = 3 * MS;
@@ -306,9 +354,15 @@ mod tests {
         assert!((d.drop_prob - want).abs() < 1e-12, "{}", d.drop_prob);
         // the bound: PROB_LOW x 1024 / 64 = 13.6
         d.fifo.bytes = 10_000_000;
-        d.drop_prob = 13.0;
+        d.drop_prob = 13.59;
         d.update();
         assert!((d.drop_prob - 13.6).abs() < 1e-12);
+        // during a burst allowance drop_prob is held at 0 and the allowance counts down
+        d.burst_allowance = 20 * MS;
+        d.update();
+        assert_eq!((d.drop_prob, d.burst_allowance), (0.0, 4 * MS));
+        d.update();
+        assert_eq!(d.burst_allowance, 0);
     }
 
     #[test]
@@ -339,10 +393,14 @@ mod tests {
 
     #[test]
     fn docsis_overload_burst_then_control_then_decay() {
-        let mut q = queue("docsis-pie", Params::new(), &ctx());
+        // 300-packet buffer: BUFFER/3 = 150 000 B = 100 packets.
+        let mut c = ctx();
+        c.limit_packets = Some(300);
+        let mut q = queue("docsis-pie", Params::new(), &c);
         let svc = 1200 * US;
         let (mut t_arr, mut t_dep) = (0, 0);
         let mut first_drop = None;
+        let mut third = None;
         let mut delays = vec![];
         let mut t = 0;
         // 2x overload for 5 s
@@ -355,6 +413,9 @@ mod tests {
             } else if t == t_arr {
                 q.enqueue(t, pkt(1500, 1), Some(&mut d));
                 t_arr += 600 * US;
+                if third.is_none() && q.len_bytes() >= 150_000 {
+                    third = Some(t);
+                }
             } else {
                 if let Some(p) = q.dequeue(t, None) {
                     if t > 3 * SEC {
@@ -369,13 +430,14 @@ mod tests {
             }
         }
         let fd = first_drop.unwrap();
+        let th = third.unwrap();
         let mean = delays.iter().sum::<u64>() as f64 / delays.len() as f64 / 1e6;
-        eprintln!("docsis first drop {} ms; prob {}; mean delay 3-5 s {mean} ms", fd / 1_000_000, q.probe());
-        assert!(fd >= 142 * MS);
+        eprintln!("docsis queue at BUFFER/3 at {} ms, first drop {} ms; prob {}; mean delay 3-5 s {mean} ms", th / 1_000_000, fd / 1_000_000, q.probe());
+        // INACTIVE until BUFFER/3 (~100 packets at 2x overload: ~120 ms), then 142 ms allowance
+        assert!(fd >= th + 142 * MS, "{th} {fd}");
         assert!(mean > 5.0 && mean < 30.0, "{mean}");
-        // 1500-B packets: per-packet probability ~0.5 => drop_prob ~0.5 x 1024/1500 ~ 0.34 (before
-        // de-randomisation), so above 0.3.
         assert!(q.probe() > 0.3 && q.probe() < 1.0, "{}", q.probe());
+        eprintln!("docsis overflow drops {}", q.stats.dropped_at_enqueue_pkts[DropReason::Overflow.index()]);
         // stop arrivals: drain and decay to 0
         while q.dequeue(t, None).is_some() {
             t += svc;
@@ -391,15 +453,31 @@ mod tests {
     }
 
     #[test]
-    fn docsis_burst_allowance_restored_after_quiet_second() {
+    fn docsis_state_machine() {
         let mut d = raw();
-        d.burst_allowance = 0;
-        // 62 quiet updates (992 ms) are not enough, the 63rd (1008 ms > 1 s) restores it
+        let mut s = crate::aqm::DropSink::default();
+        // ACTIVE + quiet update -> QUIESCENT; 62 more quiet updates (992 ms) keep it there,
+        // the 63rd (1008 ms > 1 s) -> INACTIVE.
+        d.update();
+        assert_eq!(d.state, State::Quiescent);
         for _ in 0..62 {
             d.update();
         }
-        assert_eq!(d.burst_allowance, 0);
+        assert_eq!(d.state, State::Quiescent);
         d.update();
+        assert_eq!(d.state, State::Inactive);
+        // INACTIVE: no early drop whatever drop_prob is, until the queue reaches BUFFER/3.
+        d.drop_prob = 13.6;
+        for _ in 0..333 {
+            d.enqueue(0, pkt(1500, 1), &mut s);
+        }
+        assert!(s.drops.is_empty());
+        assert_eq!(d.state, State::Inactive);
+        d.enqueue(0, pkt(1500, 1), &mut s); // queue 499 500 B < BUFFER/3 = 500 000 B: still INACTIVE
+        assert_eq!(d.state, State::Inactive);
+        d.enqueue(0, pkt(1500, 1), &mut s); // queue 501 000 B >= BUFFER/3 -> ACTIVE
+        assert_eq!(d.state, State::Active);
         assert_eq!(d.burst_allowance, 142 * MS);
+        assert!(s.drops.is_empty());
     }
 }
