@@ -220,10 +220,20 @@ impl Pie {
         self.qdelay_old = cur;
     }
 
+    /// True when an update would leave the state unchanged (empty queue, drop_prob 0, previous
+    /// delay 0, full burst allowance): the timer is then not needed and skipped updates are no-ops.
+    fn quiet_fixed_point(&self) -> bool {
+        self.fifo.q.is_empty() && self.drop_prob == 0.0 && self.qdelay_old == 0 && self.burst_allowance == self.max_burst && self.qdelay_ref > 0
+    }
+
     fn catch_up(&mut self, now: Ns) {
         match self.mode {
             Mode::Rfc => {
                 while self.next_update <= now {
+                    if self.quiet_fixed_point() {
+                        self.next_update += ((now - self.next_update) / self.tupdate + 1) * self.tupdate;
+                        break;
+                    }
                     self.update();
                     self.next_update += self.tupdate;
                 }
@@ -400,8 +410,8 @@ impl QueueDiscipline for Pie {
     }
     fn next_timer(&self) -> Ns {
         match self.mode {
-            Mode::Rfc => self.next_update,
-            Mode::Mahimahi => NEVER,
+            Mode::Rfc if !self.quiet_fixed_point() => self.next_update,
+            _ => NEVER,
         }
     }
     fn on_timer(&mut self, now: Ns) {
@@ -612,6 +622,8 @@ mod tests {
         eprintln!("pie prob at 3 s {p1}, at 12 s {}", r.q.probe());
         assert!(p1 < 0.2);
         assert_eq!(r.q.probe(), 0.0);
+        // quiet fixed point: no more timer wake-ups
+        assert_eq!(r.q.next_timer(), NEVER);
     }
 
     #[test]

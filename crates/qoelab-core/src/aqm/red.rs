@@ -151,11 +151,26 @@ impl Red {
     }
 
     /// ARED (red_adaptative_algo) for every period boundary up to `now`.
+    /// ARED target band [min + 0.4 (max - min), min + 0.6 (max - min)].
+    fn band(&self) -> (f64, f64) {
+        let delta = self.max - self.min;
+        (self.min + 0.4 * delta, self.min + 0.6 * delta)
+    }
+
+    /// True when the adaptation at `next_adapt` and every later one is a no-op for as long as the
+    /// queue stays empty: max_p below MAX_P_MIN and the (idle-decayed) average below the band.
+    fn adapt_idle_fixed_point(&self) -> bool {
+        self.q.is_empty() && self.max_p < MAX_P_MIN && self.decayed_avg(self.next_adapt) < self.band().0
+    }
+
     fn adapt_until(&mut self, now: Ns) {
         while self.next_adapt <= now {
+            if self.adapt_idle_fixed_point() {
+                self.next_adapt += ((now - self.next_adapt) / ARED_PERIOD + 1) * ARED_PERIOD;
+                break;
+            }
             let avg = self.decayed_avg(self.next_adapt);
-            let delta = self.max - self.min;
-            let (tmin, tmax) = (self.min + 0.4 * delta, self.min + 0.6 * delta);
+            let (tmin, tmax) = self.band();
             if avg > tmax && self.max_p <= MAX_P_MAX {
                 self.max_p += MAX_P_MIN.min(self.max_p / 4.0);
             } else if avg < tmin && self.max_p >= MAX_P_MIN {
@@ -260,7 +275,11 @@ impl QueueDiscipline for Red {
         self.bytes
     }
     fn next_timer(&self) -> Ns {
-        self.next_adapt
+        if self.adaptive && self.adapt_idle_fixed_point() {
+            NEVER
+        } else {
+            self.next_adapt
+        }
     }
     fn on_timer(&mut self, now: Ns) {
         self.adapt_until(now);

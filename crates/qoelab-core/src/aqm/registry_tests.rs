@@ -88,3 +88,85 @@ fn pfifo_packet_limit_exact() {
     assert_eq!(q.stats.dropped_pkts(), 2);
     q.check_conservation().unwrap();
 }
+
+/// Drive a queue with a seeded random load; `timers` = call on_timer at every next_timer.
+/// Returns every drop (time, seq, reason), every dequeued seq, and the probe after each step.
+type Trace = (Vec<(u64, u64, usize)>, Vec<u64>, Vec<u64>);
+
+fn trace(name: &str, c: &AqmBuildCtx, timers: bool) -> Trace {
+    let mut q = Queue::build(name, &Params::new(), c).unwrap();
+    let mut rng = Rng::from_seed(99);
+    let (mut drops, mut deq, mut probes) = (vec![], vec![], vec![]);
+    let mut t = 0;
+    let mut seq = 0;
+    for step in 0..20_000u64 {
+        // bursts, idle gaps of up to 3 s, and overload phases
+        t += if step % 2000 == 1999 { rng.below(3000) * 1000 * US } else { rng.below(400) * US };
+        if timers {
+            while q.next_timer() <= t {
+                let nt = q.next_timer();
+                q.on_timer(nt);
+            }
+        }
+        let overload = (step / 3000) % 2 == 0;
+        let mut d = vec![];
+        for _ in 0..(if overload { rng.below(5) } else { rng.below(2) }) {
+            let mut p = pkt(1500, rng.below(4) as u32);
+            p.seq = seq;
+            seq += 1;
+            q.enqueue(t, p, Some(&mut d));
+        }
+        for _ in 0..(if rng.chance(0.5) { 2 } else { 1 }) {
+            if let Some(p) = q.dequeue(t, Some(&mut d)) {
+                deq.push(p.seq);
+            }
+        }
+        drops.extend(d.iter().map(|x| (t, x.pkt.seq, x.reason.index())));
+        probes.push(q.probe().to_bits());
+    }
+    q.check_conservation().unwrap();
+    (drops, deq, probes)
+}
+
+#[test]
+fn timer_calls_do_not_change_results() {
+    // Periodic updates (PIE, DOCSIS-PIE, ARED) catch up lazily at every enqueue/dequeue, so a
+    // driver that never calls on_timer sees exactly the same drops, departures and probes.
+    let mut c = ctx();
+    c.limit_packets = Some(100);
+    for e in REGISTRY {
+        let a = trace(e.name, &c, true);
+        let b = trace(e.name, &c, false);
+        assert!(!a.0.is_empty(), "{}: no drops at all", e.name);
+        assert_eq!(a.0, b.0, "{}: drops differ", e.name);
+        assert_eq!(a.1, b.1, "{}: departures differ", e.name);
+        assert_eq!(a.2, b.2, "{}: probes differ", e.name);
+    }
+}
+
+#[test]
+fn idle_queues_need_no_timer() {
+    // After a busy period and a long idle time, no discipline keeps a periodic timer alive.
+    let mut c = ctx();
+    c.limit_packets = Some(100);
+    for e in REGISTRY {
+        let mut q = Queue::build(e.name, &Params::new(), &c).unwrap();
+        let mut t = 0;
+        for k in 0..3000u64 {
+            t = k * 600 * US;
+            q.enqueue(t, pkt(1500, 1), None);
+            if k % 2 == 0 {
+                q.dequeue(t, None);
+            }
+        }
+        while q.dequeue(t, None).is_some() {}
+        let mut wakeups = 0;
+        while q.next_timer() != crate::time::NEVER {
+            let nt = q.next_timer();
+            q.on_timer(nt);
+            wakeups += 1;
+            assert!(wakeups < 100_000, "{}: timer never stops", e.name);
+        }
+        eprintln!("{}: {} timer wake-ups after the queue emptied", e.name, wakeups);
+    }
+}
