@@ -369,7 +369,10 @@ impl QueueDiscipline for Pie {
     }
 
     fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
-        self.catch_up(now);
+        // Mahimahi catches up only after the dequeue and its rate measurement (below).
+        if self.mode == Mode::Rfc {
+            self.catch_up(now);
+        }
         let before = self.fifo.bytes;
         let p = self.fifo.q.pop_front()?;
         self.fifo.bytes -= p.size as u64;
