@@ -23,7 +23,17 @@ use crate::packet::Packet;
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::{Ns, NEVER};
 
+pub mod bfifo;
+pub mod codel;
+pub mod docsis_pie;
+pub mod drophead;
+pub mod fq_codel;
 pub mod pfifo;
+pub mod pie;
+pub mod red;
+pub mod util;
+#[cfg(test)]
+mod registry_tests;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -143,6 +153,14 @@ pub struct AqmEntry {
 /// Every discipline, one line each.
 pub static REGISTRY: &[AqmEntry] = &[
     pfifo::PFIFO,
+    bfifo::BFIFO,
+    drophead::DROPHEAD,
+    codel::CODEL,
+    pie::PIE,
+    docsis_pie::DOCSIS_PIE,
+    red::RED,
+    red::ARED,
+    fq_codel::FQ_CODEL,
 ];
 
 pub fn find(name: &str) -> Option<&'static AqmEntry> {

@@ -1,5 +1,5 @@
-//! pfifo: droptail FIFO limited in packets (Linux `pfifo`).
-//! (Placeholder of the skeleton; the full droptail family lives in this folder.)
+//! pfifo: droptail FIFO limited in packets (Linux `pfifo`, Mahimahi `droptail` with `packets=`).
+//! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head).
 
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::Packet;
@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
     unit: Unit::Packets,
-    default: Default::Context("link buffer, or 1000 packets (Linux txqueuelen)"),
+    default: Default::Context("link buffer in packets (a byte buffer counts as bytes / 1500), else 1000 (Linux txqueuelen)"),
     doc: "maximum packets queued",
 }];
 
@@ -23,7 +23,11 @@ pub const PFIFO: AqmEntry = AqmEntry {
 };
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
-    let limit = p.u64(PARAMS, "limit")?.or(ctx.limit_packets).unwrap_or(1000);
+    let limit = p
+        .u64(PARAMS, "limit")?
+        .or(ctx.limit_packets)
+        .or(ctx.limit_bytes.map(|b| (b / crate::packet::MTU as u64).max(1)))
+        .unwrap_or(1000);
     Ok(Box::new(Pfifo { q: VecDeque::new(), bytes: 0, limit }))
 }
 

@@ -1,0 +1,99 @@
+//! bfifo: droptail FIFO limited in bytes (Linux `bfifo`, Mahimahi `droptail` with `bytes=`).
+
+use super::util::{ctx_buffer_bytes, LINUX_TXQUEUELEN};
+use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use crate::packet::{Packet, MTU};
+use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
+use crate::time::Ns;
+use std::collections::VecDeque;
+
+const PARAMS: &[ParamSpec] = &[ParamSpec {
+    name: "limit",
+    unit: Unit::Bytes,
+    default: Default::Context("link buffer in bytes (packets x 1500 B), else 1000 x 1500 B (Linux txqueuelen x MTU)"),
+    doc: "maximum bytes (IP length) queued; an arrival that would exceed it is dropped",
+}];
+
+pub const BFIFO: AqmEntry = AqmEntry {
+    name: "bfifo",
+    summary: "droptail FIFO limited in bytes",
+    reference: "Linux tc-bfifo(8)",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    let limit = p
+        .u64(PARAMS, "limit")?
+        .or(ctx_buffer_bytes(ctx))
+        .unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
+    Ok(Box::new(Bfifo { q: VecDeque::new(), bytes: 0, limit }))
+}
+
+pub struct Bfifo {
+    q: VecDeque<Packet>,
+    bytes: u64,
+    limit: u64,
+}
+
+impl QueueDiscipline for Bfifo {
+    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+        if self.bytes + pkt.size as u64 > self.limit {
+            sink.reject(pkt, DropReason::Overflow);
+        } else {
+            self.bytes += pkt.size as u64;
+            self.q.push_back(pkt);
+        }
+    }
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    fn len_packets(&self) -> u64 {
+        self.q.len() as u64
+    }
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::util::testutil::*;
+    use crate::params::Params;
+
+    #[test]
+    fn bfifo_byte_limit_exact() {
+        let mut q = queue("bfifo", Params::new().with("limit", 10_000), &ctx());
+        // 6 x 1500 = 9000 fit, the 7th (10500) does not; a 1000-B packet then fits exactly.
+        for _ in 0..7 {
+            q.enqueue(0, pkt(1500, 1), None);
+        }
+        assert_eq!(q.len_packets(), 6);
+        assert_eq!(q.len_bytes(), 9000);
+        q.enqueue(0, pkt(1000, 1), None);
+        assert_eq!(q.len_bytes(), 10_000);
+        q.enqueue(0, pkt(40, 1), None);
+        assert_eq!(q.stats.dropped_pkts(), 2);
+        assert_eq!(q.stats.dropped_bytes(), 1540);
+        let mut n = 0;
+        while q.dequeue(1, None).is_some() {
+            n += 1;
+        }
+        assert_eq!(n, 7);
+        q.check_conservation().unwrap();
+    }
+
+    #[test]
+    fn bfifo_default_from_link_buffer() {
+        let mut c = ctx();
+        c.limit_packets = Some(4);
+        let mut q = queue("bfifo", Params::new(), &c);
+        for _ in 0..10 {
+            q.enqueue(0, pkt(1500, 1), None);
+        }
+        assert_eq!(q.len_bytes(), 6000);
+        q.check_conservation().unwrap();
+    }
+}

@@ -1,0 +1,130 @@
+//! drophead: FIFO that accepts every arrival and then drops from the head until the queue is
+//! within its limits (Mahimahi `drophead`; Linux `pfifo_head_drop` when limited in packets only).
+
+use super::util::LINUX_TXQUEUELEN;
+use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use crate::packet::Packet;
+use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
+use crate::time::Ns;
+use std::collections::VecDeque;
+
+const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Packets,
+        default: Default::Context("link buffer in packets; if neither limit is set anywhere, 1000 (Linux txqueuelen)"),
+        doc: "maximum packets queued (0 = no packet limit)",
+    },
+    ParamSpec {
+        name: "limit_bytes",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer in bytes"),
+        doc: "maximum bytes (IP length) queued (0 = no byte limit)",
+    },
+];
+
+pub const DROPHEAD: AqmEntry = AqmEntry {
+    name: "drophead",
+    summary: "FIFO dropping from the head when full (limit in packets and/or bytes)",
+    reference: "Linux tc-pfifo_head_drop; Mahimahi drop_head_packet_queue",
+    params: PARAMS,
+    build,
+};
+
+fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
+    // Explicit parameters win as a pair; otherwise the link's buffer; otherwise Linux's 1000 pkts.
+    let (mut lp, mut lb) = if lp.is_some() || lb.is_some() { (lp, lb) } else { (ctx.limit_packets, ctx.limit_bytes) };
+    if lp.is_none() && lb.is_none() {
+        lp = Some(LINUX_TXQUEUELEN);
+    }
+    // 0 = unlimited in that dimension (Mahimahi convention).
+    lp = lp.filter(|&x| x > 0);
+    lb = lb.filter(|&x| x > 0);
+    if lp.is_none() && lb.is_none() {
+        return Err(crate::params::perr("limit", "drophead needs a packet or byte limit"));
+    }
+    Ok(Box::new(DropHead { q: VecDeque::new(), bytes: 0, limit_pkts: lp.unwrap_or(u64::MAX), limit_bytes: lb.unwrap_or(u64::MAX) }))
+}
+
+pub struct DropHead {
+    q: VecDeque<Packet>,
+    bytes: u64,
+    limit_pkts: u64,
+    limit_bytes: u64,
+}
+
+impl QueueDiscipline for DropHead {
+    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+        self.bytes += pkt.size as u64;
+        self.q.push_back(pkt);
+        while self.q.len() as u64 > self.limit_pkts || self.bytes > self.limit_bytes {
+            let h = self.q.pop_front().expect("non-empty");
+            self.bytes -= h.size as u64;
+            sink.drop_queued(h, DropReason::HeadDrop);
+        }
+    }
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    fn len_packets(&self) -> u64 {
+        self.q.len() as u64
+    }
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::util::testutil::*;
+    use super::super::DropReason;
+    use crate::params::Params;
+
+    #[test]
+    fn drophead_packet_limit_keeps_newest() {
+        let mut q = queue("drophead", Params::new().with("limit", 5), &ctx());
+        let mut dropped = Vec::new();
+        for i in 0..12u32 {
+            let mut p = pkt(1000, 1);
+            p.seq = i as u64;
+            q.enqueue(i as u64, p, Some(&mut dropped));
+        }
+        assert_eq!(q.len_packets(), 5);
+        assert_eq!(dropped.len(), 7);
+        assert!(dropped.iter().all(|d| d.was_queued && d.reason == DropReason::HeadDrop));
+        let seqs: Vec<u64> = dropped.iter().map(|d| d.pkt.seq).collect();
+        assert_eq!(seqs, (0..7).collect::<Vec<u64>>());
+        assert_eq!(q.dequeue(20, None).unwrap().seq, 7);
+        q.check_conservation().unwrap();
+        assert_eq!(q.stats.dropped_later_pkts[DropReason::HeadDrop.index()], 7);
+    }
+
+    #[test]
+    fn drophead_byte_limit_exact() {
+        let mut q = queue("drophead", Params::new().with("limit_bytes", 4000), &ctx());
+        for _ in 0..3 {
+            q.enqueue(0, pkt(1500, 1), None); // 1500, 3000, 4500 -> drop head -> 3000
+        }
+        assert_eq!((q.len_packets(), q.len_bytes()), (2, 3000));
+        q.enqueue(0, pkt(1000, 1), None); // 4000: fits exactly
+        assert_eq!((q.len_packets(), q.len_bytes()), (3, 4000));
+        q.enqueue(0, pkt(100, 1), None); // 4100 -> drop one 1500 head -> 2600
+        assert_eq!((q.len_packets(), q.len_bytes()), (3, 2600));
+        assert_eq!(q.stats.dropped_pkts(), 2);
+        assert_eq!(q.stats.dropped_bytes(), 3000);
+        q.check_conservation().unwrap();
+    }
+
+    #[test]
+    fn drophead_both_limits() {
+        let mut q = queue("drophead", Params::new().with("limit", 3).with("limit_bytes", 100_000), &ctx());
+        for _ in 0..5 {
+            q.enqueue(0, pkt(100, 1), None);
+        }
+        assert_eq!(q.len_packets(), 3);
+        q.check_conservation().unwrap();
+    }
+}

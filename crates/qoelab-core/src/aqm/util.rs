@@ -1,0 +1,44 @@
+//! Helpers shared by the disciplines (limits from the build context, ECN marking) and, under
+//! `cfg(test)`, the plain-loop test utilities.
+
+use super::AqmBuildCtx;
+use crate::packet::{ecn, Packet, MTU};
+
+/// Linux default queue length in packets (`txqueuelen`).
+pub const LINUX_TXQUEUELEN: u64 = 1000;
+
+/// The link buffer in bytes: `limit_bytes`, else `limit_packets` x 1500 B, else None.
+pub fn ctx_buffer_bytes(ctx: &AqmBuildCtx) -> Option<u64> {
+    ctx.limit_bytes.or(ctx.limit_packets.map(|p| p * MTU as u64))
+}
+
+/// Set CE on an ECN-capable packet. Returns false (nothing done) for a Not-ECT packet.
+#[inline]
+pub fn mark_ce(pkt: &mut Packet) -> bool {
+    if pkt.ecn == ecn::NOT_ECT {
+        false
+    } else {
+        pkt.ecn = ecn::CE;
+        true
+    }
+}
+
+#[cfg(test)]
+pub mod testutil {
+    use super::super::{AqmBuildCtx, Queue};
+    use crate::packet::{ecn, Packet};
+    use crate::params::Params;
+
+    pub fn ctx() -> AqmBuildCtx {
+        AqmBuildCtx { limit_packets: None, limit_bytes: None, link_rate_bps: 10_000_000, seed: 7 }
+    }
+    pub fn pkt(size: u32, hash: u32) -> Packet {
+        Packet { size, hash, flow: hash, ..Packet::EMPTY }
+    }
+    pub fn ect(size: u32, hash: u32) -> Packet {
+        Packet { ecn: ecn::ECT0, ..pkt(size, hash) }
+    }
+    pub fn queue(name: &str, p: Params, ctx: &AqmBuildCtx) -> Queue {
+        Queue::build(name, &p, ctx).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+}
