@@ -35,6 +35,9 @@ pub struct TcpConfig {
     pub pacing_ca_ratio: f64,
     /// Selective acknowledgments (RFC 2018 / RFC 6675); false: NewReno (RFC 6582).
     pub sack: bool,
+    /// Proportional Rate Reduction (RFC 6937, Linux) during fast recovery and ECN CWR, for
+    /// controllers that do not set a pacing rate. false: plain RFC 6675 (send while pipe < cwnd).
+    pub prr: bool,
     /// ECN (RFC 3168).
     pub ecn: bool,
     /// Three-way handshake before data; false: both ends start established at time of creation.
@@ -61,6 +64,7 @@ impl Default for TcpConfig {
             pacing_ss_ratio: 2.0,
             pacing_ca_ratio: 1.2,
             sack: true,
+            prr: true,
             ecn: false,
             handshake: true,
             timestamps: true,

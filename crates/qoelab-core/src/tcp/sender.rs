@@ -71,6 +71,8 @@ pub struct TcpSample {
     pub rto_count: u64,
     /// Pacing rate in force (bit/s), 0 when not pacing.
     pub pacing_rate_bps: u64,
+    /// Window in force (cwnd, or the PRR window during fast recovery / CWR).
+    pub send_window: u64,
     /// "open", "recovery" (fast recovery), "loss" (after an RTO) or "cwr" (ECN reduction).
     pub tcp_state: &'static str,
     /// The controller's own state name.
@@ -92,6 +94,20 @@ enum Recovery {
     Fast,
     /// After an RTO until `recovery_point` is acknowledged (Linux TCP_CA_Loss).
     Loss,
+}
+
+/// Proportional Rate Reduction state (RFC 6937, Linux `tcp_cwnd_reduction`).
+#[derive(Clone, Debug)]
+struct Prr {
+    /// RecoverFS: max(cwnd before the reduction (Linux `prior_cwnd`), pipe before it (RFC
+    /// 6937)); the larger keeps the proportional phase from sending more than was delivered when
+    /// a controller's ssthresh exceeds the old cwnd (FlightSize-based ssthresh after NewReno
+    /// inflation).
+    prior_cwnd: u64,
+    delivered: u64,
+    out: u64,
+    /// Window in force during the reduction: pipe + sndcnt at the latest ACK.
+    cwnd: u64,
 }
 
 /// Connection-level delivery-rate state (draft "C.*").
@@ -174,6 +190,8 @@ pub struct TcpSender {
     dupacks: u64,
     /// NewReno: duplicate ACKs counted as delivered segments (Linux "reno SACK" emulation).
     reno_sacked: u64,
+    /// PRR during fast recovery / CWR (None: the controller's cwnd applies).
+    prr: Option<Prr>,
     /// ECN: in CWR until this sequence is acknowledged.
     cwr_until: Option<u64>,
     /// ECN: set CWR on the next new data segment.
@@ -217,6 +235,7 @@ impl TcpSender {
             force_retx: false,
             dupacks: 0,
             reno_sacked: 0,
+            prr: None,
             cwr_until: None,
             cwr_pending: false,
             last_data_send: None,
@@ -305,6 +324,7 @@ impl TcpSender {
             retransmits: self.stats.retransmits,
             rto_count: self.stats.rto_count,
             pacing_rate_bps: self.pacing_rate().unwrap_or(0),
+            send_window: self.send_window(),
             tcp_state: match (self.recovery, self.cwr_until) {
                 (Recovery::Fast, _) => "recovery",
                 (Recovery::Loss, _) => "loss",
@@ -327,6 +347,47 @@ impl TcpSender {
 
     fn pipe(&self) -> u64 {
         self.sb.pipe().saturating_sub(self.reno_sacked)
+    }
+
+    /// The window in force: the controller's cwnd, or the PRR window during fast recovery / CWR.
+    pub fn send_window(&self) -> u64 {
+        match &self.prr {
+            Some(p) => p.cwnd,
+            None => self.cc.cwnd(),
+        }
+    }
+
+    /// Start a PRR reduction (Linux `tcp_init_cwnd_reduction`) if configured and the controller
+    /// does not pace itself (Linux: controllers with their own `cong_control`, such as BBR, bypass
+    /// PRR; here, those that set a pacing rate).
+    fn start_prr(&mut self, prior_cwnd: u64, prior_in_flight: u64) {
+        if self.cfg.prr && self.cc.pacing_rate().is_none() {
+            self.prr = Some(Prr { prior_cwnd: prior_cwnd.max(prior_in_flight).max(1), delivered: 0, out: 0, cwnd: self.cc.cwnd() });
+        }
+    }
+
+    /// RFC 6937 with Linux's slow-start reduction bound: on an ACK delivering `delivered` bytes.
+    fn prr_update(&mut self, delivered: u64, newly_lost: u64, una_advanced: bool) {
+        let pipe = self.pipe();
+        let ssthresh = self.cc.ssthresh();
+        let mss = self.mss;
+        let Some(p) = self.prr.as_mut() else { return };
+        if delivered == 0 {
+            return;
+        }
+        p.delivered += delivered;
+        let sndcnt = if pipe > ssthresh {
+            // proportional part: ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out
+            let target = (ssthresh as u128 * p.delivered as u128).div_ceil(p.prior_cwnd as u128);
+            (target.min(u64::MAX as u128) as u64).saturating_sub(p.out)
+        } else {
+            let mut lim = p.delivered.saturating_sub(p.out).max(delivered);
+            if una_advanced && newly_lost == 0 {
+                lim += mss;
+            }
+            (ssthresh - pipe).min(lim)
+        };
+        p.cwnd = pipe + sndcnt;
     }
 
     fn in_recovery(&self) -> bool {
@@ -368,7 +429,7 @@ impl TcpSender {
     }
 
     fn next(&self) -> Next {
-        let cwnd = self.cc.cwnd();
+        let cwnd = self.send_window();
         let pipe = self.pipe();
         if let Some(i) = self.sb.next_retransmit() {
             let len = self.sb.get(i).len;
@@ -448,7 +509,7 @@ impl TcpSender {
             Next::NoData => {
                 // draft-cheng 3.4 CheckIfApplicationLimited (send buffer empty, pipe < cwnd, no
                 // retransmission pending)
-                if self.pipe() < self.cc.cwnd() && self.sb.lost_pending_bytes() == 0 {
+                if self.pipe() < self.send_window() && self.sb.lost_pending_bytes() == 0 {
                     self.rate.app_limited = (self.rate.delivered + self.pipe()).max(1);
                 }
                 return None;
@@ -518,6 +579,9 @@ impl TcpSender {
         self.stats.payload_bytes_sent += seg.len;
         self.count_sent(&p);
         let pipe = self.pipe();
+        if let Some(prr) = self.prr.as_mut() {
+            prr.out += seg.len;
+        }
         self.max_pipe_cur = self.max_pipe_cur.max(pipe);
         self.cc.on_sent(now, seg.len, pipe);
         self.pacer.on_sent(now, p.size as u64, rate);
@@ -617,6 +681,7 @@ impl TcpSender {
         self.recovery = Recovery::Loss;
         self.recovery_point = self.snd_nxt;
         self.cwr_until = None;
+        self.prr = None;
         self.rtt.on_backoff();
         self.rto_at = now + self.rtt.rto();
     }
@@ -721,6 +786,7 @@ impl TcpSender {
         // --- recovery state machine
         if self.recovery != Recovery::Open && self.snd_una >= self.recovery_point {
             if self.recovery == Recovery::Fast {
+                self.prr = None;
                 self.cc.on_recovery_exit(now);
             }
             self.recovery = Recovery::Open;
@@ -729,6 +795,7 @@ impl TcpSender {
             self.force_retx = false;
         }
         let mut newly_lost = 0;
+        let reno_before = self.reno_sacked;
         if self.recovery != Recovery::Loss {
             if self.cfg.sack {
                 newly_lost += self.sb.mark_lost_rfc6675(self.mss, DUP_THRESH);
@@ -746,9 +813,11 @@ impl TcpSender {
                     newly_lost += self.sb.mark_first_lost();
                     self.force_retx = self.sb.next_retransmit().is_some();
                     self.stats.fast_recoveries += 1;
-                    // Linux: a reduction already made for ECN (CWR) is not repeated.
+                    // Linux: a reduction already under way for ECN (CWR) is not repeated.
                     if self.cwr_until.take().is_none() {
+                        let prior_cwnd = self.cc.cwnd();
                         self.cc.on_congestion_event(now, Congestion::Loss, prior_in_flight);
+                        self.start_prr(prior_cwnd, prior_in_flight);
                     }
                 }
             }
@@ -772,11 +841,14 @@ impl TcpSender {
             if let Some(until) = self.cwr_until {
                 if self.snd_una >= until {
                     self.cwr_until = None;
+                    self.prr = None;
                     self.cc.on_recovery_exit(now);
                 }
             }
             if pkt.has(flags::ECE) && self.recovery == Recovery::Open && self.cwr_until.is_none() {
+                let prior_cwnd = self.cc.cwnd();
                 self.cc.on_congestion_event(now, Congestion::Ecn, prior_in_flight);
+                self.start_prr(prior_cwnd, prior_in_flight);
                 self.stats.ecn_reductions += 1;
                 self.cwr_until = Some(self.snd_nxt.max(self.snd_una + 1));
                 self.cwr_pending = true;
@@ -793,6 +865,9 @@ impl TcpSender {
             self.rate.app_limited = 0;
         }
         let acked_bytes = newly_cum + newly_sacked;
+        // PRR: DeliveredData includes NewReno's dupack estimate (and its correction on partial ACKs)
+        let prr_delivered = (acked_bytes + self.reno_sacked).saturating_sub(reno_before);
+        self.prr_update(prr_delivered, newly_lost, ack > prior_una);
         let mut delivery_rate = None;
         if rs.has {
             let interval = rs.send_elapsed.max(rs.ack_elapsed);

@@ -205,7 +205,8 @@ impl Sim {
             if p.payload > 0 && !p.has(crate::packet::flags::RETX) {
                 // new data only when it fits cwnd (or nothing else was in flight)
                 let pipe = self.tx.bytes_in_flight();
-                assert!(pipe <= self.tx.cc().cwnd().max(p.payload as u64), "pipe {pipe} > cwnd {}", self.tx.cc().cwnd());
+                let w = self.tx.send_window();
+                assert!(pipe <= w.max(p.payload as u64), "pipe {pipe} > window {w}");
             }
             self.log.push((self.now, SENT, p));
             self.enqueue(p);
@@ -629,7 +630,6 @@ mod tests {
         assert_eq!((st.rto_count, st.fast_recoveries, st.retransmits), (0, 1, 4));
         assert_eq!(sim.reno.lock().unwrap().congestion_events.len(), 1);
         // all four holes are repaired within one RTT of entering recovery (SACK), not one per RTT
-        // (without PRR the later ones wait until pipe < cwnd: half a window of SACKs)
         let r: Vec<Ns> = [40, 43, 47, 52].iter().map(|s| sim.sends_of(s * M)[1]).collect();
         assert!(r[3] - r[0] < 21 * MS, "{r:?}");
     }
@@ -792,4 +792,41 @@ mod tests {
         println!("stress: {total_frec} fast recoveries, {total_rto} RTOs");
         assert!(total_frec > total_rto);
     }
+
+    /// (max gap between data transmissions during recovery, segments sent during recovery,
+    /// segments delivered during recovery, ssthresh, cwnd before)
+    fn recovery_profile(prr: bool) -> (Ns, u64, u64, u64, u64) {
+        let cfg = TcpConfig { prr, ..TcpConfig::default() };
+        let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+        net.drops = vec![(200 * M, 1)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.tx.set_unlimited();
+        sim.write_at(0, 0);
+        sim.run_until(3 * SEC);
+        let log = sim.reno.lock().unwrap().clone();
+        assert_eq!(log.congestion_events.len(), 1);
+        let start = sim.sends_of(200 * M)[1];
+        let end = log.recovery_exits[0];
+        let sends: Vec<Ns> = sim.data_sent().iter().map(|x| x.0).filter(|t| *t >= start && *t <= end).collect();
+        let max_gap = sends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let delivered: u64 = log.acks.iter().filter(|a| a.now >= start && a.now <= end).map(|a| a.acked_bytes).sum();
+        let (_, _, in_flight) = log.congestion_events[0];
+        (max_gap, sends.len() as u64, delivered / M, (in_flight / 2) / M, in_flight / M)
+    }
+
+    #[test]
+    fn prr_spreads_recovery_transmissions() {
+        let (gap_prr, sent_prr, deliv_prr, ss, prior) = recovery_profile(true);
+        let (gap_plain, sent_plain, deliv_plain, _, _) = recovery_profile(false);
+        println!("PRR: max gap {gap_prr} sent {sent_prr} delivered {deliv_prr} ssthresh {ss} prior {prior}");
+        println!("RFC 6675: max gap {gap_plain} sent {sent_plain} delivered {deliv_plain}");
+        // RFC 6937: during recovery the sender sends ssthresh/RecoverFS of what is delivered
+        // (+1 forced fast retransmit), spread over the ACKs: no long silence
+        let expect = deliv_prr * ss / prior + 1;
+        assert!(sent_prr.abs_diff(expect) <= 2, "sent {sent_prr} expected {expect}");
+        assert!(gap_prr < 2 * MS, "PRR gap {gap_prr}");
+        // plain RFC 6675 with cwnd = ssthresh at once: silent until pipe < cwnd (half the window
+        // of ACKs, 106 segments at 100 Mbit/s = 12.7 ms)
+        assert!(gap_plain > 10 * MS, "RFC 6675 gap {gap_plain}");
+        assert_eq!(sent_plain, sent_prr);    }
 }
