@@ -25,6 +25,9 @@ pub struct TcpConfig {
     pub initial_rto: Ns,
     /// Upper bound of the RTO (Linux `TCP_RTO_MAX` 120 s).
     pub max_rto: Ns,
+    /// Linux RTO computation (`tcp_rtt_estimator`): RTO = srtt + max(windowed max 4 x mdev,
+    /// min_rto) instead of RFC 6298's max(min_rto, srtt + 4 rttvar). See [`super::rtt`].
+    pub linux_rto: bool,
     /// Linux `net.ipv4.tcp_slow_start_after_idle` (RFC 5681 4.1 / RFC 2861 restart window).
     pub slow_start_after_idle: bool,
     /// Pace from cwnd/srtt even if the controller does not ask for pacing (Linux: sch_fq).
@@ -59,6 +62,7 @@ impl Default for TcpConfig {
             min_rto: 200 * MS,
             initial_rto: SEC,
             max_rto: 120 * SEC,
+            linux_rto: false,
             slow_start_after_idle: true,
             pacing: false,
             pacing_ss_ratio: 2.0,

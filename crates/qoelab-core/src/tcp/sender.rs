@@ -182,6 +182,8 @@ pub struct TcpSender {
     snd_wnd: u64,
     sb: Scoreboard,
     rtt: RttEstimator,
+    /// Linux `rtt_seq`: end of the window whose acknowledgment starts a new RTO-variance window.
+    rtt_seq: u64,
     rto_at: Ns,
     recovery: Recovery,
     recovery_point: u64,
@@ -228,7 +230,12 @@ impl TcpSender {
             snd_nxt: 0,
             snd_wnd: cfg.rwnd,
             sb: Scoreboard::new(),
-            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rtt: if cfg.linux_rto {
+                RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+            } else {
+                RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+            },
+            rtt_seq: 0,
             rto_at: NEVER,
             recovery: Recovery::Open,
             recovery_point: 0,
@@ -758,7 +765,11 @@ impl TcpSender {
                 rtt_sample = karn_first.map(|t| now - t);
             }
             if let Some(r) = rtt_sample {
-                self.rtt.on_sample(r);
+                let new_window = self.snd_una > self.rtt_seq;
+                if new_window {
+                    self.rtt_seq = self.snd_nxt;
+                }
+                self.rtt.on_sample_windowed(r, new_window);
             }
         }
 

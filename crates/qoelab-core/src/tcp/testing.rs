@@ -829,4 +829,27 @@ mod tests {
         // of ACKs, 106 segments at 100 Mbit/s = 12.7 ms)
         assert!(gap_plain > 10 * MS, "RFC 6675 gap {gap_plain}");
         assert_eq!(sent_plain, sent_prr);    }
+
+    #[test]
+    fn linux_rto_avoids_spurious_timeout_behind_a_deep_queue() {
+        // 10 Mbit/s with a 1000-packet buffer: slow start builds a queue of hundreds of ms; the
+        // fast retransmission of segment 200 waits behind it. RFC 6298's max(200 ms, srtt +
+        // 4 rttvar) expires first (spurious RTO, go-back-N); Linux's srtt + max(.., 200 ms) not.
+        let mut out = vec![];
+        for linux_rto in [false, true] {
+            let cfg = TcpConfig { linux_rto, ..TcpConfig::default() };
+            let mut net = NetCfg::new(10_000_000, 20 * MS, 1000);
+            net.drops = vec![(200 * M, 1)];
+            let mut sim = Sim::new(&cfg, net);
+            sim.tx.set_unlimited();
+            sim.write_at(0, 0);
+            sim.run_until(3 * SEC);
+            let st = sim.tx.stats().clone();
+            out.push((st.rto_count, st.retransmits));
+        }
+        println!("RFC 6298 (rto, retransmits) {:?}, Linux {:?}", out[0], out[1]);
+        assert_eq!(out[0].0, 1);
+        assert!(out[0].1 > 100);
+        assert_eq!(out[1], (0, 1));
+    }
 }
