@@ -78,7 +78,8 @@ impl TcpReceiver {
     }
 
     pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
-        if pkt.flow != self.addr.flow || pkt.has(flags::DGRAM) {
+        // only segments of this half-connection (same flow id, direction src -> dst)
+        if pkt.flow != self.addr.flow || pkt.src != self.addr.src || pkt.dst != self.addr.dst || pkt.has(flags::DGRAM) {
             return;
         }
         if pkt.has(flags::SYN) {
@@ -260,6 +261,8 @@ mod tests {
     fn data(seq: u64, len: u32, ts: Ns) -> Packet {
         let mut p = Packet::EMPTY;
         p.flow = 1;
+        p.src = 0;
+        p.dst = 1;
         p.seq = seq;
         p.payload = len;
         p.size = HEADERS + len;
@@ -338,5 +341,19 @@ mod tests {
         c.flags |= flags::CWR;
         r.on_packet(0, &c);
         assert!(!r.poll_transmit(0).unwrap().has(flags::ECE));
+    }
+
+    #[test]
+    fn ignores_other_directions_and_flows() {
+        let mut r = rx();
+        let mut p = data(0, 1000, 1);
+        p.src = 1;
+        p.dst = 0; // the reverse half of the same connection id
+        r.on_packet(0, &p);
+        let mut q = data(0, 1000, 1);
+        q.flow = 2;
+        r.on_packet(0, &q);
+        assert_eq!(r.bytes_received(), 0);
+        assert!(r.poll_transmit(0).is_none());
     }
 }

@@ -695,7 +695,13 @@ impl TcpSender {
 
     /// An ACK (or SYN-ACK) from the receiver.
     pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
-        if pkt.flow != self.addr.flow || !pkt.has(flags::ACK) || pkt.has(flags::DGRAM) {
+        // only ACKs of this half-connection (same flow id, direction dst -> src)
+        if pkt.flow != self.addr.flow
+            || pkt.src != self.addr.dst
+            || pkt.dst != self.addr.src
+            || !pkt.has(flags::ACK)
+            || pkt.has(flags::DGRAM)
+        {
             return;
         }
         if pkt.has(flags::SYN) {
