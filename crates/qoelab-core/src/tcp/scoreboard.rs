@@ -473,7 +473,7 @@ mod tests {
         b.sack(200, 400, |_| {}); // two segments above 0 and 1
         assert_eq!(b.mark_lost_rfc6675(100, 3), 0);
         b.sack(500, 600, |_| {}); // third
-        // segments 0,1 have 3 SACKed above; segment 4 has only one above
+                                  // segments 0,1 have 3 SACKed above; segment 4 has only one above
         assert_eq!(b.mark_lost_rfc6675(100, 3), 200);
         assert!(b.get(0).lost && b.get(1).lost && !b.get(4).lost);
         b.check_counters();

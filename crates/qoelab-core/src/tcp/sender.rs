@@ -135,7 +135,9 @@ impl RateState {
     fn on_delivered(&mut self, rs: &mut RateSample, s: &Seg, now: Ns) {
         self.delivered += s.len;
         self.delivered_time = now;
-        let newer = !rs.has || s.delivered > rs.prior_delivered || (s.delivered == rs.prior_delivered && s.sent_time > rs.prior_sent_time);
+        let newer = !rs.has
+            || s.delivered > rs.prior_delivered
+            || (s.delivered == rs.prior_delivered && s.sent_time > rs.prior_sent_time);
         if newer {
             rs.has = true;
             rs.prior_delivered = s.delivered;
@@ -369,7 +371,12 @@ impl TcpSender {
     /// PRR; here, those that set a pacing rate).
     fn start_prr(&mut self, prior_cwnd: u64, prior_in_flight: u64) {
         if self.cfg.prr && self.cc.pacing_rate().is_none() {
-            self.prr = Some(Prr { prior_cwnd: prior_cwnd.max(prior_in_flight).max(1), delivered: 0, out: 0, cwnd: self.cc.cwnd() });
+            self.prr = Some(Prr {
+                prior_cwnd: prior_cwnd.max(prior_in_flight).max(1),
+                delivered: 0,
+                out: 0,
+                cwnd: self.cc.cwnd(),
+            });
         }
     }
 
@@ -758,7 +765,8 @@ impl TcpSender {
                     continue;
                 }
                 let rate = &mut self.rate;
-                newly_sacked += self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg, now));
+                newly_sacked +=
+                    self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg, now));
             }
         }
 
@@ -817,13 +825,18 @@ impl TcpSender {
             if self.cfg.sack {
                 newly_lost += self.sb.mark_lost_rfc6675(self.mss, DUP_THRESH);
             } else if is_dup {
-                let cap = self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));
+                let cap =
+                    self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));
                 self.reno_sacked = (self.reno_sacked + self.mss).min(cap);
             }
         }
         match self.recovery {
             Recovery::Open => {
-                let enter = if self.cfg.sack { newly_lost > 0 || self.dupacks >= DUP_THRESH } else { self.dupacks >= DUP_THRESH };
+                let enter = if self.cfg.sack {
+                    newly_lost > 0 || self.dupacks >= DUP_THRESH
+                } else {
+                    self.dupacks >= DUP_THRESH
+                };
                 if enter && !self.sb.is_empty() {
                     self.recovery = Recovery::Fast;
                     self.recovery_point = self.snd_nxt;

@@ -29,13 +29,15 @@ pub struct TestReno {
     cwnd: u64,
     ssthresh: u64,
     acc: u64,
+    /// Fixed pacing rate to request (tests of controller-driven pacing).
+    pacing: Option<u64>,
     pub log: Arc<Mutex<RenoLog>>,
 }
 
 impl TestReno {
-    pub fn boxed(mss: u64, iw: u64) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
+    pub fn boxed(mss: u64, iw: u64, pacing: Option<u64>) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
         let log = Arc::new(Mutex::new(RenoLog::default()));
-        (Box::new(TestReno { mss, cwnd: iw * mss, ssthresh: u64::MAX, acc: 0, log: log.clone() }), log)
+        (Box::new(TestReno { mss, cwnd: iw * mss, ssthresh: u64::MAX, acc: 0, pacing, log: log.clone() }), log)
     }
 }
 
@@ -48,6 +50,9 @@ impl CongestionControl for TestReno {
     }
     fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        self.pacing
     }
     fn on_sent(&mut self, _now: Ns, _bytes: u64, _in_flight: u64) {
         self.log.lock().unwrap().sent += 1;
@@ -126,7 +131,18 @@ pub struct NetCfg {
 
 impl NetCfg {
     pub fn new(rate_bps: u64, rtt: Ns, buffer_pkts: usize) -> Self {
-        NetCfg { rate_bps, buffer_pkts, fwd_delay: rtt / 2, rev_delay: rtt - rtt / 2, drops: vec![], ecn_mark_at: None, drop_syns: 0, data_loss: 0.0, ack_loss: 0.0, seed: 1 }
+        NetCfg {
+            rate_bps,
+            buffer_pkts,
+            fwd_delay: rtt / 2,
+            rev_delay: rtt - rtt / 2,
+            drops: vec![],
+            ecn_mark_at: None,
+            drop_syns: 0,
+            data_loss: 0.0,
+            ack_loss: 0.0,
+            seed: 1,
+        }
     }
 }
 
@@ -166,8 +182,13 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(cfg: &TcpConfig, net: NetCfg) -> Sim {
+        Self::with_pacing_cc(cfg, net, None)
+    }
+
+    /// Like [`Sim::new`] with a controller that asks for a fixed pacing rate.
+    pub fn with_pacing_cc(cfg: &TcpConfig, net: NetCfg, pacing: Option<u64>) -> Sim {
         let addr = FlowAddr { flow: 7, src: 1, dst: 2 };
-        let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64);
+        let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64, pacing);
         let mut s = Sim {
             now: 0,
             seq: 0,
@@ -828,7 +849,8 @@ mod tests {
         // plain RFC 6675 with cwnd = ssthresh at once: silent until pipe < cwnd (half the window
         // of ACKs, 106 segments at 100 Mbit/s = 12.7 ms)
         assert!(gap_plain > 10 * MS, "RFC 6675 gap {gap_plain}");
-        assert_eq!(sent_plain, sent_prr);    }
+        assert_eq!(sent_plain, sent_prr);
+    }
 
     #[test]
     fn linux_rto_avoids_spurious_timeout_behind_a_deep_queue() {
@@ -851,5 +873,45 @@ mod tests {
         assert_eq!(out[0].0, 1);
         assert!(out[0].1 > 100);
         assert_eq!(out[1], (0, 1));
+    }
+
+    #[test]
+    fn controller_pacing_rate_spaces_every_packet() {
+        // the controller asks for 12 Mbit/s: one 1500-byte packet per ms, from the first flight on
+        let cfg = TcpConfig::default();
+        let mut sim = Sim::with_pacing_cc(&cfg, NetCfg::new(100_000_000, 20 * MS, 1000), Some(12_000_000));
+        sim.write_at(0, 100 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let sent = sim.data_sent();
+        assert_eq!(sent.len(), 100);
+        for w in sent.windows(2) {
+            assert!(w[1].0 - w[0].0 >= MS, "gap {}", w[1].0 - w[0].0);
+        }
+        // the first flight (IW 10) is spaced exactly 1 ms apart
+        for i in 1..10 {
+            assert_eq!(sent[i].0 - sent[i - 1].0, MS);
+        }
+        assert_eq!(sim.tx.sample(sim.now).pacing_rate_bps, 12_000_000);
+    }
+
+    #[test]
+    fn without_timestamps_karn_samples_and_smaller_headers() {
+        let cfg = TcpConfig { timestamps: false, ..TcpConfig::default() };
+        let mut net = NetCfg::new(1_000_000_000, 20 * MS, 10_000);
+        net.drops = vec![(40 * M, 1)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 300 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        assert_eq!(sim.rx.bytes_received(), 300 * M);
+        assert!(sim.log.iter().all(|(_, _, p)| p.ts_val == 0 && p.ts_ecr == 0));
+        let d = sim.data_sent();
+        assert_eq!(d[0].1.size, 40 + MSS);
+        assert_eq!(sim.log[0].2.size, 48, "SYN without the timestamps option");
+        let s = sim.tx.sample(sim.now);
+        // Karn: only never-retransmitted segments give samples; the 1 Gbit/s path RTT is ~20 ms
+        assert!(s.min_rtt >= 20 * MS && s.min_rtt < 21 * MS, "{}", s.min_rtt);
+        let log = sim.reno.lock().unwrap().clone();
+        assert!(log.acks.iter().filter_map(|a| a.rtt).all(|r| (20 * MS..70 * MS).contains(&r)));
+        assert_eq!(sim.tx.stats().retransmits, 1);
     }
 }
