@@ -35,6 +35,8 @@ pub struct TcpStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts of data.
     pub rto_count: u64,
+    /// Retransmissions detected as lost by SACK (and retransmitted again without an RTO).
+    pub lost_retransmits: u64,
     pub syn_retransmits: u64,
     /// ECN-Echo reactions (congestion events of kind Ecn).
     pub ecn_reductions: u64,
@@ -543,7 +545,7 @@ impl TcpSender {
         let seg = match next {
             Next::Retransmit(i) => {
                 self.force_retx = false;
-                let s = self.sb.on_retransmit(i);
+                let s = self.sb.on_retransmit(i, self.snd_nxt);
                 self.stamp(i, now);
                 p.flags |= flags::RETX;
                 self.stats.retransmits += 1;
@@ -569,6 +571,7 @@ impl TcpSender {
                     lost: false,
                     retrans: false,
                     ever_retrans: false,
+                    retx_high: 0,
                 };
                 self.sb.push(s);
                 let i = self.sb.len() - 1;
@@ -824,6 +827,11 @@ impl TcpSender {
         if self.recovery != Recovery::Loss {
             if self.cfg.sack {
                 newly_lost += self.sb.mark_lost_rfc6675(self.mss, DUP_THRESH);
+                let again = self.sb.mark_lost_retransmits(DUP_THRESH * self.mss);
+                if again > 0 {
+                    self.stats.lost_retransmits += again / self.mss.max(1) + u64::from(again % self.mss.max(1) != 0);
+                }
+                newly_lost += again;
             } else if is_dup {
                 let cap =
                     self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));

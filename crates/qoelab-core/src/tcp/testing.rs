@@ -914,4 +914,23 @@ mod tests {
         assert!(log.acks.iter().filter_map(|a| a.rtt).all(|r| (20 * MS..70 * MS).contains(&r)));
         assert_eq!(sim.tx.stats().retransmits, 1);
     }
+
+    #[test]
+    fn lost_retransmission_is_detected_by_sack_without_rto() {
+        let cfg = TcpConfig::default();
+        let mut net = NetCfg::new(1_000_000_000, 20 * MS, 10_000);
+        net.drops = vec![(40 * M, 2)]; // the original and the first retransmission
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 400 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let st = sim.tx.stats().clone();
+        assert_eq!((st.rto_count, st.fast_recoveries, st.retransmits, st.lost_retransmits), (0, 1, 2, 1), "{st:?}");
+        let sends = sim.sends_of(40 * M);
+        assert_eq!(sends.len(), 3);
+        // new data sent after the first retransmission is SACKed one RTT later
+        let gap = sends[2] - sends[1];
+        assert!((20 * MS..23 * MS).contains(&gap), "{gap}");
+        assert_eq!(sim.reno.lock().unwrap().congestion_events.len(), 1);
+        assert_eq!(sim.rx.bytes_received(), 400 * M);
+    }
 }
