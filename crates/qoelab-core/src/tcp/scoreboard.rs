@@ -362,9 +362,11 @@ impl Scoreboard {
     /// Lost retransmissions (Linux `tcp_mark_lost_retrans`, the SACK-based precursor of RACK): a
     /// retransmission sent when SND.NXT was `h` is deemed lost once data at or above `h +
     /// reordering` has been SACKed (data sent after it arrived, it did not). The segment becomes
-    /// lost-not-retransmitted again, to be resent by NextSeg rule 1. Returns the bytes re-marked.
-    pub fn mark_lost_retransmits(&mut self, reordering: u64) -> u64 {
+    /// lost-not-retransmitted again, to be resent by NextSeg rule 1. Returns the bytes and the
+    /// number of segments re-marked.
+    pub fn mark_lost_retransmits(&mut self, reordering: u64) -> (u64, u64) {
         let mut newly = 0;
+        let mut count = 0;
         while let Some(&(seq, high)) = self.retx_fifo.front() {
             if self.high_sacked < high + reordering {
                 break;
@@ -384,8 +386,9 @@ impl Scoreboard {
             self.lost_pending_bytes += s.len;
             self.retx_hint = self.retx_hint.min(seq);
             newly += s.len;
+            count += 1;
         }
-        newly
+        (newly, count)
     }
 
     /// Record the retransmission of segment `i` while SND.NXT is `snd_nxt`; returns the segment

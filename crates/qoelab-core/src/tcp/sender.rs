@@ -827,10 +827,8 @@ impl TcpSender {
         if self.recovery != Recovery::Loss {
             if self.cfg.sack {
                 newly_lost += self.sb.mark_lost_rfc6675(self.mss, DUP_THRESH);
-                let again = self.sb.mark_lost_retransmits(DUP_THRESH * self.mss);
-                if again > 0 {
-                    self.stats.lost_retransmits += again / self.mss.max(1) + u64::from(again % self.mss.max(1) != 0);
-                }
+                let (again, n) = self.sb.mark_lost_retransmits(DUP_THRESH * self.mss);
+                self.stats.lost_retransmits += n;
                 newly_lost += again;
             } else if is_dup {
                 let cap =
