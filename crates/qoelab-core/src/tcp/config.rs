@@ -19,6 +19,10 @@ pub struct TcpConfig {
     /// The receiver ACKs at the latest once more than `ack_every - 1` full segments are unacked
     /// (2: every second full segment, RFC 5681 / Linux `> rcv_mss`).
     pub ack_every: u32,
+    /// Linux receiver quick-ACK mode: ACK every segment for the first `min(16, rwnd / (2 MSS))`
+    /// segments of a connection and after a receive gap longer than `min_rto` (Linux:
+    /// `tcp_incr_quickack`, `TCP_MAX_QUICKACKS`). Off by default (plain RFC 5681 delayed ACKs).
+    pub quickack: bool,
     /// Lower bound of the RTO (Linux `TCP_RTO_MIN` 200 ms).
     pub min_rto: Ns,
     /// RTO before the first RTT sample (RFC 6298: 1 s).
@@ -59,6 +63,7 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delack_timeout: 40 * MS,
             ack_every: 2,
+            quickack: false,
             min_rto: 200 * MS,
             initial_rto: SEC,
             max_rto: 120 * SEC,
