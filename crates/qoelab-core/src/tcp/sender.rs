@@ -830,6 +830,10 @@ impl TcpSender {
                 let (again, n) = self.sb.mark_lost_retransmits(DUP_THRESH * self.mss);
                 self.stats.lost_retransmits += n;
                 newly_lost += again;
+            } else if self.recovery == Recovery::Open && ack > prior_una {
+                // Linux tcp_reset_reno_sack: a cumulative advance outside recovery forgets the
+                // dupacks counted so far (they were reordering, or limited transmit)
+                self.reno_sacked = 0;
             } else if is_dup {
                 let cap =
                     self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));

@@ -121,6 +121,8 @@ pub struct NetCfg {
     pub drops: Vec<(u64, u32)>,
     /// Mark CE instead of queueing normally when this many packets wait (ECT packets only).
     pub ecn_mark_at: Option<usize>,
+    /// Scripted reordering: (data sequence number, extra delay of its first transmission).
+    pub delays: Vec<(u64, Ns)>,
     /// Number of SYNs to drop.
     pub drop_syns: u32,
     /// Random loss of data segments / of ACKs (independent, seeded).
@@ -137,6 +139,7 @@ impl NetCfg {
             fwd_delay: rtt / 2,
             rev_delay: rtt - rtt / 2,
             drops: vec![],
+            delays: vec![],
             ecn_mark_at: None,
             drop_syns: 0,
             data_loss: 0.0,
@@ -327,7 +330,13 @@ impl Sim {
                 }
                 Ev::LinkDone => {
                     let p = self.in_service.take().unwrap();
-                    let at = et + self.net.fwd_delay;
+                    let mut at = et + self.net.fwd_delay;
+                    if p.payload > 0 {
+                        if let Some(d) = self.net.delays.iter_mut().find(|d| d.0 == p.seq && d.1 > 0) {
+                            at += d.1;
+                            d.1 = 0;
+                        }
+                    }
                     self.push(at, Ev::ArriveRx(p));
                     if let Some(n) = self.queue.pop_front() {
                         self.start_service(n);
@@ -932,5 +941,36 @@ mod tests {
         assert!((20 * MS..23 * MS).contains(&gap), "{gap}");
         assert_eq!(sim.reno.lock().unwrap().congestion_events.len(), 1);
         assert_eq!(sim.rx.bytes_received(), 400 * M);
+    }
+
+    #[test]
+    fn mild_reordering_causes_no_retransmission() {
+        // segment 60 overtaken by two segments (2 x 120 us at 100 Mbit/s): DupThresh 3 not reached
+        for sack in [true, false] {
+            let cfg = TcpConfig { sack, ..TcpConfig::default() };
+            let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+            net.delays = vec![(60 * M, 250 * US)];
+            let mut sim = Sim::new(&cfg, net);
+            sim.write_at(0, 300 * M);
+            sim.run_to_completion(10 * SEC).unwrap();
+            let st = sim.tx.stats().clone();
+            assert_eq!((st.retransmits, st.fast_recoveries), (0, 0), "sack {sack}: {st:?}");
+            assert!(st.dupacks >= 1, "the reordering was seen");
+            assert_eq!(sim.rx.bytes_received(), 300 * M);
+        }
+    }
+
+    #[test]
+    fn reordering_beyond_dupthresh_is_a_spurious_fast_retransmit() {
+        // overtaken by ~8 segments: RFC 6675 declares it lost (no RACK reordering window)
+        let cfg = TcpConfig::default();
+        let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+        net.delays = vec![(60 * M, MS)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 300 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let st = sim.tx.stats().clone();
+        assert_eq!((st.retransmits, st.fast_recoveries, st.rto_count), (1, 1, 0));
+        assert_eq!(sim.rx.stats().duplicates, 1, "the retransmission arrives as a duplicate");
     }
 }
