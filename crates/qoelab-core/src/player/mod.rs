@@ -69,13 +69,10 @@ impl Default for PlayerConfig {
     }
 }
 
-/// HOOK: the ABR's preferred buffer maximum (e.g. BBA's 240 s, Classic's 24 segments).
-///
-/// The [`Abr`] trait has no `preferred_buffer_max()` yet. When it gains one, replace the body by
-/// `abr.preferred_buffer_max()`; the player already uses whatever this returns instead of
-/// `PlayerConfig::buffer_max`.
-pub fn abr_preferred_buffer_max(_abr: &dyn Abr) -> Option<Ns> {
-    None
+/// The ABR's preferred buffer maximum (e.g. BBA's 240 s); when it has one, the player uses it
+/// instead of `PlayerConfig::buffer_max`.
+pub fn abr_preferred_buffer_max(abr: &dyn Abr) -> Option<Ns> {
+    abr.preferred_buffer_max()
 }
 
 /// The playback phase of the media clock.
