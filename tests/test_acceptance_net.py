@@ -142,3 +142,26 @@ def test_pcap_reads_as_tcp(tmp_path):
     seqs = [int(x[0]) for x in rows if x[1] not in ("", "0")]
     # relative sequence numbers advance by the payload of each full segment
     assert seqs[:3] == [1, 1449, 2897], seqs[:3]
+
+
+def _onoff(ssai):
+    return {"scenario": {"name": "idle", "duration": "20s"},
+            "topology": {"rate": "10Mbps", "rtt": "20ms", "buffer": "1bdp"},
+            "flow": [{"kind": "onoff", "size": "500KB", "period": "2s",
+                      "tcp": {"slow_start_after_idle": ssai}}]}
+
+
+def test_idle_longer_than_rto_restarts_slow_start_unless_disabled():
+    on = qoelab.run(_onoff(True))
+    off = qoelab.run(_onoff(False))
+    f_on, f_off = on.summary["flows"][0], off.summary["flows"][0]
+    # 2 s idle gaps (>> RTO ~ 220 ms): every burst after the first restarts from the restart window
+    assert f_on["idle_restarts"] >= 9, f_on  # one per burst after an idle gap (the first burst may count too; it restarts at cwnd = IW anyway)
+    assert f_off["idle_restarts"] == 0, f_off
+    # with the window kept, the tcp samples show a larger cwnd right after each idle gap
+    def cwnd_after_gaps(res):
+        t = res.table("tcp")
+        t = t[(t.time_s * 10).round() % 20 == 1]  # samples 100 ms into each 2 s period
+        return t[t.time_s > 2].cwnd.median()
+    c_on, c_off = cwnd_after_gaps(on), cwnd_after_gaps(off)
+    assert c_off > 2 * c_on, (c_on, c_off)

@@ -470,7 +470,7 @@ class _Builder:
         return s, c
 
     def flow(self, f: _Section):
-        kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web"])
+        kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web", "onoff"])
         name = f.str("name", default=f"{kind}{len(self.flows)}")
         count = f.int("count", default=1, minimum=1)
         rtt = f.get("rtt", units.duration, self.default_rtt)
@@ -485,7 +485,7 @@ class _Builder:
         if stop is not None and stop <= start:
             raise f.err("stop", "a time after start", f.data["stop"])
         common = {}
-        if kind in ("bulk", "web"):
+        if kind in ("bulk", "web", "onoff"):
             cc = f.str("cc", default="cubic")
             if cc not in self.ccs:
                 raise f.err("cc", "one of " + ", ".join(sorted(self.ccs)), cc)
@@ -505,6 +505,11 @@ class _Builder:
             ws = f.get("weight_schedule", sched, None)
             if ws:
                 common["weight_schedule"] = ws
+        elif kind == "onoff":
+            common["bytes"] = f.get("size", units.size, required=True)
+            common["period"] = f.get("period", units.duration, required=True)
+            if common["bytes"] <= 0 or common["period"] <= 0:
+                raise f.err("period", "size > 0 and period > 0", f.data.get("period"))
         elif kind == "cbr":
             common["rate_bps"] = f.get("rate", units.rate, required=True)
             common["packet_size"] = f.int("packet_size", default=MTU, minimum=28)

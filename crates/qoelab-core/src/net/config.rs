@@ -151,6 +151,25 @@ pub enum FlowCfg {
         #[serde(default)]
         weight_schedule: Vec<(Ns, f64)>,
     },
+    /// ON/OFF TCP source on one persistent connection: writes `bytes` every `period` (chunked
+    /// downloads without a player; idle gaps exercise slow start after idle).
+    Onoff {
+        name: String,
+        src: usize,
+        dst: usize,
+        #[serde(default = "cubic")]
+        cc: String,
+        #[serde(default)]
+        cc_params: Value,
+        #[serde(default)]
+        tcp: Value,
+        #[serde(default)]
+        start: Ns,
+        #[serde(default)]
+        stop: Option<Ns>,
+        bytes: u64,
+        period: Ns,
+    },
     /// Constant bit rate datagrams (no congestion control, no ACKs).
     Cbr {
         name: String,

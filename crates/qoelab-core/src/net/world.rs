@@ -141,6 +141,8 @@ enum AppAction {
     Stop(usize),
     Weight(usize, f64),
     WebArrival(usize),
+    /// ON/OFF source: write `bytes` now and again every `period` (flow, bytes, period).
+    Burst(usize, u64, Ns),
 }
 
 /// Tables recorded during a run.
@@ -464,6 +466,18 @@ impl World {
                     }
                     self.schedule_action(*t, AppAction::Weight(fid, *wgt));
                 }
+                Ok(())
+            }
+            FlowCfg::Onoff { name, src, dst, cc, cc_params, tcp, start, stop, bytes, period } => {
+                self.check_nodes(&p, *src, *dst, true)?;
+                let tcfg = tcp_config(&p, tcp)?;
+                let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
+                if *bytes == 0 || *period == 0 {
+                    return Err(serr(format!("{p}.period"), "expected size > 0 and period > 0"));
+                }
+                let fid = self.add_tcp_flow(&p, name, "onoff", *src, *dst, cc, &ccp, &tcfg, *start)?;
+                self.flows[fid].stop = *stop;
+                self.schedule_action(*start, AppAction::Burst(fid, *bytes, *period));
                 Ok(())
             }
             FlowCfg::Web { name, src, dst, cc, cc_params, tcp, start, stop, arrival_rate, sizes } => {
@@ -950,6 +964,17 @@ impl World {
                 }
             }
             AppAction::WebArrival(gi) => self.web_arrival(gi),
+            AppAction::Burst(fid, bytes, period) => {
+                if self.flows[fid].stop.is_some_and(|s| now >= s) {
+                    return;
+                }
+                let tx = self.flows[fid].tx;
+                if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                    s.write(now, bytes);
+                }
+                self.drain_ep(tx);
+                self.engine.schedule(now + period, target(K_APP, ai));
+            }
         }
     }
 
@@ -1062,6 +1087,7 @@ impl World {
             m.insert("retransmits".into(), json!(st.retransmits));
             m.insert("fast_recoveries".into(), json!(st.fast_recoveries));
             m.insert("rto_count".into(), json!(st.rto_count));
+            m.insert("idle_restarts".into(), json!(st.idle_restarts));
             m.insert("srtt_ms_at_end".into(), json!((x.srtt as f64 / 1e3).round() / 1e3));
             m.insert("min_rtt_ms".into(), json!((x.min_rtt as f64 / 1e3).round() / 1e3));
         }
