@@ -236,13 +236,13 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
         builder.client(_Section(src, f"client[{i}]", cr))
 
     out = top.sub("output")
-    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web"]}
+    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web", "segments"]}
     pcap = None
     if out is not None:
         output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
 
         def tables(v):
-            ok = ["flows", "tcp", "queues", "packets", "web"]
+            ok = ["flows", "tcp", "queues", "packets", "web", "segments"]
             if not isinstance(v, list) or any(t not in ok for t in v):
                 raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
             return v
