@@ -201,6 +201,7 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
     if duration <= 0:
         raise sc.err("duration", "a duration > 0", sc.data["duration"])
     seed = sc.int("seed", default=1, minimum=0)
+    network = sc.str("network", default="packet", choices=["packet", "trace"])
     sc.finish()
 
     topo = top.sub("topology")
@@ -275,7 +276,15 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
         "videos": builder.videos,
         "clients": builder.clients,
         "output": output,
+        "network": network,
     }
+    if network == "trace":
+        if kind != "dumbbell":
+            raise InputError(src, "scenario.network", "the dumbbell topology for trace mode", kind)
+        if flows_raw:
+            raise InputError(src, flow_key, message="trace mode simulates video clients only; remove the [[flow]] "
+                             "entries or use network = \"packet\"")
+        config["trace_schedule"] = builder.trace_schedule()
     return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck})
 
 
@@ -450,6 +459,17 @@ class _Builder:
             self.routers.append(r)
             self.hops.append({"down": down, "up": up, "delay": delay})
         self.bottleneck = {"link": "hop0", "rate_bps": self.links[self.hops[0]["down"]]["rate_bps"]}
+
+    def trace_schedule(self):
+        """The bottleneck's rate over time as trace-mode periods (latency set per client)."""
+        link = self.links[self.hops[0]["down"]]
+        tr = link.get("trace")
+        if tr is None:
+            return [{"duration": max(self.duration, 1), "rate_bps": link["rate_bps"], "latency": 0}]
+        if tr["kind"] == "opportunities":
+            from qoelab import traces
+            tr = traces.opportunities_to_rates(tr, bin_ns=100_000_000)
+        return [{"duration": d, "rate_bps": r, "latency": 0} for d, r, _ in tr["segments"]]
 
     def hostpair(self, label: str, rtt: int, first: int, last: int, sec: _Section):
         """Server-side host at router `first`, client-side host at router `last`; the server's
@@ -688,7 +708,7 @@ def _client(b, c: _Section):
         label = name if count == 1 else f"{name}-{k}"
         s, cl = b.hostpair(label, rtt, first, last, c)
         d = {"name": label, "server": s, "client": cl, "video": vid, "abr": abr, "abr_params": abr_params,
-             "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http}
+             "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
         if player is not None:
             d["player"] = player
         b.clients.append(d)

@@ -282,11 +282,96 @@ impl World {
     }
 }
 
+/// A trace-mode client's outcome.
+pub(crate) struct TraceClient {
+    pub name: String,
+    pub abr: String,
+    pub video: Arc<crate::video::Video>,
+    pub buffer_max: Ns,
+    pub result: crate::tracemode::TraceModeResult,
+}
+
+/// What the summary and tables need of a client, in either network mode.
+struct ClientView<'a> {
+    name: &'a str,
+    abr: &'a str,
+    video: &'a crate::video::Video,
+    log: &'a [crate::player::SegmentLog],
+    summary: crate::player::PlayerSummary,
+    buffer_max: Ns,
+    /// Packet mode: (response flows, connections).
+    packet: Option<(&'a [usize], u32)>,
+}
+
 impl World {
+    fn client_views(&self) -> Vec<ClientView<'_>> {
+        let mut v: Vec<ClientView> = self
+            .clients
+            .iter()
+            .map(|c| ClientView {
+                name: &c.name,
+                abr: &c.abr,
+                video: c.player.video(),
+                log: c.player.log(),
+                summary: c.player.summary(),
+                buffer_max: c.player.buffer_max(),
+                packet: Some((&c.resp_flows, c.connections)),
+            })
+            .collect();
+        v.extend(self.trace_results.iter().map(|t| ClientView {
+            name: &t.name,
+            abr: &t.abr,
+            video: &t.video,
+            log: &t.result.log,
+            summary: t.result.summary.clone(),
+            buffer_max: t.buffer_max,
+            packet: None,
+        }));
+        v
+    }
+
+    /// Trace mode: check a client's config (ABR, player) at build time.
+    pub(crate) fn check_trace_client(&self, ci: usize, c: &ClientCfg) -> Result<(), super::world::SimError> {
+        let p = format!("clients[{ci}]");
+        let video = self.cfg.videos.get(c.video).ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?;
+        video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
+        let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
+        crate::abr::build(&c.abr, &params, video).map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
+        let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
+        Player::validate_config(&pcfg, video).map_err(|e| super::world::serr(format!("{p}.player.{e}"), ""))?;
+        Ok(())
+    }
+
+    /// Trace mode: every client alone on the schedule, latency = its base RTT.
+    pub(crate) fn run_trace_clients(&mut self) {
+        use crate::tracemode::{run_trace_mode, Period, Schedule, TraceOpts};
+        let sched = self.cfg.trace_schedule.clone().expect("checked at build");
+        for c in self.cfg.clients.clone() {
+            let video = Arc::new(self.cfg.videos[c.video].clone());
+            let params = Params::from_value(&c.abr_params).expect("checked");
+            let abr = crate::abr::build(&c.abr, &params, &video).expect("checked");
+            let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
+            let periods: Vec<Period> = sched.periods().iter().map(|p| Period { latency: c.rtt, ..*p }).collect();
+            let s = Schedule::new(periods).expect("valid schedule");
+            // The scenario's rate is an IP-level link rate: payload flows at rate x MSS/MTU.
+            let opts = TraceOpts {
+                start: c.start,
+                max_time: self.cfg.duration,
+                payload_ppm: crate::packet::MSS as u64 * 1_000_000 / crate::packet::MTU as u64,
+                ..TraceOpts::sabre()
+            };
+            let player = Player::new(pcfg.clone(), video.clone(), crate::abr::build(&c.abr, &params, &video).expect("checked"), c.start);
+            let buffer_max = player.buffer_max();
+            let result = run_trace_mode(video.clone(), abr, pcfg, &s, &opts);
+            self.trace_results.push(TraceClient { name: c.name.clone(), abr: c.abr.clone(), video, buffer_max, result });
+        }
+    }
+
     /// The `segments` table: one row per downloaded (or abandoned) segment per client.
     pub(crate) fn client_tables(&mut self) -> Vec<super::record::Table> {
         use super::record::Table;
-        if self.clients.is_empty() || !self.cfg.output.tables.iter().any(|t| t == "segments") {
+        let views = self.client_views();
+        if views.is_empty() || !self.cfg.output.tables.iter().any(|t| t == "segments") {
             return Vec::new();
         }
         let mut t = Table::new(
@@ -312,8 +397,8 @@ impl World {
             ],
         );
         let s = crate::time::secs;
-        for (ci, c) in self.clients.iter().enumerate() {
-            for l in c.player.log() {
+        for (ci, c) in views.iter().enumerate() {
+            for l in c.log {
                 t.i(0, ci as i64);
                 t.i(1, l.segment as i64);
                 t.i(2, l.rung as i64);
@@ -340,15 +425,15 @@ impl World {
     pub(crate) fn client_summary(&self) -> Option<(serde_json::Value, serde_json::Value)> {
         use crate::metrics::{ClientMetrics, FairnessMetrics, QoeParams};
         use serde_json::json;
-        if self.clients.is_empty() {
+        let views = self.client_views();
+        if views.is_empty() {
             return None;
         }
         let phases = self.loss_phases();
         let mut all = Vec::new();
         let mut out = Vec::new();
-        for (ci, c) in self.clients.iter().enumerate() {
-            let ps = c.player.summary();
-            let m = match ClientMetrics::compute(c.player.log(), &ps, c.player.video().n_rungs(), &QoeParams::default()) {
+        for c in &views {
+            let m = match ClientMetrics::compute(c.log, &c.summary, c.video.n_rungs(), &QoeParams::default()) {
                 Ok(m) => m,
                 Err(e) => {
                     out.push(json!({"name": c.name, "abr": c.abr, "error": e}));
@@ -356,31 +441,31 @@ impl World {
                 }
             };
             let mut v = serde_json::to_value(&m).unwrap_or(json!({}));
-            let main = c.resp_flows[0];
-            let (sum, n) = c.resp_flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
             if let serde_json::Value::Object(o) = &mut v {
                 o.insert("name".into(), json!(c.name));
                 o.insert("abr".into(), json!(c.abr));
-                o.insert("flow".into(), json!(main));
-                o.insert("connections".into(), json!(c.connections));
-                o.insert("video".into(), json!(c.player.video().name));
-                o.insert("buffer_max_s".into(), json!(crate::time::secs(c.player.buffer_max())));
-                o.insert("srtt_mean_ms".into(), if n > 0 { json!((sum / n as f64 / 1e3).round() / 1e3) } else { serde_json::Value::Null });
-                if let Some(ph) = &phases {
-                    let mut cnt = [0u64; 3];
-                    for (&f, &k) in ph.iter() {
-                        if c.resp_flows.contains(&(f as usize)) {
-                            cnt[0] += k[0];
-                            cnt[1] += k[1];
-                            cnt[2] += k[2];
+                o.insert("video".into(), json!(c.video.name));
+                o.insert("buffer_max_s".into(), json!(crate::time::secs(c.buffer_max)));
+                if let Some((flows, conns)) = c.packet {
+                    let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
+                    o.insert("flow".into(), json!(flows[0]));
+                    o.insert("connections".into(), json!(conns));
+                    o.insert("srtt_mean_ms".into(), if n > 0 { json!((sum / n as f64 / 1e3).round() / 1e3) } else { serde_json::Value::Null });
+                    if let Some(ph) = &phases {
+                        let mut cnt = [0u64; 3];
+                        for (&f, &k) in ph.iter() {
+                            if flows.contains(&(f as usize)) {
+                                cnt[0] += k[0];
+                                cnt[1] += k[1];
+                                cnt[2] += k[2];
+                            }
                         }
+                        o.insert("loss_phases".into(), json!({"B": cnt[0], "T": cnt[1], "C": cnt[2]}));
                     }
-                    o.insert("loss_phases".into(), json!({"B": cnt[0], "T": cnt[1], "C": cnt[2]}));
                 }
             }
             out.push(v);
             all.push(m);
-            let _ = ci;
         }
         let fair = FairnessMetrics::compute(&all);
         Some((json!(out), serde_json::to_value(&fair).unwrap_or(json!({}))))

@@ -28,6 +28,17 @@ pub struct SimConfig {
     pub clients: Vec<ClientCfg>,
     #[serde(default)]
     pub output: OutputCfg,
+    /// "packet" (default): the packet-level network. "trace": every video client runs alone on
+    /// the chunk-level model of `trace_schedule` (Sabre/Pensieve style); flows are not simulated.
+    #[serde(default = "packet")]
+    pub network: String,
+    /// The rate schedule of trace mode (the bottleneck's rate over time).
+    #[serde(default)]
+    pub trace_schedule: Option<crate::tracemode::Schedule>,
+}
+
+fn packet() -> String {
+    "packet".into()
 }
 
 /// A video client: a player with an ABR fetching segments over one persistent HTTP/1.1
@@ -57,6 +68,9 @@ pub struct ClientCfg {
     pub start: Ns,
     #[serde(default)]
     pub http: HttpCfg,
+    /// Base RTT of the client's path (ns): the time to first byte in trace mode.
+    #[serde(default)]
+    pub rtt: Ns,
 }
 
 /// HTTP/1.1 overheads and timing.

@@ -178,6 +178,8 @@ pub struct World {
     pcaps: Vec<(usize, super::pcap::PcapWriter)>,
     webgens: Vec<WebGen>,
     pub(crate) clients: Vec<super::clients::VideoClient>,
+    /// Trace-mode results per client: (name, abr, video, result).
+    pub(crate) trace_results: Vec<super::clients::TraceClient>,
     /// Packets that arrived for discarded connections.
     pub dead_drops: u64,
 }
@@ -348,6 +350,7 @@ impl World {
             pcaps: Vec::new(),
             webgens: Vec::new(),
             clients: Vec::new(),
+            trace_results: Vec::new(),
             dead_drops: 0,
         };
         for i in 0..w.links.len() {
@@ -360,8 +363,21 @@ impl World {
             w.add_flow(i, f)?;
         }
         let clients = w.cfg.clients.clone();
-        for (i, c) in clients.iter().enumerate() {
-            w.add_client(i, c)?;
+        match w.cfg.network.as_str() {
+            "packet" => {
+                for (i, c) in clients.iter().enumerate() {
+                    w.add_client(i, c)?;
+                }
+            }
+            "trace" => {
+                if w.cfg.trace_schedule.is_none() {
+                    return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
+                }
+                for (i, c) in clients.iter().enumerate() {
+                    w.check_trace_client(i, c)?;
+                }
+            }
+            other => return Err(serr("network", format!("expected \"packet\" or \"trace\", found \"{other}\""))),
         }
         for i in 0..w.links.len() {
             w.schedule_aqm_timer(i);
@@ -1149,6 +1165,12 @@ impl World {
     /// Run until the configured duration.
     pub fn run(&mut self) {
         let end = self.cfg.duration;
+        if self.cfg.network == "trace" {
+            self.run_trace_clients();
+            self.engine.advance_to(end);
+            self.ended = true;
+            return;
+        }
         while let Some(ev) = self.engine.pop_until(end) {
             let idx = (ev.target & IDX_MASK) as usize;
             match ev.target >> 56 {
@@ -1185,6 +1207,11 @@ impl World {
         }
         for c in &self.clients {
             c.player.check_invariants().map_err(|e| format!("client {}: {e}", c.name))?;
+        }
+        for t in &self.trace_results {
+            if let Some(e) = &t.result.error {
+                return Err(format!("client {} (trace mode): {e}", t.name));
+            }
         }
         for t in [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten() {
             t.check()?;
