@@ -154,6 +154,10 @@ pub struct Recorder {
     pub packets: Option<Table>,
 }
 
+/// Builds ABRs the core's registry does not know (e.g. `python:...` ABRs from the bindings).
+pub type AbrFactory =
+    Box<dyn Fn(&str, &Params, &crate::video::Video) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> + Send>;
+
 /// The simulated world.
 pub struct World {
     pub cfg: SimConfig,
@@ -182,10 +186,16 @@ pub struct World {
     pub(crate) trace_results: Vec<super::clients::TraceClient>,
     /// Packets that arrived for discarded connections.
     pub dead_drops: u64,
+    abr_factory: Option<AbrFactory>,
 }
 
 impl World {
     pub fn build(cfg: SimConfig) -> Result<World, SimError> {
+        World::build_with(cfg, None)
+    }
+
+    /// Build with a factory for ABR names outside the registry (names starting with "python:").
+    pub fn build_with(cfg: SimConfig, abr_factory: Option<AbrFactory>) -> Result<World, SimError> {
         let n = cfg.nodes.len();
         if n == 0 || n > u16::MAX as usize {
             return Err(serr("nodes", "expected 1..65535 nodes"));
@@ -352,6 +362,7 @@ impl World {
             clients: Vec::new(),
             trace_results: Vec::new(),
             dead_drops: 0,
+            abr_factory,
         };
         for i in 0..w.links.len() {
             if w.links[i].pcap {
@@ -1086,6 +1097,23 @@ impl World {
         let next = now + self.cfg.output.sample_interval;
         if next <= self.cfg.duration {
             self.engine.schedule(next, target(K_SAMPLE, 0));
+        }
+    }
+
+    /// An ABR by name: the registry, or the factory for "python:" names.
+    pub(crate) fn build_abr(
+        &self,
+        name: &str,
+        params: &Params,
+        video: &crate::video::Video,
+    ) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> {
+        if name.starts_with("python:") {
+            match &self.abr_factory {
+                Some(f) => f(name, params, video),
+                None => Err(crate::params::perr("abr", format!("\"{name}\" needs the Python front (qoelab.run)"))),
+            }
+        } else {
+            crate::abr::build(name, params, video)
         }
     }
 
