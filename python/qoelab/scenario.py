@@ -719,6 +719,13 @@ def _client(b, c: _Section):
         hs.finish()
     first = c.int("from_hop", default=0, minimum=0)
     last = c.int("to_hop", default=len(b.hops), minimum=1)
+    arrival_rate = c.num("arrival_rate", default=None, minimum=0)
+    stop = c.get("stop", units.duration, None)
+    if arrival_rate is not None:
+        if arrival_rate <= 0:
+            raise c.err("arrival_rate", "sessions per second > 0", arrival_rate)
+        if count != 1:
+            raise c.err("count", "1 when arrival_rate is set (sessions share the entry's hosts)", count)
     c.finish()
     for k in range(count):
         label = name if count == 1 else f"{name}-{k}"
@@ -727,6 +734,10 @@ def _client(b, c: _Section):
              "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
         if player is not None:
             d["player"] = player
+        if arrival_rate is not None:
+            d["arrival_rate"] = arrival_rate
+            if stop is not None:
+                d["stop"] = stop
         b.origin[f"clients[{len(b.clients)}]"] = c.path
         b.clients.append(d)
 
