@@ -301,6 +301,7 @@ struct ClientView<'a> {
     buffer_max: Ns,
     /// Packet mode: (response flows, connections).
     packet: Option<(&'a [usize], u32)>,
+    base_rtt: Ns,
 }
 
 impl World {
@@ -316,6 +317,7 @@ impl World {
                 summary: c.player.summary(),
                 buffer_max: c.player.buffer_max(),
                 packet: Some((&c.resp_flows, c.connections)),
+                base_rtt: c.cfg.rtt,
             })
             .collect();
         v.extend(self.trace_results.iter().map(|t| ClientView {
@@ -326,6 +328,7 @@ impl World {
             summary: t.result.summary.clone(),
             buffer_max: t.buffer_max,
             packet: None,
+            base_rtt: self.cfg.clients.iter().find(|c| c.name == t.name).map(|c| c.rtt).unwrap_or(0),
         }));
         v
     }
@@ -449,6 +452,7 @@ impl World {
                 o.insert("abr".into(), json!(c.abr));
                 o.insert("video".into(), json!(c.video.name));
                 o.insert("buffer_max_s".into(), json!(crate::time::secs(c.buffer_max)));
+                o.insert("base_rtt_ms".into(), json!(c.base_rtt as f64 / 1e6));
                 if let Some((flows, conns)) = c.packet {
                     let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
                     o.insert("flow".into(), json!(flows[0]));
