@@ -43,27 +43,29 @@ import types
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 S = 1_000_000_000  # ns per second
 
-# Sabre ABR -> (qoelab ABR, {variant: params}). Parameters are the registry's, canonical units
-# (durations in ns). "default" = qoelab's defaults (dynamic: Sabre's 10 s / 5 s thresholds);
-# "matched" = the closest our parameters get to Sabre's code (docs/validation/sabre.md).
+# Sabre configuration -> (Sabre arguments, qoelab ABR, {variant: params}). Parameters are the
+# registry's, in canonical units (durations in ns). "default" = qoelab's defaults (dynamic: Sabre's
+# 10 s / 5 s thresholds); "matched" = the closest our parameters get to Sabre's code (see
+# docs/validation/sabre.md). The "-ao" (BOLA-O up-switch cap, as dash.js and our bolae) and "-noa"
+# (no abandonment) rows isolate the decision logic from Sabre-only behaviours.
+BOLAE_MATCHED = {"safety": 1.0, "placeholder_decay": 1.0}
+TPUT_MATCHED = {"latency_aware": True, "ibr_factor": 0.5, "ibr_ignore": 0,
+                "abandon_buffer_limit": 3600 * S, "abandon_min_samples": 1}
+DYN = {"switch_on": 10 * S, "switch_off": 5 * S}
+DYN_MATCHED = {**DYN, "ibr_factor": 0.5, "ibr_ignore": 0, "abandon_min_samples": 1}
 VARIANTS = {
-    "bolae": ("bolae", {
-        "default": {},
-        # Sabre's startup pick and up-switch cap use the raw estimate (no 0.9); no placeholder decay.
-        "matched": {"safety": 1.0, "placeholder_decay": 1.0},
-    }),
-    "throughput": ("throughput", {
-        "default": {},
-        # Sabre: latency-aware pick; its IBR (safety 0.9 -> x0.9 per decision, floor 0.5) is closest
-        # to the dash.js cap with factor 0.5 from the first decision; abandonment at any buffer level.
-        "matched": {"latency_aware": True, "ibr_factor": 0.5, "ibr_ignore": 0,
-                    "abandon_buffer_limit": 3600 * S, "abandon_min_samples": 1},
-    }),
-    "dynamicdash": ("dynamic", {
-        "default": {"switch_on": 10 * S, "switch_off": 5 * S},
-        "matched": {"switch_on": 10 * S, "switch_off": 5 * S, "ibr_factor": 0.5, "ibr_ignore": 0,
-                    "abandon_min_samples": 1},
-    }),
+    # Sabre's startup pick and up-switch cap use the raw estimate (no 0.9); no placeholder decay.
+    "bolae": (["-a", "bolae"], "bolae", {"default": {}, "matched": BOLAE_MATCHED}),
+    "bolae -ao": (["-a", "bolae", "-ao"], "bolae", {"matched": BOLAE_MATCHED}),
+    "bolae -ao -noa": (["-a", "bolae", "-ao", "-noa"], "bolae", {"matched": BOLAE_MATCHED}),
+    # Sabre: latency-aware pick; its IBR (safety 0.9, x0.9 per decision, floor 0.5) is closest to
+    # the dash.js cap with factor 0.5 from the first decision; abandonment at any buffer level.
+    "throughput": (["-a", "throughput"], "throughput", {"default": {}, "matched": TPUT_MATCHED}),
+    "throughput -noa": (["-a", "throughput", "-noa"], "throughput",
+                        {"matched": {**TPUT_MATCHED, "abandon": False}}),
+    "dynamicdash": (["-a", "dynamicdash"], "dynamic", {"default": DYN, "matched": DYN_MATCHED}),
+    "dynamicdash -ao -noa": (["-a", "dynamicdash", "-ao", "-noa"], "dynamic",
+                             {"matched": {**DYN_MATCHED, "abandon": False}}),
 }
 
 METRICS = ["mean_bitrate_kbps", "time_avg_bitrate_kbps", "rebuffer_s", "rebuffer_events", "switches",
@@ -117,9 +119,9 @@ class FixedQ(sabre.Abr):
 """
 
 
-def run_sabre(sabre: str, movie: str, trace: str, abr: str, buffer_s: float, extra=(), env=None) -> dict:
-    cmd = ["nice", "-n", "10", sys.executable, sabre, "-v", "-n", trace, "-m", movie, "-a", abr,
-           "-b", str(buffer_s), *extra]
+def run_sabre(sabre: str, movie: str, trace: str, sabre_args: list, buffer_s: float, env=None) -> dict:
+    cmd = ["nice", "-n", "10", sys.executable, sabre, "-v", "-n", trace, "-m", movie, *sabre_args,
+           "-b", str(buffer_s)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         return {"error": p.stderr.strip().splitlines()[-1] if p.stderr.strip() else f"exit {p.returncode}"}
@@ -254,7 +256,8 @@ def main() -> int:
     ap.add_argument("--sabre", default=os.environ.get("SABRE_PY"), help="path of sabre.py (env SABRE_PY)")
     ap.add_argument("--data", default=None, help="reference data folder (env QOELAB_DATA, default ../shared/data)")
     ap.add_argument("--sets", default="norway-3g,belgium-4g", help="comma-separated trace sets under traces/")
-    ap.add_argument("--abrs", default=",".join(VARIANTS), help="comma-separated Sabre ABRs: " + ", ".join(VARIANTS))
+    ap.add_argument("--abrs", default=",".join(VARIANTS),
+                    help="comma-separated Sabre configurations: " + ", ".join(VARIANTS))
     ap.add_argument("--variants", default="default,matched", help="comma-separated qoelab variants")
     ap.add_argument("--limit", type=int, default=0, help="first N traces of each set (0 = all)")
     ap.add_argument("--buffer-max", type=float, default=25.0, help="Sabre -b and our max buffer (s)")
@@ -285,6 +288,9 @@ def main() -> int:
         print("SKIP: no traces found")
         return 0
     abrs = [a for a in args.abrs.split(",") if a]
+    for a in abrs:
+        if a not in VARIANTS:
+            raise SystemExit(f"--abrs: unknown Sabre configuration {a!r}; expected one of: {', '.join(VARIANTS)}")
     variants = [v for v in args.variants.split(",") if v]
 
     os.makedirs(args.out, exist_ok=True)
@@ -297,15 +303,18 @@ def main() -> int:
     paths = [t for _, t in traces]
     ours = {}
     for abr in abrs:
-        qabr, vs = VARIANTS[abr]
+        _, qabr, vs = VARIANTS[abr]
         for var in variants:
+            if var not in vs:
+                continue
             ours[(abr, var)] = run_ours(runner, video_json, qabr, vs[var], paths, args.buffer_max)
             print(f"qoelab {qabr} [{var}]: {len(paths)} traces", file=sys.stderr)
 
     jobs = [(abr, s, t) for abr in abrs for s, t in traces]
     sab = {}
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        futs = {ex.submit(run_sabre, args.sabre, movie, t, abr, args.buffer_max): (abr, t) for abr, s, t in jobs}
+        futs = {ex.submit(run_sabre, args.sabre, movie, t, VARIANTS[abr][0], args.buffer_max): (abr, t)
+                for abr, s, t in jobs}
         for i, fu in enumerate(cf.as_completed(futs)):
             sab[futs[fu]] = fu.result()
             if (i + 1) % 50 == 0:
@@ -323,8 +332,8 @@ def main() -> int:
                 o = run_ours(runner, video_json, "fixed", {"rung": q}, paths, args.buffer_max)
                 env = dict(os.environ, SABRE_FIXED_Q=str(q))
                 for s, t in traces:
-                    fjobs.append((q, s, t, o[t], ex.submit(run_sabre, args.sabre, movie, t, fixed_py, args.buffer_max,
-                                                            ("-noa",), env)))
+                    fjobs.append((q, s, t, o[t], ex.submit(run_sabre, args.sabre, movie, t, ["-a", fixed_py, "-noa"],
+                                                            args.buffer_max, env)))
             for q, s, t, b, fu in fjobs:
                 a = fu.result()
                 if a.get("error") or b.get("error"):
@@ -344,12 +353,14 @@ def main() -> int:
     rows = []
     for abr in abrs:
         for var in variants:
+            if (abr, var) not in ours:
+                continue
             for s, t in traces:
                 a, b = sab[(abr, t)], ours[(abr, var)][t]
                 if a.get("error") or b.get("error"):
                     print(f"error {abr} {var} {t}: sabre={a.get('error')} ours={b.get('error')}", file=sys.stderr)
                     continue
-                row = {"set": s, "trace": os.path.basename(t), "abr": abr, "qoelab_abr": VARIANTS[abr][0],
+                row = {"set": s, "trace": os.path.basename(t), "abr": abr, "qoelab_abr": VARIANTS[abr][1],
                        "variant": var}
                 for m in METRICS:
                     row[f"sabre_{m}"] = a[m]
@@ -364,7 +375,8 @@ def main() -> int:
             w.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()})
     write_summary(os.path.join(args.out, "summary.md"), rows, args, sets, fixed_rows)
     with open(os.path.join(args.out, "params.json"), "w") as f:
-        json.dump({a: {"qoelab_abr": q, "variants": v} for a, (q, v) in VARIANTS.items()}, f, indent=1)
+        json.dump({a: {"sabre_args": sa, "qoelab_abr": q, "variants": v} for a, (sa, q, v) in VARIANTS.items()},
+                  f, indent=1)
     print(open(os.path.join(args.out, "summary.md")).read())
     return 0
 

@@ -3,7 +3,7 @@
 //! ```text
 //! cargo run --release --example tracemode_run -p qoelab-core -- \
 //!     --video video.json --abr bolae [--params '{"safety": 1.0}'] [--buffer-max 25] \
-//!     [--gp 5] [--segments] NETWORK.json [NETWORK.json ...]
+//!     [--gp 5] [--segments] [--log] NETWORK.json [NETWORK.json ...]
 //! ```
 //!
 //! `--video` is a qoelab Video JSON (e.g. from `qoelab.video.load_sabre_movie`); each NETWORK is a
@@ -20,7 +20,9 @@
 //!   Sabre's "total bitrate change"),
 //! * `time_avg_score` (Sabre: (Σ ln(b/b0) − gp × rebuffer / segment duration) / (total time /
 //!   segment duration)),
-//! * `abandoned`, `error`, and with `--segments` the rung of each segment.
+//! * `abandoned`, `error`, with `--segments` the rung of each played segment, and with `--log`
+//!   every download as `[segment, rung, t_request ms, t_last_byte ms, buffer_before ms, abandoned,
+//!   ABR reason]`.
 
 use qoelab_core::abr;
 use qoelab_core::params::Params;
@@ -34,7 +36,7 @@ use std::sync::Arc;
 fn usage(msg: &str) -> ! {
     eprintln!("tracemode_run: {msg}");
     eprintln!(
-        "usage: tracemode_run --video VIDEO.json --abr NAME [--params JSON] [--buffer-max S] [--gp GP] [--segments] NETWORK.json..."
+        "usage: tracemode_run --video VIDEO.json --abr NAME [--params JSON] [--buffer-max S] [--gp GP] [--segments] [--log] NETWORK.json..."
     );
     std::process::exit(2)
 }
@@ -46,7 +48,7 @@ fn read(path: &str) -> String {
 fn main() {
     let mut args = std::env::args().skip(1);
     let (mut video_path, mut abr_name, mut params) = (None, None, Value::Null);
-    let (mut buffer_max, mut gp, mut per_segment) = (25.0f64, 5.0f64, false);
+    let (mut buffer_max, mut gp, mut per_segment, mut full_log) = (25.0f64, 5.0f64, false, false);
     let mut networks = Vec::new();
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().unwrap_or_else(|| usage(&format!("{name}: expected a value")));
@@ -62,6 +64,7 @@ fn main() {
             }
             "--gp" => gp = val("--gp").parse().unwrap_or_else(|e| usage(&format!("--gp: {e}"))),
             "--segments" => per_segment = true,
+            "--log" => full_log = true,
             s if s.starts_with("--") => usage(&format!("unknown option {s}")),
             _ => networks.push(a),
         }
@@ -120,6 +123,14 @@ fn main() {
         });
         if per_segment {
             out["rungs"] = json!(played.iter().map(|l| l.rung).collect::<Vec<_>>());
+        }
+        if full_log {
+            out["log"] = json!(r
+                .log
+                .iter()
+                .map(|l| json!([l.segment, l.rung, l.t_request as f64 / 1e6, l.t_last_byte as f64 / 1e6,
+                    l.buffer_before as f64 / 1e6, l.abandoned, l.abr_reason]))
+                .collect::<Vec<_>>());
         }
         println!("{out}");
     }
