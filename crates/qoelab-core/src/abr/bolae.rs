@@ -375,7 +375,11 @@ mod tests {
         a.on_download(&obs(&v, 1, 0, None, &[]), &h2[1]);
         let d = a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h2));
         assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
-        assert!(d.reason.starts_with("startup") && d.reason.contains("placeholder 7.32"), "{}", d.reason);
+        assert!(
+            d.reason.starts_with("startup") && d.reason.contains("placeholder 7.32"),
+            "{}",
+            d.reason
+        );
         // third download; the decision comes 5 s after its last byte (player idle): placeholder
         // 7.3202 + 5 = 12.3202; B = 10: Q = 22.3202: scores -1.5, 6/2 = 3.0, 13.5/4 = 3.375 -> 2,
         // but the up-switch is capped at the tput rung 1 (0.9*2.5 = 2.25) -> 1. Q < 28.32: no delay.
@@ -407,7 +411,9 @@ mod tests {
     #[test]
     fn first_decision_at_one_segment_is_the_startup_pick() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
-        let p = Params::new().with("ibr", false).with("placeholder_decay", 1.0);
+        let p = Params::new()
+            .with("ibr", false)
+            .with("placeholder_decay", 1.0);
         let mut a = build(&p, &v).unwrap();
         assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
         // 1.25 MB in 4 s after 100 ms ttfb -> 2.5 Mbit/s; 0.9*2.5 = 2.25 -> rung 1. B = 4 s (one
@@ -417,7 +423,11 @@ mod tests {
         let d = a.choose(&obs(&v, 1, 4 * SEC, Some(0), &h1));
         assert_eq!(d.rung, 1, "{}", d.reason);
         // placeholder = min level of rung 1 (13.3202) - 4 = 9.3202
-        assert!(d.reason.starts_with("startup") && d.reason.contains("placeholder 9.32"), "{}", d.reason);
+        assert!(
+            d.reason.starts_with("startup") && d.reason.contains("placeholder 9.32"),
+            "{}",
+            d.reason
+        );
         // next decision is BOLA's: B = 6 s, no idle: Q = 15.3202: scores (20.82-15.32)/1 = 5.5,
         // (28.32-15.32)/2 = 6.5, (35.82-15.32)/4 = 5.125 -> rung 1
         let h2 = [h1[0], rec(1, 1, 1_250_000, 5 * SEC, 100, 4000)];
