@@ -205,3 +205,27 @@ def test_ladder_parsing():
         lad.parse("640x360@750k,320x180@300k")
     with pytest.raises(InputError):
         lad.parse("banana")
+
+
+def test_cli_prepare_and_errors(tmp_path, capsys):
+    from qoelab.content.cli import main
+
+    out = tmp_path / "o"
+    rc = main(["video", "prepare", "gen:gradients", "--out", str(out), "--ladder", "96x54@40k,160x90@120k",
+               "--display", "160x90", "--duration", "2", "--segment", "1s", "--vmaf-subsample", "2",
+               "--preset", "veryfast", "--cache", str(tmp_path / "c"), "--no-progress", "--nice", "10"])
+    assert rc == 0
+    stdout = capsys.readouterr().out
+    assert "2 segments x 2 rungs" in stdout and "frames/s" in stdout
+    doc = json.load(open(out / "table.json"))
+    assert doc["meta"]["vmaf_subsample"] == 2
+    import pandas as pd
+
+    f = pd.read_parquet(out / "frames.parquet")
+    assert f["vmaf"].isna().sum() == len(f) // 2  # every other frame has no VMAF
+    assert f["ssim"].notna().all()
+    rc = main(["video", "prepare", str(tmp_path / "nope.mp4"), "--out", str(out), "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert "nope.mp4" in err and "\n" not in err
+    assert main(["video", "prepare", "gen:gradients", "--out", str(out), "--metrics", "bogus"]) == 2

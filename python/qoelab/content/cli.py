@@ -80,7 +80,7 @@ def add_parser(subparsers) -> None:
 
     co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
                          description="The committed corpus (corpus/): quality tables of built-in generated clips.")
-    csub = co.add_subparsers(dest="corpus_cmd", metavar="{list,regenerate,verify}")
+    csub = co.add_subparsers(dest="corpus_cmd", metavar="{list,regenerate,verify,plot}")
     csub.required = True
     cl = csub.add_parser("list", help="list the corpus clips with their VMAF at about 1 Mbit/s")
     cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
@@ -102,6 +102,13 @@ def add_parser(subparsers) -> None:
     cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
     _common(cv)
     cv.set_defaults(func=cmd_corpus_verify)
+
+    cp = csub.add_parser("plot", help="plot the corpus' quality curves (VMAF/SSIM/PSNR vs bitrate) to a PNG",
+                         description="Plot mean VMAF, SSIM and PSNR per rung of every clip and print the VMAF "
+                                     "spread at the rung nearest 1 Mbit/s.")
+    cp.add_argument("--out", default="docs/img/corpus-vmaf.png", metavar="PNG", help="image to write (default docs/img/corpus-vmaf.png)")
+    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cp.set_defaults(func=cmd_corpus_plot)
 
     ex = vsub.add_parser("export", help="export a table to Sabre movie JSON or Minerva .dat/.vmaf",
                          description="Export TABLE (a table.json, a corpus clip name, or any loadable video) "
@@ -183,6 +190,16 @@ def cmd_corpus_verify(a) -> int:
             print(f"{a.clip}: {d}")
         return 1
     print(f"{a.clip}: identical to the committed table")
+    return 0
+
+
+def cmd_corpus_plot(a) -> int:
+    from qoelab.content import report
+
+    sp = report.plot(a.out, a.corpus)
+    for name, (b, q) in sp["per_clip"].items():
+        print(f"{name:16s} VMAF {q:6.2f} at {b / 1e6:.2f} Mbit/s")
+    print(f"spread {sp['spread']:.2f} VMAF points (min {sp['min']:.2f}, max {sp['max']:.2f}); plot: {a.out}")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Built-in generated sources of different content complexity (ffmpeg lavfi graphs).
 
 Every source is a pure function of (width, height, fps, duration): an ffmpeg filter graph made only of
-ffmpeg's own generators and filters with fixed seeds, so the same ffmpeg build renders the same frames.
+ffmpeg's own generators and filters with fixed seeds, so the same ffmpeg build renders the same frames
+(tested). ffmpeg's ``gradients`` generator is not used: it is not deterministic even with a fixed seed.
 ``gen:<name>`` names a built-in source anywhere a SOURCE path is accepted.
 
 The catalogue spans the range of "genres" of the Minerva paper's Figure 1: from still slides (a few kbit/s
@@ -56,18 +57,18 @@ def _g_slides(w, h, fps, dur):
                f"fontsize={h // 8}:fontcolor=white:x={w // 12}:y={h // 10},"
                f"drawtext=fontfile='{_esc(font)}':text='qoelab content pipeline':fontsize={h // 16}:"
                f"fontcolor=white@0.8:x={w // 12}:y={h // 3}")
-    return f"gradients=s={w}x{h}:r={fps}:speed=0:seed=7:nb_colors=3,format=yuv420p{txt}"
+    return f"colorspectrum=s={w}x{h}:r={fps}:type=black,eq=brightness=-0.25,format=yuv420p{txt}"
 
 
 def _g_talking_head(w, h, fps, dur):
     fw, fh = w // 4 // 2 * 2, h // 2 // 2 * 2
-    return (f"gradients=s={w}x{h}:r={fps}:speed=0:seed=3:nb_colors=2,format=yuv420p[bg];"
+    return (f"colorspectrum=s={w}x{h}:r={fps}:type=white,eq=saturation=0.4,format=yuv420p[bg];"
             f"testsrc2=s={fw}x{fh}:r={fps},hue=s=0.3,format=yuv420p[fg];"
             f"[bg][fg]overlay=x='{w // 2 - fw // 2}+{w // 40}*sin(t*1.3)':y='{h // 3}+{h // 60}*sin(t*2.1)'")
 
 
 def _g_gradients(w, h, fps, dur):
-    return f"gradients=s={w}x{h}:r={fps}:speed=0.02:seed=11:nb_colors=4,format=yuv420p"
+    return f"colorspectrum=s={w}x{h}:r={fps}:type=all,hue=h='9*t',format=yuv420p"
 
 
 def _g_testsrc2(w, h, fps, dur):
@@ -92,7 +93,7 @@ def _g_cellauto(w, h, fps, dur):
 
 
 def _g_noise(w, h, fps, dur):
-    return (f"gradients=s={w}x{h}:r={fps}:speed=0.01:seed=13,format=yuv420p,"
+    return (f"colorspectrum=s={w}x{h}:r={fps}:type=all,hue=h='4*t',format=yuv420p,"
             f"noise=alls=28:allf=t+u:all_seed=99")
 
 
@@ -128,7 +129,7 @@ def _g_scene_cuts(w, h, fps, dur):
     n = max(1, int(round(dur / piece + 0.4999)))
     gens = [
         f"testsrc2=s={w}x{h}:r={fps}",
-        f"gradients=s={w}x{h}:r={fps}:speed=0.05:seed=21",
+        f"colorspectrum=s={w}x{h}:r={fps}:type=all,hue=h='40*t'",
         f"sierpinski=s={w}x{h}:r={fps}:seed=8:jump=50",
         f"life=s={w // 4}x{h // 4}:r={fps}:mold=4:seed=9,scale={w}:{h}:flags=neighbor",
         f"zoneplate=s={w}x{h}:r={fps}:kt2=3:kx2=110:ky2=80",
@@ -166,20 +167,20 @@ _GRAPHS = {
 }
 
 SOURCES: dict[str, Source] = {s.name: s for s in [
-    Source("slides", "low", "still gradient slides, the slide number changes every 10 s", ("gradients", "drawtext")),
-    Source("talking-head", "low", "static background, a small moving figure in the middle", ("gradients", "testsrc2", "overlay")),
-    Source("gradients", "low", "slowly moving smooth colour gradients", ("gradients",)),
+    Source("slides", "low", "still slides (dark colour spectrum + text), the slide number changes every 10 s", ("colorspectrum", "eq", "drawtext")),
+    Source("talking-head", "low", "static background, a small moving figure in the middle", ("colorspectrum", "eq", "testsrc2", "overlay")),
+    Source("gradients", "low", "smooth colour spectrum with slowly rotating hue", ("colorspectrum", "hue")),
     Source("testsrc2", "medium", "ffmpeg test pattern with moving parts and counters", ("testsrc2",)),
     Source("zoompan", "medium", "pan and zoom over a detailed still image (a rendered fractal)", ("mandelbrot", "zoompan")),
     Source("scrolling-text", "medium", "credits-like text scrolling upwards", ("drawtext",)),
     Source("camera-shake", "high", "a detailed still under camera shake", ("testsrc2", "crop", "loop")),
-    Source("scene-cuts", "high", "a different generator every 2.5 s (hard cuts)", ("testsrc2", "gradients", "sierpinski", "life", "zoneplate", "smptehdbars", "concat")),
+    Source("scene-cuts", "high", "a different generator every 2.5 s (hard cuts)", ("testsrc2", "colorspectrum", "hue", "sierpinski", "life", "zoneplate", "smptehdbars", "concat")),
     Source("mandelbrot", "high", "continuous zoom into the Mandelbrot set", ("mandelbrot",)),
     Source("sierpinski", "high", "jumping Sierpinski fractal", ("sierpinski",)),
     Source("life", "extreme", "Conway's game of life with mould, sharp cells", ("life",)),
     Source("cellauto", "extreme", "scrolling rule-110 cellular automaton", ("cellauto",)),
     Source("zoneplate", "extreme", "moving zone plate (all spatial frequencies)", ("zoneplate",)),
-    Source("noise", "extreme", "temporal film-grain noise over gradients", ("gradients", "noise")),
+    Source("noise", "extreme", "temporal film-grain noise over a hue-rotating spectrum", ("colorspectrum", "hue", "noise")),
 ]}
 
 
