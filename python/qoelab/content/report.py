@@ -50,6 +50,10 @@ def plot(out_png: str, root: str | None = None) -> dict:
     sp = spread(root)
     for ax, m, lab in zip(axes, ("vmaf", "ssim", "psnr"), ("VMAF (mean of segments)", "SSIM (luma)", "PSNR (luma, dB)")):
         ax.set_xscale("log")
+        ticks = [b / 1e6 for b in corpus.load_video(os.path.join(root or corpus.corpus_dir(), f"{names[0]}.json"))["bitrates_bps"]]
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([f"{t:g}" for t in ticks], rotation=45, fontsize=8)
+        ax.minorticks_off()
         ax.set_xlabel("nominal bitrate (Mbit/s)")
         ax.set_ylabel(lab)
         ax.grid(True, which="both", alpha=0.3)
