@@ -110,6 +110,8 @@ def metrics_qoelab(s):
         "util": b["utilization"], "jfi": s["jain_index"], "mean": q.get("mean"), "p50": q.get("p50"),
         "p95": q.get("p95"), "p99": q.get("p99"), "qdisc_mean": None, "qdisc_p99": None, "drops": b["dropped_packets"], "marks": b["marked_packets"],
         "goodputs": [f["goodput_bps"] for f in s["flows"]],
+        "fast_recoveries": sum(f.get("fast_recoveries", 0) for f in s["flows"]),
+        "rtos": sum(f.get("rto_count", 0) for f in s["flows"]),
         "pkts": s["packets"]["bottleneck"], "wall": s["perf"]["wall_s"],
         "pps": s["perf"]["bottleneck_packets_per_s"],
     }
@@ -125,6 +127,8 @@ def metrics_ns3(r):
         "p95": q.get("p95"), "p99": q.get("p99"), "qdisc_mean": qd.get("mean"), "qdisc_p99": qd.get("p99"),
         "drops": b["dropped_packets"], "marks": b["marked_packets"],
         "goodputs": [f["goodput_bps"] for f in r["flows"]],
+        "fast_recoveries": r.get("tcp", {}).get("fast_recoveries"),
+        "rtos": r.get("tcp", {}).get("rto_loss_states"),
         "pkts": r["packets_bottleneck"], "wall": r["perf"]["wall_s"],
         "pps": r["perf"]["bottleneck_packets_per_s"],
     }
