@@ -132,6 +132,8 @@ def build_parser():
     p.add_argument("--hystart", action="store_true", help="TcpCubic HyStart (ns-3 default on; qoelab off)")
     p.add_argument("--codel-min-bytes", type=int, default=None,
                    help="ns3::CoDelQueueDisc::MinBytes (default 1500; FQ-CoDel's per-flow CoDels use it too)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra ns-3 default, e.g. ns3::PieQueueDisc::MeanPktSize=1500 (repeatable)")
     p.add_argument("--seed", type=int, default=1, help="ns-3 RngRun")
     p.add_argument("--no-trace", action="store_true",
                    help="speed runs: connect no per-packet trace sink (no delay statistics)")
@@ -164,6 +166,9 @@ def run(args) -> dict:
     sd("ns3::TcpSocketBase::WindowScaling", ns.BooleanValue(True))
     sd("ns3::TcpSocketBase::MinRto", ns.TimeValue(ns.Seconds(args.min_rto)))
     sd("ns3::TcpCubic::HyStart", ns.BooleanValue(bool(args.hystart)))
+    for kv in args.set:
+        name, _, value = kv.partition("=")
+        sd(name, ns.StringValue(value))
     if args.codel_min_bytes is not None:
         sd("ns3::CoDelQueueDisc::MinBytes", ns.UintegerValue(args.codel_min_bytes))
 
@@ -289,7 +294,7 @@ def run(args) -> dict:
                  "rate_bps": args.rate, "rtt_s": args.rtt, "delack_timeout_s": args.delack_timeout,
                  "min_rto_s": args.min_rto, "recovery": args.recovery, "hystart": bool(args.hystart),
                  "seed": args.seed, "trace": not args.no_trace,
-                 "codel_min_bytes": args.codel_min_bytes},
+                 "codel_min_bytes": args.codel_min_bytes, "set": list(args.set)},
         "flows": [{"id": i, "goodput_bps": round(g, 1)} for i, g in enumerate(goodputs)],
         "goodput_total_bps": round(sum(goodputs), 1),
         "tcp": {"fast_recoveries": int(H.Recoveries()), "rto_loss_states": int(H.LossStates())},
