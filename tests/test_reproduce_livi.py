@@ -361,3 +361,15 @@ def test_one_real_run_extracts_every_metric():
         assert rec[k] == rec[k], k          # not NaN
     assert 0.2 < rec["arb"] < 1.2 and 0.3 < rec["lu"] <= 1.05 and rec["rtti_pct"] >= 99
     assert len(res["clients"]) == 2
+
+
+def test_lu_from_flow_samples_when_there_is_no_segments_table():
+    run = Run("bba2", "pfifo", 1.0, 1, "static", 1_000_000)
+    info = pd.DataFrame({"flow": [0, 1], "kind": ["http_req", "video"]})
+    # 0.1 s samples; the video flow receives 12_500 B per sample (1 Mbit/s) from 1.0 s to 11.0 s, then stops
+    t = [round(0.1 * i, 1) for i in range(1, 201)]
+    got = [0 if x <= 1.0 else min(12_500 * round((x - 1.0) / 0.1), 12_500 * 100) for x in t]
+    flows = pd.DataFrame({"time_s": t * 2, "flow": [1] * 200 + [0] * 200, "bytes_received": got + [7] * 200})
+    lu = livi.link_utilization(run, None, flows, info)
+    assert lu == pytest.approx(1.0, rel=1e-6)
+    assert math.isnan(livi.link_utilization(run, None, None, None))

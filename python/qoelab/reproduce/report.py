@@ -99,6 +99,14 @@ def bar_figure(d, metric: str, ylabel: str, log: bool = False):
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("symlog", linthresh=1.0) if metric == "rbr_pct" else ax.set_yscale("log")
+    else:
+        # metrics are >= 0; a small-sample CI can be huge: keep the bars readable (numbers below)
+        means = [v[0] for v in table.values() if v[0] == v[0]]
+        tops = [v[0] + v[1] for v in table.values() if v[0] == v[0] and v[1] == v[1]]
+        top = max(tops + means + [0.0])
+        if means and max(means) > 0:
+            top = min(top, 1.6 * max(means))
+        ax.set_ylim(0, top * 1.05 if top > 0 else 1.0)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=len(algos), loc="upper center", bbox_to_anchor=(0.5, 1.18), frameon=False)
     img = _png(fig)
