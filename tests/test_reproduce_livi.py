@@ -36,8 +36,9 @@ def test_full_grid_counts():
     var = [r for r in runs if r.profile != "static"]
     # 4 algorithms x (DT 1-3, CoDel 1-3, ARED 1 = 7 AQM/client pairs) x 4 buffers x 9 bandwidths
     assert len(static) == 4 * 7 * 4 * 9 == 1008
-    # variable: 2 profiles x 4 algorithms x 4 buffers x (3 one-client pairs x 2 reps + 4 multi-client pairs x 4 reps)
-    assert len(var) == 2 * 4 * 4 * (3 * 2 + 4 * 4) == 704
+    # variable: profile 2 x 4 algorithms x 4 buffers x (3 one-client pairs x 2 reps + 4 multi-client pairs x 4 reps)
+    assert len(var) == 4 * 4 * (3 * 2 + 4 * 4) == 352
+    assert {r.profile for r in var} == {"p2"}
     assert {r.algo for r in runs} == {"bba2", "bba3", "classic1", "classic2"}
     assert {r.buffer_pkts for r in runs} == {400, 67, 33, 17}
     assert {r.clients for r in runs if r.aqm == "ared"} == {1}
