@@ -54,7 +54,8 @@ def _cmd_validate(args):
     for path in args.files:
         sc = scenario.load(path)
         n = len(sc.config["flows"])
-        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {len(sc.config['links'])} links, "
+        nc = len(sc.config.get("clients", []))
+        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {nc} video clients, {len(sc.config['links'])} links, "
               f"{sc.config['duration'] / 1e9:g} s)")
     return 0
 

@@ -201,6 +201,7 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
     if duration <= 0:
         raise sc.err("duration", "a duration > 0", sc.data["duration"])
     seed = sc.int("seed", default=1, minimum=0)
+    network = sc.str("network", default="packet", choices=["packet", "trace"])
     sc.finish()
 
     topo = top.sub("topology")
@@ -215,10 +216,15 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
     top.used.add(flow_key)
     if not isinstance(flows_raw, list):
         raise InputError(src, flow_key, "an array of tables [[flow]]", _show(flows_raw))
-    if not flows_raw:
-        raise InputError(src, flow_key, message="expected at least one [[flow]]")
+    clients_raw = data.get("client", [])
+    top.used.add("client")
+    if not isinstance(clients_raw, list):
+        raise InputError(src, "client", "an array of tables [[client]]", _show(clients_raw))
+    if not flows_raw and not clients_raw:
+        raise InputError(src, flow_key, message="expected at least one [[flow]] or [[client]]")
 
     builder = _Builder(src, base_dir, aqms, ccs)
+    builder.duration = duration
     if kind == "dumbbell":
         builder.dumbbell(topo)
     else:
@@ -227,19 +233,25 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
 
     for i, fr in enumerate(flows_raw):
         builder.flow(_Section(src, f"{flow_key}[{i}]", fr))
+    for i, cr in enumerate(clients_raw):
+        builder.client(_Section(src, f"client[{i}]", cr))
 
     out = top.sub("output")
-    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web"]}
+    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web", "segments"]}
     pcap = None
     if out is not None:
         output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
 
         def tables(v):
-            ok = ["flows", "tcp", "queues", "packets", "web"]
+            ok = ["flows", "tcp", "queues", "packets", "web", "segments"]
             if not isinstance(v, list) or any(t not in ok for t in v):
                 raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
             return v
         output["tables"] = out.get("tables", tables, output["tables"])
+        if out.bool("loss_phases", False):
+            output["loss_phases"] = True
+            for l in builder.monitored():
+                builder.links[l]["packet_log"] = True
         if out.bool("packet_log", False):
             for l in builder.monitored():
                 builder.links[l]["packet_log"] = True
@@ -261,8 +273,18 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
         "nodes": [{"name": n} for n in builder.nodes],
         "links": builder.links,
         "flows": builder.flows,
+        "videos": builder.videos,
+        "clients": builder.clients,
         "output": output,
+        "network": network,
     }
+    if network == "trace":
+        if kind != "dumbbell":
+            raise InputError(src, "scenario.network", "the dumbbell topology for trace mode", kind)
+        if flows_raw:
+            raise InputError(src, flow_key, message="trace mode simulates video clients only; remove the [[flow]] "
+                             "entries or use network = \"packet\"")
+        config["trace_schedule"] = builder.trace_schedule()
     return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck})
 
 
@@ -280,6 +302,11 @@ class _Builder:
         self.default_rtt = None
         self.access_rate = None
         self.hostpairs = 0
+        self.videos: list[dict] = []
+        self.video_keys: dict = {}
+        self.clients: list[dict] = []
+        self.duration = 0
+        self.abrs = None
 
     def node(self, name):
         self.nodes.append(name)
@@ -342,9 +369,38 @@ class _Builder:
             return out
         return {"kind": "iid", "rate": sec.get(k, units.probability)}
 
+    def _profile(self, t: _Section):
+        """`rate_profile = [["0s", "4Mbps"], ["120s", "1Mbps"], ...]`: a stepwise rate schedule
+        (no loop; the last rate holds until the end)."""
+        if not t.has("rate_profile"):
+            return None
+
+        def conv(v):
+            if not isinstance(v, list) or not v or not all(isinstance(x, list) and len(x) == 2 for x in v):
+                raise ValueError('expected a list of [time, rate] pairs like [["0s", "4Mbps"], ["120s", "1Mbps"]]')
+            pts = [(units.duration(a), units.rate(b)) for a, b in v]
+            if pts[0][0] != 0:
+                raise ValueError("expected the first step at time 0s")
+            if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
+                raise ValueError("expected strictly increasing times")
+            if any(r <= 0 for _, r in pts):
+                raise ValueError("expected rates > 0")
+            return pts
+        pts = t.get("rate_profile", conv)
+        end = max(self.duration, pts[-1][0] + 1)
+        segs = []
+        for (a, r), nxt in zip(pts, pts[1:] + [(end, None)]):
+            segs.append([nxt[0] - a, r, 0])
+        return {"kind": "rates", "segments": segs, "loop": False}
+
     def dumbbell(self, t: _Section):
         rate = t.get("rate", units.rate, None)
         trace = self._trace(t, "trace")
+        profile = self._profile(t)
+        if profile is not None:
+            if rate is not None or trace is not None:
+                raise t.err("rate_profile", "only one of rate, trace, rate_profile", "several")
+            trace = profile
         if rate is None and trace is None:
             raise InputError(self.src, t.key("rate"), message="missing required key (or give a trace)")
         rate_up = t.get("rate_up", units.rate, rate)
@@ -404,6 +460,17 @@ class _Builder:
             self.hops.append({"down": down, "up": up, "delay": delay})
         self.bottleneck = {"link": "hop0", "rate_bps": self.links[self.hops[0]["down"]]["rate_bps"]}
 
+    def trace_schedule(self):
+        """The bottleneck's rate over time as trace-mode periods (latency set per client)."""
+        link = self.links[self.hops[0]["down"]]
+        tr = link.get("trace")
+        if tr is None:
+            return [{"duration": max(self.duration, 1), "rate_bps": link["rate_bps"], "latency": 0}]
+        if tr["kind"] == "opportunities":
+            from qoelab import traces
+            tr = traces.opportunities_to_rates(tr, bin_ns=100_000_000)
+        return [{"duration": d, "rate_bps": r, "latency": 0} for d, r, _ in tr["segments"]]
+
     def hostpair(self, label: str, rtt: int, first: int, last: int, sec: _Section):
         """Server-side host at router `first`, client-side host at router `last`; the server's
         access link carries the propagation delay that makes the base RTT."""
@@ -423,7 +490,7 @@ class _Builder:
         return s, c
 
     def flow(self, f: _Section):
-        kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web"])
+        kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web", "onoff"])
         name = f.str("name", default=f"{kind}{len(self.flows)}")
         count = f.int("count", default=1, minimum=1)
         rtt = f.get("rtt", units.duration, self.default_rtt)
@@ -438,7 +505,7 @@ class _Builder:
         if stop is not None and stop <= start:
             raise f.err("stop", "a time after start", f.data["stop"])
         common = {}
-        if kind in ("bulk", "web"):
+        if kind in ("bulk", "web", "onoff"):
             cc = f.str("cc", default="cubic")
             if cc not in self.ccs:
                 raise f.err("cc", "one of " + ", ".join(sorted(self.ccs)), cc)
@@ -458,6 +525,11 @@ class _Builder:
             ws = f.get("weight_schedule", sched, None)
             if ws:
                 common["weight_schedule"] = ws
+        elif kind == "onoff":
+            common["bytes"] = f.get("size", units.size, required=True)
+            common["period"] = f.get("period", units.duration, required=True)
+            if common["bytes"] <= 0 or common["period"] <= 0:
+                raise f.err("period", "size > 0 and period > 0", f.data.get("period"))
         elif kind == "cbr":
             common["rate_bps"] = f.get("rate", units.rate, required=True)
             common["packet_size"] = f.int("packet_size", default=MTU, minimum=28)
@@ -507,3 +579,139 @@ def _load_sizes(f: _Section, base_dir: str):
             raise f.err("sizes", "builtin:" + " or builtin:".join(flowsizes.BUILTIN), v) from None
     full = v if os.path.isabs(v) else os.path.join(base_dir, v)
     return flowsizes.load_cdf(full)
+
+
+def _describe_abr():
+    return _describe("abr")
+
+
+def _startup(v):
+    """Player startup: "1seg"/"3segments" (segments downloaded) or a duration of buffered media."""
+    if isinstance(v, str):
+        import re
+        m = re.fullmatch(r"\s*(\d+)\s*(seg|segs|segment|segments)\s*", v)
+        if m:
+            n = int(m.group(1))
+            if n < 1:
+                raise ValueError("expected at least 1 segment")
+            return {"Segments": n}
+    try:
+        return {"Buffer": units.duration(v)}
+    except ValueError:
+        raise ValueError(f'expected a segment count like "1seg" or a duration like "2s", found {_show(v)}') from None
+
+
+def _load_client_video(b, sec: _Section):
+    spec = sec.str("video", default="synthetic:has-testbed")
+    seed = sec.int("video_seed", default=1, minimum=0)
+    dur = sec.get("video_duration", units.duration, None)
+    key = (spec, seed, dur)
+    if key in b.video_keys:
+        return b.video_keys[key]
+    from qoelab import video as vmod
+    if spec.startswith("synthetic:"):
+        ladder = spec.split(":", 1)[1]
+        from qoelab.video.ladders import LADDERS
+        if ladder not in LADDERS:
+            raise sec.err("video", "synthetic:<ladder> with a ladder of " + ", ".join(LADDERS), spec)
+        seg = LADDERS[ladder].segment_duration_s
+        n = 300 if dur is None else max(1, math.ceil(dur / (seg * 1e9) - 1e-9))
+        v = vmod.synthetic_video(ladder, n_segments=n, seed=seed, name=f"{ladder}-seed{seed}")
+    else:
+        from qoelab import traces
+        if spec.startswith("data:"):
+            path = os.path.join(traces.data_dir(), spec[5:])
+        elif spec.startswith("corpus:"):
+            try:
+                from qoelab.content import corpus
+            except ImportError:
+                raise sec.err("video", "a corpus clip (the content corpus is not installed)", spec) from None
+            v = corpus.load_video(spec.split(":", 1)[1])
+            path = None
+        else:
+            path = spec if os.path.isabs(spec) else os.path.join(b.base_dir, spec)
+        if path is not None:
+            if not os.path.exists(path):
+                raise sec.err("video", "an existing video file (Sabre movie JSON, MPD, HLS playlist, Video JSON, "
+                              "Pensieve size folder), synthetic:<ladder> or corpus:<clip>", spec)
+            v = vmod.load_video(path)
+        if dur is not None:
+            v = _fit_duration(v, dur)
+    b.videos.append(v)
+    b.video_keys[key] = len(b.videos) - 1
+    return len(b.videos) - 1
+
+
+def _fit_duration(v: dict, dur_ns: int) -> dict:
+    """Truncate (or tile) a video to cover dur_ns of media."""
+    n = max(1, math.ceil(dur_ns / v["segment_duration"] - 1e-9))
+    k = len(v["sizes"])
+    v = dict(v)
+    v["sizes"] = [v["sizes"][i % k] for i in range(n)]
+    v["quality"] = {m: [t[i % k] for i in range(n)] for m, t in v.get("quality", {}).items()}
+    v["last_segment_duration"] = None
+    return v
+
+
+def _client(b, c: _Section):
+    if b.abrs is None:
+        b.abrs = _describe_abr()
+    name = c.str("name", default=f"client{len(b.clients)}")
+    count = c.int("count", default=1, minimum=1)
+    abr = c.str("abr", default="dynamic")
+    if abr not in b.abrs:
+        raise c.err("abr", "one of " + ", ".join(sorted(b.abrs)), abr)
+    abr_params = convert_params(c.sub("abr_params"), b.abrs[abr]["params"], f"abr {abr}")
+    vid = _load_client_video(b, c)
+    rtt = c.get("rtt", units.duration, b.default_rtt)
+    start = c.get("start", units.duration, 0)
+    stagger = c.get("stagger", units.duration, 0)
+    cc = c.str("cc", default="cubic")
+    if cc not in b.ccs:
+        raise c.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
+    cc_params = convert_params(c.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
+    tcp = convert_params(c.sub("tcp"), _describe_tcp(), "tcp")
+    player = None
+    ps = c.sub("player")
+    if ps is not None:
+        player = {}
+        bm = ps.get("buffer_max", units.duration, None)
+        if bm is not None:
+            player["buffer_max"] = bm
+            player["abr_buffer_max"] = False
+        st = ps.get("startup", _startup, None)
+        if st is not None:
+            player["startup"] = st
+        rr = ps.get("rebuffer_resume", units.duration, None)
+        if rr is not None:
+            player["rebuffer_resume"] = rr
+        qm = ps.str("quality_metric", default=None)
+        if qm is not None:
+            if qm not in b.videos[vid].get("quality", {}):
+                raise ps.err("quality_metric", "a quality table of the video (" +
+                             (", ".join(b.videos[vid].get("quality", {})) or "it has none") + ")", qm)
+            player["quality_metric"] = qm
+        ps.finish()
+    http = {}
+    hs = c.sub("http")
+    if hs is not None:
+        for k, conv in (("request_bytes", units.size), ("response_header_bytes", units.size),
+                        ("think", units.duration), ("progress_interval", units.duration)):
+            v = hs.get(k, conv, None)
+            if v is not None:
+                http[k] = v
+        hs.finish()
+    first = c.int("from_hop", default=0, minimum=0)
+    last = c.int("to_hop", default=len(b.hops), minimum=1)
+    c.finish()
+    for k in range(count):
+        label = name if count == 1 else f"{name}-{k}"
+        s, cl = b.hostpair(label, rtt, first, last, c)
+        d = {"name": label, "server": s, "client": cl, "video": vid, "abr": abr, "abr_params": abr_params,
+             "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
+        if player is not None:
+            d["player"] = player
+        b.clients.append(d)
+
+
+_Builder.client = _client

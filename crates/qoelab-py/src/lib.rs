@@ -30,6 +30,12 @@ fn describe(family: &str) -> PyResult<String> {
     Ok(serde_json::Value::Array(v).to_string())
 }
 
+/// JSON description of the TCP endpoint options (the `[flow.tcp]` section).
+#[pyfunction]
+fn describe_tcp() -> String {
+    qoelab_core::params::specs_json(qoelab_core::tcp::params::PARAMS).to_string()
+}
+
 /// Error raised for a config the core rejects: args (path, message).
 fn config_error(path: &str, msg: &str) -> PyErr {
     PyValueError::new_err((path.to_string(), msg.to_string()))
@@ -91,5 +97,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
     Ok(())
 }

@@ -20,8 +20,77 @@ pub struct SimConfig {
     pub links: Vec<LinkCfg>,
     #[serde(default)]
     pub flows: Vec<FlowCfg>,
+    /// Videos referenced by clients (by index).
+    #[serde(default)]
+    pub videos: Vec<crate::video::Video>,
+    /// Video clients (player + ABR over HTTP/TCP).
+    #[serde(default)]
+    pub clients: Vec<ClientCfg>,
     #[serde(default)]
     pub output: OutputCfg,
+    /// "packet" (default): the packet-level network. "trace": every video client runs alone on
+    /// the chunk-level model of `trace_schedule` (Sabre/Pensieve style); flows are not simulated.
+    #[serde(default = "packet")]
+    pub network: String,
+    /// The rate schedule of trace mode (the bottleneck's rate over time).
+    #[serde(default)]
+    pub trace_schedule: Option<crate::tracemode::Schedule>,
+}
+
+fn packet() -> String {
+    "packet".into()
+}
+
+/// A video client: a player with an ABR fetching segments over one persistent HTTP/1.1
+/// connection from `server`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientCfg {
+    pub name: String,
+    /// Node of the HTTP server and of the client (player).
+    pub server: usize,
+    pub client: usize,
+    /// Index into `SimConfig::videos`.
+    pub video: usize,
+    pub abr: String,
+    #[serde(default)]
+    pub abr_params: Value,
+    #[serde(default)]
+    pub player: Option<crate::player::PlayerConfig>,
+    #[serde(default = "cubic")]
+    pub cc: String,
+    #[serde(default)]
+    pub cc_params: Value,
+    #[serde(default)]
+    pub tcp: Value,
+    /// Session start (ns).
+    #[serde(default)]
+    pub start: Ns,
+    #[serde(default)]
+    pub http: HttpCfg,
+    /// Base RTT of the client's path (ns): the time to first byte in trace mode.
+    #[serde(default)]
+    pub rtt: Ns,
+}
+
+/// HTTP/1.1 overheads and timing.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HttpCfg {
+    /// Bytes of a GET request (request line + headers).
+    pub request_bytes: u64,
+    /// Bytes of response headers before the body.
+    pub response_header_bytes: u64,
+    /// Server think time between the end of the request and the first response byte (ns).
+    pub think: Ns,
+    /// How often the player is told about download progress (abandonment rules), ns.
+    pub progress_interval: Ns,
+}
+
+impl Default for HttpCfg {
+    fn default() -> Self {
+        HttpCfg { request_bytes: 300, response_header_bytes: 300, think: 0, progress_interval: 50 * MS }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -96,6 +165,25 @@ pub enum FlowCfg {
         #[serde(default)]
         weight_schedule: Vec<(Ns, f64)>,
     },
+    /// ON/OFF TCP source on one persistent connection: writes `bytes` every `period` (chunked
+    /// downloads without a player; idle gaps exercise slow start after idle).
+    Onoff {
+        name: String,
+        src: usize,
+        dst: usize,
+        #[serde(default = "cubic")]
+        cc: String,
+        #[serde(default)]
+        cc_params: Value,
+        #[serde(default)]
+        tcp: Value,
+        #[serde(default)]
+        start: Ns,
+        #[serde(default)]
+        stop: Option<Ns>,
+        bytes: u64,
+        period: Ns,
+    },
     /// Constant bit rate datagrams (no congestion control, no ACKs).
     Cbr {
         name: String,
@@ -148,11 +236,15 @@ pub struct OutputCfg {
     /// with packet_log), "web".
     #[serde(default = "default_tables")]
     pub tables: Vec<String>,
+    /// Classify every drop of a video flow at the monitored links into loss phases (needs the
+    /// packet log of the monitored links).
+    #[serde(default)]
+    pub loss_phases: bool,
 }
 
 impl Default for OutputCfg {
     fn default() -> Self {
-        OutputCfg { sample_interval: hundred_ms(), tables: default_tables() }
+        OutputCfg { sample_interval: hundred_ms(), tables: default_tables(), loss_phases: false }
     }
 }
 
@@ -160,7 +252,7 @@ fn hundred_ms() -> Ns {
     100 * MS
 }
 fn default_tables() -> Vec<String> {
-    vec!["flows".into(), "tcp".into(), "queues".into(), "web".into()]
+    vec!["flows".into(), "tcp".into(), "queues".into(), "web".into(), "segments".into()]
 }
 
 impl SimConfig {

@@ -1,5 +1,6 @@
 //! The network model and the simulator's driver of the sans-IO algorithms.
 
+pub mod clients;
 pub mod config;
 pub mod link;
 pub mod loss;

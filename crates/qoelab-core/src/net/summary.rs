@@ -123,6 +123,7 @@ impl World {
             }));
         }
         let total_pkts: u64 = self.links.iter().map(|l| l.stats.tx_pkts).sum();
+        let (clients, video) = self.client_summary().unwrap_or((json!([]), Value::Null));
         json!({
             "scenario": self.cfg.name,
             "seed": self.seed,
@@ -130,6 +131,8 @@ impl World {
             "flows": flows,
             "jain_index": jain(&goodputs).map(r6).unwrap_or(Value::Null),
             "links": links,
+            "clients": clients,
+            "video": video,
             "packets": {"bottleneck": bottleneck_pkts, "all_links": total_pkts},
             "events": self.engine.processed(),
             "invariants": "ok",

@@ -24,10 +24,11 @@ const K_EP: u64 = 3;
 const K_AQM: u64 = 4;
 const K_APP: u64 = 5;
 const K_SAMPLE: u64 = 6;
+pub(crate) const K_CLIENT: u64 = 7;
 const IDX_MASK: u64 = (1 << 56) - 1;
 
 #[inline]
-fn target(kind: u64, idx: usize) -> u64 {
+pub(crate) fn target(kind: u64, idx: usize) -> u64 {
     kind << 56 | idx as u64
 }
 
@@ -45,7 +46,7 @@ impl std::fmt::Display for SimError {
     }
 }
 
-fn serr(path: impl Into<String>, msg: impl Into<String>) -> SimError {
+pub(crate) fn serr(path: impl Into<String>, msg: impl Into<String>) -> SimError {
     SimError { path: path.into(), msg: msg.into() }
 }
 
@@ -123,6 +124,13 @@ pub struct FlowRt {
     prev_bytes: u64,
     /// Size of a finite transfer (bytes).
     pub size: Option<u64>,
+    /// Discarded (connection reset): packets arriving for it are dropped, timers ignored.
+    pub dead: bool,
+    /// The video client this half-connection belongs to.
+    pub client: Option<u32>,
+    /// Sum and count of srtt samples (ns) taken at the sampling interval.
+    pub srtt_sum: f64,
+    pub srtt_n: u64,
     /// Congestion controller name (TCP flows).
     pub cc: Option<String>,
 }
@@ -133,6 +141,8 @@ enum AppAction {
     Stop(usize),
     Weight(usize, f64),
     WebArrival(usize),
+    /// ON/OFF source: write `bytes` now and again every `period` (flow, bytes, period).
+    Burst(usize, u64, Ns),
 }
 
 /// Tables recorded during a run.
@@ -167,6 +177,11 @@ pub struct World {
     /// pcap writers of links with capture enabled (by link index).
     pcaps: Vec<(usize, super::pcap::PcapWriter)>,
     webgens: Vec<WebGen>,
+    pub(crate) clients: Vec<super::clients::VideoClient>,
+    /// Trace-mode results per client: (name, abr, video, result).
+    pub(crate) trace_results: Vec<super::clients::TraceClient>,
+    /// Packets that arrived for discarded connections.
+    pub dead_drops: u64,
 }
 
 impl World {
@@ -334,6 +349,9 @@ impl World {
             ended: false,
             pcaps: Vec::new(),
             webgens: Vec::new(),
+            clients: Vec::new(),
+            trace_results: Vec::new(),
+            dead_drops: 0,
         };
         for i in 0..w.links.len() {
             if w.links[i].pcap {
@@ -344,10 +362,27 @@ impl World {
         for (i, f) in flows.iter().enumerate() {
             w.add_flow(i, f)?;
         }
+        let clients = w.cfg.clients.clone();
+        match w.cfg.network.as_str() {
+            "packet" => {
+                for (i, c) in clients.iter().enumerate() {
+                    w.add_client(i, c)?;
+                }
+            }
+            "trace" => {
+                if w.cfg.trace_schedule.is_none() {
+                    return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
+                }
+                for (i, c) in clients.iter().enumerate() {
+                    w.check_trace_client(i, c)?;
+                }
+            }
+            other => return Err(serr("network", format!("expected \"packet\" or \"trace\", found \"{other}\""))),
+        }
         for i in 0..w.links.len() {
             w.schedule_aqm_timer(i);
         }
-        if w.rec.flows.is_some() || w.rec.queues.is_some() || w.rec.tcp.is_some() {
+        if w.rec.flows.is_some() || w.rec.queues.is_some() || w.rec.tcp.is_some() || !w.clients.is_empty() {
             let si = w.cfg.output.sample_interval;
             if si > 0 {
                 w.engine.schedule(si, target(K_SAMPLE, 0));
@@ -357,7 +392,7 @@ impl World {
     }
 
     /// Both nodes exist and are connected (both ways when `two_way`, as TCP needs for ACKs).
-    fn check_nodes(&self, p: &str, src: usize, dst: usize, two_way: bool) -> Result<(), SimError> {
+    pub(crate) fn check_nodes(&self, p: &str, src: usize, dst: usize, two_way: bool) -> Result<(), SimError> {
         let n = self.cfg.nodes.len();
         if src >= n || dst >= n || src == dst {
             return Err(serr(format!("{p}.src"), "expected two different existing nodes"));
@@ -410,6 +445,10 @@ impl World {
                     prev_bytes: 0,
                     size: None,
                     cc: None,
+                    dead: false,
+                    client: None,
+                    srtt_sum: 0.0,
+                    srtt_n: 0,
                 });
                 self.schedule_action(*start, AppAction::Start(fid));
                 if let Some(s) = stop {
@@ -443,6 +482,18 @@ impl World {
                     }
                     self.schedule_action(*t, AppAction::Weight(fid, *wgt));
                 }
+                Ok(())
+            }
+            FlowCfg::Onoff { name, src, dst, cc, cc_params, tcp, start, stop, bytes, period } => {
+                self.check_nodes(&p, *src, *dst, true)?;
+                let tcfg = tcp_config(&p, tcp)?;
+                let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
+                if *bytes == 0 || *period == 0 {
+                    return Err(serr(format!("{p}.period"), "expected size > 0 and period > 0"));
+                }
+                let fid = self.add_tcp_flow(&p, name, "onoff", *src, *dst, cc, &ccp, &tcfg, *start)?;
+                self.flows[fid].stop = *stop;
+                self.schedule_action(*start, AppAction::Burst(fid, *bytes, *period));
                 Ok(())
             }
             FlowCfg::Web { name, src, dst, cc, cc_params, tcp, start, stop, arrival_rate, sizes } => {
@@ -482,7 +533,7 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn add_tcp_flow(
+    pub(crate) fn add_tcp_flow(
         &mut self,
         p: &str,
         name: &str,
@@ -517,6 +568,10 @@ impl World {
             prev_bytes: 0,
             size: None,
             cc: Some(cc_name.to_string()),
+            dead: false,
+            client: None,
+            srtt_sum: 0.0,
+            srtt_n: 0,
         });
         Ok(fid)
     }
@@ -761,6 +816,10 @@ impl World {
             return;
         }
         let f = &self.flows[pkt.flow as usize];
+        if f.dead {
+            self.dead_drops += 1;
+            return;
+        }
         let ep = if node == f.dst as usize { f.rx } else { f.tx };
         let now = self.engine.now();
         match &mut self.eps[ep] {
@@ -772,10 +831,17 @@ impl World {
             Ep::TcpTx(s) => s.on_packet(now, &pkt),
             Ep::TcpRx(r) => {
                 r.on_packet(now, &pkt);
+                let got = r.bytes_received();
                 let fid = pkt.flow as usize;
                 let f = &self.flows[fid];
-                if f.done_at.is_none() && f.size.is_some_and(|sz| r.bytes_received() >= sz) {
+                let client = f.client;
+                if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
                     self.flow_completed(fid);
+                }
+                if let Some(ci) = client {
+                    self.drain_ep(ep);
+                    self.client_on_rx(ci as usize, fid);
+                    return;
                 }
             }
         }
@@ -834,8 +900,11 @@ impl World {
     }
 
     /// Emit everything the endpoint wants to send now; reschedule its timer.
-    fn drain_ep(&mut self, ep: usize) {
+    pub(crate) fn drain_ep(&mut self, ep: usize) {
         let now = self.engine.now();
+        if self.flows[self.ep_flow[ep] as usize].dead {
+            return;
+        }
         let node = self.ep_node[ep] as usize;
         while let Some(mut p) = self.ep_poll_transmit(ep, now) {
             if p.flags & flags::DGRAM != 0 {
@@ -860,6 +929,10 @@ impl World {
         let now = self.engine.now();
         if self.ep_sched[ep] != now {
             return; // stale
+        }
+        if self.flows[self.ep_flow[ep] as usize].dead {
+            self.ep_sched[ep] = NEVER;
+            return;
         }
         self.ep_sched[ep] = NEVER;
         match &mut self.eps[ep] {
@@ -907,6 +980,17 @@ impl World {
                 }
             }
             AppAction::WebArrival(gi) => self.web_arrival(gi),
+            AppAction::Burst(fid, bytes, period) => {
+                if self.flows[fid].stop.is_some_and(|s| now >= s) {
+                    return;
+                }
+                let tx = self.flows[fid].tx;
+                if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                    s.write(now, bytes);
+                }
+                self.drain_ep(tx);
+                self.engine.schedule(now + period, target(K_APP, ai));
+            }
         }
     }
 
@@ -942,9 +1026,20 @@ impl World {
                 tab.f(3, d as f64 * 8.0 / si);
             }
         }
+        for f in self.flows.iter_mut() {
+            if f.client.is_some() && !f.dead && now >= f.start && f.kind == "video" {
+                if let Ep::TcpTx(s) = &self.eps[f.tx] {
+                    let x = s.sample(now);
+                    if x.srtt > 0 {
+                        f.srtt_sum += x.srtt as f64;
+                        f.srtt_n += 1;
+                    }
+                }
+            }
+        }
         if let Some(tab) = &mut self.rec.tcp {
             for (fid, f) in self.flows.iter().enumerate() {
-                if now < f.start || f.done_at.is_some() {
+                if now < f.start || f.done_at.is_some() || f.dead {
                     continue;
                 }
                 if let Ep::TcpTx(s) = &self.eps[f.tx] {
@@ -1008,6 +1103,7 @@ impl World {
             m.insert("retransmits".into(), json!(st.retransmits));
             m.insert("fast_recoveries".into(), json!(st.fast_recoveries));
             m.insert("rto_count".into(), json!(st.rto_count));
+            m.insert("idle_restarts".into(), json!(st.idle_restarts));
             m.insert("srtt_ms_at_end".into(), json!((x.srtt as f64 / 1e3).round() / 1e3));
             m.insert("min_rtt_ms".into(), json!((x.min_rtt as f64 / 1e3).round() / 1e3));
         }
@@ -1049,19 +1145,16 @@ impl World {
             li.s(6, l.queue.kind);
         }
         out.push(li);
-        for t in [self.rec.flows.take(), self.rec.tcp.take(), self.rec.queues.take(), self.rec.web.take(), self.rec.packets.take()]
+        let keep_packets = self.cfg.output.tables.iter().any(|t| t == "packets");
+        let packets = self.rec.packets.take().filter(|_| keep_packets);
+        for t in [self.rec.flows.take(), self.rec.tcp.take(), self.rec.queues.take(), self.rec.web.take(), packets]
             .into_iter()
             .flatten()
         {
             out.push(t);
         }
-        out.extend(self.extra_tables());
+        out.extend(self.client_tables());
         out
-    }
-
-    /// Endpoint-specific tables (TCP samples, web flow completions).
-    fn extra_tables(&mut self) -> Vec<Table> {
-        Vec::new()
     }
 
     /// Captured pcaps: (link name, pcap file bytes).
@@ -1072,6 +1165,12 @@ impl World {
     /// Run until the configured duration.
     pub fn run(&mut self) {
         let end = self.cfg.duration;
+        if self.cfg.network == "trace" {
+            self.run_trace_clients();
+            self.engine.advance_to(end);
+            self.ended = true;
+            return;
+        }
         while let Some(ev) = self.engine.pop_until(end) {
             let idx = (ev.target & IDX_MASK) as usize;
             match ev.target >> 56 {
@@ -1081,6 +1180,7 @@ impl World {
                 K_AQM => self.on_aqm_timer(idx),
                 K_APP => self.on_app(idx),
                 K_SAMPLE => self.on_sample(),
+                K_CLIENT => self.on_client_timer(idx),
                 k => unreachable!("event kind {k}"),
             }
         }
@@ -1103,6 +1203,14 @@ impl World {
             }
             if s.tx_pkts != s.delivered_pkts + l.line.len() as u64 {
                 return Err(format!("link {}: transmitted {} != delivered {} + propagating {}", l.name, s.tx_pkts, s.delivered_pkts, l.line.len()));
+            }
+        }
+        for c in &self.clients {
+            c.player.check_invariants().map_err(|e| format!("client {}: {e}", c.name))?;
+        }
+        for t in &self.trace_results {
+            if let Some(e) = &t.result.error {
+                return Err(format!("client {} (trace mode): {e}", t.name));
             }
         }
         for t in [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten() {
@@ -1148,7 +1256,7 @@ fn compute_routes(n: usize, links: &[Link]) -> Vec<Vec<u32>> {
     routes
 }
 
-fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, SimError> {
+pub(crate) fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, SimError> {
     let params = Params::from_value(v).map_err(|e| serr(format!("{p}.tcp"), e.msg))?;
     crate::tcp::params::from_params(&params).map_err(|e| serr(format!("{p}.tcp.{}", e.param), e.msg))
 }

@@ -56,6 +56,9 @@ pub struct PlayerConfig {
     pub rebuffer_resume: Option<Ns>,
     /// The quality table logged per segment (None = the first table of the video, if any).
     pub quality_metric: Option<String>,
+    /// Use the ABR's preferred buffer maximum (BBA: 240 s) when it has one (default true); false
+    /// when the user set `buffer_max` explicitly.
+    pub abr_buffer_max: bool,
 }
 
 impl Default for PlayerConfig {
@@ -65,17 +68,15 @@ impl Default for PlayerConfig {
             buffer_max: 30 * SEC,
             rebuffer_resume: None,
             quality_metric: None,
+            abr_buffer_max: true,
         }
     }
 }
 
-/// HOOK: the ABR's preferred buffer maximum (e.g. BBA's 240 s, Classic's 24 segments).
-///
-/// The [`Abr`] trait has no `preferred_buffer_max()` yet. When it gains one, replace the body by
-/// `abr.preferred_buffer_max()`; the player already uses whatever this returns instead of
-/// `PlayerConfig::buffer_max`.
-pub fn abr_preferred_buffer_max(_abr: &dyn Abr) -> Option<Ns> {
-    None
+/// The ABR's preferred buffer maximum (e.g. BBA's 240 s); when it has one, the player uses it
+/// instead of `PlayerConfig::buffer_max`.
+pub fn abr_preferred_buffer_max(abr: &dyn Abr) -> Option<Ns> {
+    abr.preferred_buffer_max()
 }
 
 /// The playback phase of the media clock.
@@ -235,7 +236,11 @@ impl Player {
         if let Err(e) = Player::validate_config(&cfg, &video) {
             panic!("invalid player config: {e}");
         }
-        let buffer_max = abr_preferred_buffer_max(abr.as_ref()).unwrap_or(cfg.buffer_max);
+        let buffer_max = if cfg.abr_buffer_max {
+            abr_preferred_buffer_max(abr.as_ref()).unwrap_or(cfg.buffer_max)
+        } else {
+            cfg.buffer_max
+        };
         let rebuffer_resume = cfg.rebuffer_resume.unwrap_or(video.segment_duration).min(buffer_max);
         let quality_metric = cfg.quality_metric.clone().or_else(|| video.quality.keys().next().cloned());
         Player {

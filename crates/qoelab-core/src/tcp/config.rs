@@ -19,12 +19,19 @@ pub struct TcpConfig {
     /// The receiver ACKs at the latest once more than `ack_every - 1` full segments are unacked
     /// (2: every second full segment, RFC 5681 / Linux `> rcv_mss`).
     pub ack_every: u32,
+    /// Linux receiver quick-ACK mode: ACK every segment for the first `min(16, rwnd / (2 MSS))`
+    /// segments of a connection and after a receive gap longer than `min_rto` (Linux:
+    /// `tcp_incr_quickack`, `TCP_MAX_QUICKACKS`). Off by default (plain RFC 5681 delayed ACKs).
+    pub quickack: bool,
     /// Lower bound of the RTO (Linux `TCP_RTO_MIN` 200 ms).
     pub min_rto: Ns,
     /// RTO before the first RTT sample (RFC 6298: 1 s).
     pub initial_rto: Ns,
     /// Upper bound of the RTO (Linux `TCP_RTO_MAX` 120 s).
     pub max_rto: Ns,
+    /// Linux RTO computation (`tcp_rtt_estimator`): RTO = srtt + max(windowed max 4 x mdev,
+    /// min_rto) instead of RFC 6298's max(min_rto, srtt + 4 rttvar). See [`super::rtt`].
+    pub linux_rto: bool,
     /// Linux `net.ipv4.tcp_slow_start_after_idle` (RFC 5681 4.1 / RFC 2861 restart window).
     pub slow_start_after_idle: bool,
     /// Pace from cwnd/srtt even if the controller does not ask for pacing (Linux: sch_fq).
@@ -35,6 +42,9 @@ pub struct TcpConfig {
     pub pacing_ca_ratio: f64,
     /// Selective acknowledgments (RFC 2018 / RFC 6675); false: NewReno (RFC 6582).
     pub sack: bool,
+    /// Proportional Rate Reduction (RFC 6937, Linux) during fast recovery and ECN CWR, for
+    /// controllers that do not set a pacing rate. false: plain RFC 6675 (send while pipe < cwnd).
+    pub prr: bool,
     /// ECN (RFC 3168).
     pub ecn: bool,
     /// Three-way handshake before data; false: both ends start established at time of creation.
@@ -53,14 +63,17 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delack_timeout: 40 * MS,
             ack_every: 2,
+            quickack: false,
             min_rto: 200 * MS,
             initial_rto: SEC,
             max_rto: 120 * SEC,
+            linux_rto: false,
             slow_start_after_idle: true,
             pacing: false,
             pacing_ss_ratio: 2.0,
             pacing_ca_ratio: 1.2,
             sack: true,
+            prr: true,
             ecn: false,
             handshake: true,
             timestamps: true,

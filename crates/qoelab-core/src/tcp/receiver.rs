@@ -40,6 +40,9 @@ pub struct TcpReceiver {
     /// Bytes received in order since the last ACK sent.
     unacked_bytes: u64,
     delack_at: Ns,
+    /// Quick-ACK segments left (Linux `icsk_ack.quick`) and time of the last data segment.
+    quick: u32,
+    last_data_rx: Option<Ns>,
     /// RFC 3168: echo ECE on every ACK until a CWR arrives.
     ece: bool,
     out: VecDeque<Packet>,
@@ -59,6 +62,8 @@ impl TcpReceiver {
             last_ack_sent: 0,
             unacked_bytes: 0,
             delack_at: NEVER,
+            quick: 0,
+            last_data_rx: None,
             ece: false,
             out: VecDeque::new(),
             stats: TcpReceiverStats::default(),
@@ -78,7 +83,8 @@ impl TcpReceiver {
     }
 
     pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
-        if pkt.flow != self.addr.flow || pkt.has(flags::DGRAM) {
+        // only segments of this half-connection (same flow id, direction src -> dst)
+        if pkt.flow != self.addr.flow || pkt.src != self.addr.src || pkt.dst != self.addr.dst || pkt.has(flags::DGRAM) {
             return;
         }
         if pkt.has(flags::SYN) {
@@ -98,6 +104,18 @@ impl TcpReceiver {
         }
         self.stats.segments_received += 1;
         let mut ack_now = !self.cfg.delayed_ack;
+        if self.cfg.quickack {
+            // Linux tcp_event_data_recv: first data, or a gap longer than the RTO (min_rto here)
+            let gap = self.last_data_rx.map(|t| now.saturating_sub(t));
+            if gap.is_none_or(|g| g > self.cfg.min_rto) {
+                let q = (self.cfg.rwnd / (2 * self.cfg.mss.max(1) as u64)).clamp(2, 16) as u32;
+                self.quick = self.quick.max(q);
+            }
+            if self.quick > 0 {
+                ack_now = true;
+            }
+        }
+        self.last_data_rx = Some(now);
 
         // RFC 3168 6.1.3: CWR stops the echo; a new CE restarts it.
         if pkt.has(flags::CWR) {
@@ -225,6 +243,7 @@ impl TcpReceiver {
     }
 
     fn push_ack(&mut self, p: Packet) {
+        self.quick = self.quick.saturating_sub(1);
         self.last_ack_sent = p.ack;
         self.unacked_bytes = 0;
         self.delack_at = NEVER;
@@ -260,6 +279,8 @@ mod tests {
     fn data(seq: u64, len: u32, ts: Ns) -> Packet {
         let mut p = Packet::EMPTY;
         p.flow = 1;
+        p.src = 0;
+        p.dst = 1;
         p.seq = seq;
         p.payload = len;
         p.size = HEADERS + len;
@@ -338,5 +359,41 @@ mod tests {
         c.flags |= flags::CWR;
         r.on_packet(0, &c);
         assert!(!r.poll_transmit(0).unwrap().has(flags::ECE));
+    }
+
+    #[test]
+    fn ignores_other_directions_and_flows() {
+        let mut r = rx();
+        let mut p = data(0, 1000, 1);
+        p.src = 1;
+        p.dst = 0; // the reverse half of the same connection id
+        r.on_packet(0, &p);
+        let mut q = data(0, 1000, 1);
+        q.flow = 2;
+        r.on_packet(0, &q);
+        assert_eq!(r.bytes_received(), 0);
+        assert!(r.poll_transmit(0).is_none());
+    }
+
+    #[test]
+    fn linux_quickack_at_start_and_after_idle() {
+        let cfg = TcpConfig { quickack: true, ..TcpConfig::default() };
+        let mut r = TcpReceiver::new(&cfg, FlowAddr { flow: 1, src: 0, dst: 1 });
+        let m = 1448u64;
+        let mut acks = 0;
+        for i in 0..40 {
+            r.on_packet(i * 10_000, &data(i * m, 1448, i * 10_000 + 1));
+            while r.poll_transmit(0).is_some() {
+                acks += 1;
+            }
+        }
+        // 16 quick ACKs, then one per 2 segments: 16 + 24 / 2
+        assert_eq!(acks, 28);
+        // idle longer than min_rto: quick mode again
+        let t = 40 * 10_000 + 300_000_000;
+        r.on_packet(t, &data(40 * m, 1448, t));
+        assert!(r.poll_transmit(t).is_some());
+        r.on_packet(t + 1, &data(41 * m, 1448, t));
+        assert!(r.poll_transmit(t).is_some());
     }
 }

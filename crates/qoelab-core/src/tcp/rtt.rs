@@ -6,8 +6,19 @@ use crate::time::{Ns, MS};
 pub const CLOCK_GRANULARITY: Ns = MS;
 
 /// RFC 6298 estimator: srtt, rttvar, RTO with bounds and exponential backoff; all-time min RTT.
+///
+/// Optional Linux mode (`tcp_rtt_estimator` / `__tcp_set_rto`): `RTO = srtt + rttvar4` where
+/// `rttvar4` (in units of 4 x mean deviation) follows the largest `4 * mdev` of the current window of
+/// data but never below `min_rto`, and decays by a quarter per window towards it; decreases of the
+/// RTT enter `mdev` with weight 1/32 instead of 1/4. For small RTTs this gives `RTO ~ srtt +
+/// min_rto` instead of `max(min_rto, srtt + 4 rttvar)`.
 #[derive(Clone, Debug)]
 pub struct RttEstimator {
+    linux: bool,
+    /// Linux: 4 x mean deviation, its maximum over the current window, and the RTO variance term.
+    mdev4: i128,
+    mdev_max4: i128,
+    rttvar4: i128,
     srtt: Option<Ns>,
     rttvar: Ns,
     min_rtt: Option<Ns>,
@@ -22,6 +33,10 @@ pub struct RttEstimator {
 impl RttEstimator {
     pub fn new(initial_rto: Ns, min_rto: Ns, max_rto: Ns) -> Self {
         RttEstimator {
+            linux: false,
+            mdev4: 0,
+            mdev_max4: 0,
+            rttvar4: 0,
             srtt: None,
             rttvar: 0,
             min_rtt: None,
@@ -33,9 +48,64 @@ impl RttEstimator {
         }
     }
 
+    /// Linux-style RTO (see the type's docs).
+    pub fn new_linux(initial_rto: Ns, min_rto: Ns, max_rto: Ns) -> Self {
+        RttEstimator { linux: true, ..Self::new(initial_rto, min_rto, max_rto) }
+    }
+
+    /// Linux mode: take a sample; `new_window` is true when SND.UNA passed the end of the window
+    /// that was outstanding at the previous window start (Linux `rtt_seq`).
+    pub fn on_sample_windowed(&mut self, r: Ns, new_window: bool) {
+        if !self.linux {
+            return self.on_sample(r);
+        }
+        let m = r as i128;
+        let min_rto = self.min_rto as i128;
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.mdev4 = 2 * m;
+                self.mdev_max4 = self.mdev4.max(min_rto);
+                self.rttvar4 = self.mdev_max4;
+                self.rttvar = r / 2;
+            }
+            Some(s) => {
+                let err = m - s as i128;
+                let srtt = (s as i128 + err / 8).max(1);
+                self.srtt = Some(srtt as Ns);
+                let mut e = err.abs() - self.mdev4 / 4;
+                if err < 0 && e > 0 {
+                    e /= 8;
+                }
+                self.mdev4 = (self.mdev4 + e).max(0);
+                self.rttvar = (self.mdev4 / 4) as Ns;
+                if self.mdev4 > self.mdev_max4 {
+                    self.mdev_max4 = self.mdev4;
+                    if self.mdev_max4 > self.rttvar4 {
+                        self.rttvar4 = self.mdev_max4;
+                    }
+                }
+                if new_window {
+                    if self.mdev_max4 < self.rttvar4 {
+                        self.rttvar4 -= (self.rttvar4 - self.mdev_max4) / 4;
+                    }
+                    self.mdev_max4 = min_rto;
+                }
+            }
+        }
+        self.latest = Some(r);
+        self.min_rtt = Some(self.min_rtt.map_or(r, |x| x.min(r)));
+        let rto = self.srtt.unwrap_or(r) as i128 + self.rttvar4;
+        self.base_rto = (rto.max(0) as u128).min(self.max_rto as u128) as Ns;
+        self.backoff = 0;
+    }
+
     /// Take an RTT measurement (RFC 6298 2.2/2.3). Clears the backoff (5.7: a new sample after
     /// backoff recomputes the RTO).
     pub fn on_sample(&mut self, r: Ns) {
+        if self.linux {
+            return self.on_sample_windowed(r, false);
+        }
         match self.srtt {
             None => {
                 self.srtt = Some(r);
@@ -106,6 +176,28 @@ mod tests {
         assert_eq!(e.srtt(), Some(110 * MS));
         assert_eq!(e.rto(), 110 * MS + 230 * MS);
         assert_eq!(e.min_rtt(), Some(100 * MS));
+    }
+
+    #[test]
+    fn linux_mode_rto_is_srtt_plus_min_rto_floor() {
+        let mut e = RttEstimator::new_linux(SEC, 200 * MS, 120 * SEC);
+        e.on_sample_windowed(20 * MS, false);
+        // rttvar4 = max(2 * 20 ms, 200 ms): RTO 220 ms (RFC mode: max(200, 20 + 40) = 200 ms)
+        assert_eq!(e.rto(), 220 * MS);
+        // a jump to 300 ms: err 280, srtt 55, mdev4 = 40 + 280 - 10 = 310 ms -> RTO 365 ms
+        e.on_sample_windowed(300 * MS, false);
+        assert_eq!(e.srtt(), Some(55 * MS));
+        assert_eq!(e.rto(), 55 * MS + 310 * MS);
+        // decreases are damped by 1/8: sample 55 (err 0) then new windows decay rttvar4 by 1/4
+        // of its excess over min_rto each
+        e.on_sample_windowed(55 * MS, true);
+        // mdev4 = 310 - 77.5 = 232.5; mdev_max4 reset to 200 after decaying rttvar4 to
+        // 310 - (310 - 310)/4 = 310
+        assert_eq!(e.rto(), 55 * MS + 310 * MS);
+        e.on_sample_windowed(55 * MS, true);
+        // mdev4 = 232.5 - 58.125 = 174.375 < mdev_max4 200; rttvar4 -= (310 - 200)/4 = 27.5
+        assert_eq!(e.rto(), 55 * MS + 282_500_000);
+        assert!(e.rto() > 200 * MS);
     }
 
     #[test]

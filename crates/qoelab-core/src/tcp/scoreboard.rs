@@ -29,6 +29,8 @@ pub struct Seg {
     pub retrans: bool,
     /// Ever retransmitted (Karn).
     pub ever_retrans: bool,
+    /// SND.NXT when the latest retransmission was sent (lost-retransmission detection).
+    pub retx_high: u64,
 }
 
 impl Seg {
@@ -61,6 +63,10 @@ pub struct Scoreboard {
     below_segs: u64,
     /// No segment below this sequence can still need a retransmission (search hint).
     retx_hint: u64,
+    /// Retransmissions in the order sent: (seq, retx_high). retx_high never decreases along it.
+    retx_fifo: VecDeque<(u64, u64)>,
+    /// Highest end of SACKed data seen (Linux `received_upto` of `tcp_mark_lost_retrans`).
+    high_sacked: u64,
 }
 
 impl Scoreboard {
@@ -185,6 +191,9 @@ impl Scoreboard {
             }
         }
         self.retx_hint = self.retx_hint.max(ack);
+        if self.segs.is_empty() {
+            self.retx_fifo.clear();
+        }
         newly
     }
 
@@ -224,6 +233,7 @@ impl Scoreboard {
                         self.below_segs += 1;
                     }
                     self.insert_range(s.seq, s.end());
+                    self.high_sacked = self.high_sacked.max(s.end());
                     newly += s.len;
                     delivered(&s);
                 }
@@ -323,6 +333,7 @@ impl Scoreboard {
             newly += self.set_lost(i);
         }
         self.retx_hint = self.segs.front().map_or(0, |s| s.seq);
+        self.retx_fifo.clear();
         if let Some(b) = self.segs.back() {
             self.lost_cursor = b.end();
             self.below_bytes = self.sacked_bytes;
@@ -348,15 +359,50 @@ impl Scoreboard {
         None
     }
 
-    /// Record the retransmission of segment `i`; returns the segment before the update.
-    pub fn on_retransmit(&mut self, i: usize) -> Seg {
+    /// Lost retransmissions (Linux `tcp_mark_lost_retrans`, the SACK-based precursor of RACK): a
+    /// retransmission sent when SND.NXT was `h` is deemed lost once data at or above `h +
+    /// reordering` has been SACKed (data sent after it arrived, it did not). The segment becomes
+    /// lost-not-retransmitted again, to be resent by NextSeg rule 1. Returns the bytes and the
+    /// number of segments re-marked.
+    pub fn mark_lost_retransmits(&mut self, reordering: u64) -> (u64, u64) {
+        let mut newly = 0;
+        let mut count = 0;
+        while let Some(&(seq, high)) = self.retx_fifo.front() {
+            if self.high_sacked < high + reordering {
+                break;
+            }
+            self.retx_fifo.pop_front();
+            let i = self.index_of(seq);
+            if i >= self.segs.len() {
+                continue;
+            }
+            let s = self.segs[i];
+            if s.seq != seq || !s.retrans || s.sacked || s.retx_high != high {
+                continue; // acknowledged, SACKed, or retransmitted again since
+            }
+            debug_assert!(s.lost);
+            self.segs[i].retrans = false;
+            self.retrans_bytes -= s.len;
+            self.lost_pending_bytes += s.len;
+            self.retx_hint = self.retx_hint.min(seq);
+            newly += s.len;
+            count += 1;
+        }
+        (newly, count)
+    }
+
+    /// Record the retransmission of segment `i` while SND.NXT is `snd_nxt`; returns the segment
+    /// before the update.
+    pub fn on_retransmit(&mut self, i: usize, snd_nxt: u64) -> Seg {
         let s = self.segs[i];
         debug_assert!(s.lost && !s.sacked && !s.retrans);
         self.lost_pending_bytes -= s.len;
         self.retrans_bytes += s.len;
+        self.retx_fifo.push_back((s.seq, snd_nxt));
         let m = &mut self.segs[i];
         m.retrans = true;
         m.ever_retrans = true;
+        m.retx_high = snd_nxt;
         self.retx_hint = s.end();
         s
     }
@@ -432,6 +478,7 @@ mod tests {
             lost: false,
             retrans: false,
             ever_retrans: false,
+            retx_high: 0,
         }
     }
 
@@ -455,7 +502,7 @@ mod tests {
         assert_eq!(b.mark_lost_rfc6675(100, 3), 100);
         assert_eq!(b.pipe(), 600);
         assert_eq!(b.next_retransmit(), Some(0));
-        b.on_retransmit(0);
+        b.on_retransmit(0, 1000);
         assert_eq!(b.pipe(), 700);
         assert_eq!(b.next_retransmit(), None);
         b.check_counters();
@@ -473,12 +520,12 @@ mod tests {
         b.sack(200, 400, |_| {}); // two segments above 0 and 1
         assert_eq!(b.mark_lost_rfc6675(100, 3), 0);
         b.sack(500, 600, |_| {}); // third
-        // segments 0,1 have 3 SACKed above; segment 4 has only one above
+                                  // segments 0,1 have 3 SACKed above; segment 4 has only one above
         assert_eq!(b.mark_lost_rfc6675(100, 3), 200);
         assert!(b.get(0).lost && b.get(1).lost && !b.get(4).lost);
         b.check_counters();
         // RTO: all not-SACKed lost, retransmissions forgotten
-        b.on_retransmit(0);
+        b.on_retransmit(0, 1000);
         b.mark_all_lost();
         b.check_counters();
         assert_eq!(b.lost_pending_bytes(), 700);
@@ -512,7 +559,7 @@ mod tests {
                     }
                     1 => {
                         if let Some(i) = b.next_retransmit() {
-                            b.on_retransmit(i);
+                            b.on_retransmit(i, n * 100);
                         }
                     }
                     _ => {

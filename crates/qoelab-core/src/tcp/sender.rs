@@ -35,6 +35,8 @@ pub struct TcpStats {
     pub fast_recoveries: u64,
     /// Retransmission timeouts of data.
     pub rto_count: u64,
+    /// Retransmissions detected as lost by SACK (and retransmitted again without an RTO).
+    pub lost_retransmits: u64,
     pub syn_retransmits: u64,
     /// ECN-Echo reactions (congestion events of kind Ecn).
     pub ecn_reductions: u64,
@@ -71,6 +73,8 @@ pub struct TcpSample {
     pub rto_count: u64,
     /// Pacing rate in force (bit/s), 0 when not pacing.
     pub pacing_rate_bps: u64,
+    /// Window in force (cwnd, or the PRR window during fast recovery / CWR).
+    pub send_window: u64,
     /// "open", "recovery" (fast recovery), "loss" (after an RTO) or "cwr" (ECN reduction).
     pub tcp_state: &'static str,
     /// The controller's own state name.
@@ -92,6 +96,20 @@ enum Recovery {
     Fast,
     /// After an RTO until `recovery_point` is acknowledged (Linux TCP_CA_Loss).
     Loss,
+}
+
+/// Proportional Rate Reduction state (RFC 6937, Linux `tcp_cwnd_reduction`).
+#[derive(Clone, Debug)]
+struct Prr {
+    /// RecoverFS: max(cwnd before the reduction (Linux `prior_cwnd`), pipe before it (RFC
+    /// 6937)); the larger keeps the proportional phase from sending more than was delivered when
+    /// a controller's ssthresh exceeds the old cwnd (FlightSize-based ssthresh after NewReno
+    /// inflation).
+    prior_cwnd: u64,
+    delivered: u64,
+    out: u64,
+    /// Window in force during the reduction: pipe + sndcnt at the latest ACK.
+    cwnd: u64,
 }
 
 /// Connection-level delivery-rate state (draft "C.*").
@@ -119,7 +137,9 @@ impl RateState {
     fn on_delivered(&mut self, rs: &mut RateSample, s: &Seg, now: Ns) {
         self.delivered += s.len;
         self.delivered_time = now;
-        let newer = !rs.has || s.delivered > rs.prior_delivered || (s.delivered == rs.prior_delivered && s.sent_time > rs.prior_sent_time);
+        let newer = !rs.has
+            || s.delivered > rs.prior_delivered
+            || (s.delivered == rs.prior_delivered && s.sent_time > rs.prior_sent_time);
         if newer {
             rs.has = true;
             rs.prior_delivered = s.delivered;
@@ -166,6 +186,8 @@ pub struct TcpSender {
     snd_wnd: u64,
     sb: Scoreboard,
     rtt: RttEstimator,
+    /// Linux `rtt_seq`: end of the window whose acknowledgment starts a new RTO-variance window.
+    rtt_seq: u64,
     rto_at: Ns,
     recovery: Recovery,
     recovery_point: u64,
@@ -174,6 +196,8 @@ pub struct TcpSender {
     dupacks: u64,
     /// NewReno: duplicate ACKs counted as delivered segments (Linux "reno SACK" emulation).
     reno_sacked: u64,
+    /// PRR during fast recovery / CWR (None: the controller's cwnd applies).
+    prr: Option<Prr>,
     /// ECN: in CWR until this sequence is acknowledged.
     cwr_until: Option<u64>,
     /// ECN: set CWR on the next new data segment.
@@ -210,13 +234,19 @@ impl TcpSender {
             snd_nxt: 0,
             snd_wnd: cfg.rwnd,
             sb: Scoreboard::new(),
-            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            rtt: if cfg.linux_rto {
+                RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+            } else {
+                RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
+            },
+            rtt_seq: 0,
             rto_at: NEVER,
             recovery: Recovery::Open,
             recovery_point: 0,
             force_retx: false,
             dupacks: 0,
             reno_sacked: 0,
+            prr: None,
             cwr_until: None,
             cwr_pending: false,
             last_data_send: None,
@@ -305,6 +335,7 @@ impl TcpSender {
             retransmits: self.stats.retransmits,
             rto_count: self.stats.rto_count,
             pacing_rate_bps: self.pacing_rate().unwrap_or(0),
+            send_window: self.send_window(),
             tcp_state: match (self.recovery, self.cwr_until) {
                 (Recovery::Fast, _) => "recovery",
                 (Recovery::Loss, _) => "loss",
@@ -327,6 +358,52 @@ impl TcpSender {
 
     fn pipe(&self) -> u64 {
         self.sb.pipe().saturating_sub(self.reno_sacked)
+    }
+
+    /// The window in force: the controller's cwnd, or the PRR window during fast recovery / CWR.
+    pub fn send_window(&self) -> u64 {
+        match &self.prr {
+            Some(p) => p.cwnd,
+            None => self.cc.cwnd(),
+        }
+    }
+
+    /// Start a PRR reduction (Linux `tcp_init_cwnd_reduction`) if configured and the controller
+    /// does not pace itself (Linux: controllers with their own `cong_control`, such as BBR, bypass
+    /// PRR; here, those that set a pacing rate).
+    fn start_prr(&mut self, prior_cwnd: u64, prior_in_flight: u64) {
+        if self.cfg.prr && self.cc.pacing_rate().is_none() {
+            self.prr = Some(Prr {
+                prior_cwnd: prior_cwnd.max(prior_in_flight).max(1),
+                delivered: 0,
+                out: 0,
+                cwnd: self.cc.cwnd(),
+            });
+        }
+    }
+
+    /// RFC 6937 with Linux's slow-start reduction bound: on an ACK delivering `delivered` bytes.
+    fn prr_update(&mut self, delivered: u64, newly_lost: u64, una_advanced: bool) {
+        let pipe = self.pipe();
+        let ssthresh = self.cc.ssthresh();
+        let mss = self.mss;
+        let Some(p) = self.prr.as_mut() else { return };
+        if delivered == 0 {
+            return;
+        }
+        p.delivered += delivered;
+        let sndcnt = if pipe > ssthresh {
+            // proportional part: ceil(ssthresh * prr_delivered / prior_cwnd) - prr_out
+            let target = (ssthresh as u128 * p.delivered as u128).div_ceil(p.prior_cwnd as u128);
+            (target.min(u64::MAX as u128) as u64).saturating_sub(p.out)
+        } else {
+            let mut lim = p.delivered.saturating_sub(p.out).max(delivered);
+            if una_advanced && newly_lost == 0 {
+                lim += mss;
+            }
+            (ssthresh - pipe).min(lim)
+        };
+        p.cwnd = pipe + sndcnt;
     }
 
     fn in_recovery(&self) -> bool {
@@ -368,7 +445,7 @@ impl TcpSender {
     }
 
     fn next(&self) -> Next {
-        let cwnd = self.cc.cwnd();
+        let cwnd = self.send_window();
         let pipe = self.pipe();
         if let Some(i) = self.sb.next_retransmit() {
             let len = self.sb.get(i).len;
@@ -448,7 +525,7 @@ impl TcpSender {
             Next::NoData => {
                 // draft-cheng 3.4 CheckIfApplicationLimited (send buffer empty, pipe < cwnd, no
                 // retransmission pending)
-                if self.pipe() < self.cc.cwnd() && self.sb.lost_pending_bytes() == 0 {
+                if self.pipe() < self.send_window() && self.sb.lost_pending_bytes() == 0 {
                     self.rate.app_limited = (self.rate.delivered + self.pipe()).max(1);
                 }
                 return None;
@@ -468,7 +545,7 @@ impl TcpSender {
         let seg = match next {
             Next::Retransmit(i) => {
                 self.force_retx = false;
-                let s = self.sb.on_retransmit(i);
+                let s = self.sb.on_retransmit(i, self.snd_nxt);
                 self.stamp(i, now);
                 p.flags |= flags::RETX;
                 self.stats.retransmits += 1;
@@ -494,6 +571,7 @@ impl TcpSender {
                     lost: false,
                     retrans: false,
                     ever_retrans: false,
+                    retx_high: 0,
                 };
                 self.sb.push(s);
                 let i = self.sb.len() - 1;
@@ -518,6 +596,9 @@ impl TcpSender {
         self.stats.payload_bytes_sent += seg.len;
         self.count_sent(&p);
         let pipe = self.pipe();
+        if let Some(prr) = self.prr.as_mut() {
+            prr.out += seg.len;
+        }
         self.max_pipe_cur = self.max_pipe_cur.max(pipe);
         self.cc.on_sent(now, seg.len, pipe);
         self.pacer.on_sent(now, p.size as u64, rate);
@@ -617,13 +698,20 @@ impl TcpSender {
         self.recovery = Recovery::Loss;
         self.recovery_point = self.snd_nxt;
         self.cwr_until = None;
+        self.prr = None;
         self.rtt.on_backoff();
         self.rto_at = now + self.rtt.rto();
     }
 
     /// An ACK (or SYN-ACK) from the receiver.
     pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
-        if pkt.flow != self.addr.flow || !pkt.has(flags::ACK) || pkt.has(flags::DGRAM) {
+        // only ACKs of this half-connection (same flow id, direction dst -> src)
+        if pkt.flow != self.addr.flow
+            || pkt.src != self.addr.dst
+            || pkt.dst != self.addr.src
+            || !pkt.has(flags::ACK)
+            || pkt.has(flags::DGRAM)
+        {
             return;
         }
         if pkt.has(flags::SYN) {
@@ -680,7 +768,8 @@ impl TcpSender {
                     continue;
                 }
                 let rate = &mut self.rate;
-                newly_sacked += self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg, now));
+                newly_sacked +=
+                    self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg, now));
             }
         }
 
@@ -693,7 +782,11 @@ impl TcpSender {
                 rtt_sample = karn_first.map(|t| now - t);
             }
             if let Some(r) = rtt_sample {
-                self.rtt.on_sample(r);
+                let new_window = self.snd_una > self.rtt_seq;
+                if new_window {
+                    self.rtt_seq = self.snd_nxt;
+                }
+                self.rtt.on_sample_windowed(r, new_window);
             }
         }
 
@@ -721,6 +814,7 @@ impl TcpSender {
         // --- recovery state machine
         if self.recovery != Recovery::Open && self.snd_una >= self.recovery_point {
             if self.recovery == Recovery::Fast {
+                self.prr = None;
                 self.cc.on_recovery_exit(now);
             }
             self.recovery = Recovery::Open;
@@ -729,26 +823,41 @@ impl TcpSender {
             self.force_retx = false;
         }
         let mut newly_lost = 0;
+        let reno_before = self.reno_sacked;
         if self.recovery != Recovery::Loss {
             if self.cfg.sack {
                 newly_lost += self.sb.mark_lost_rfc6675(self.mss, DUP_THRESH);
+                let (again, n) = self.sb.mark_lost_retransmits(DUP_THRESH * self.mss);
+                self.stats.lost_retransmits += n;
+                newly_lost += again;
+            } else if self.recovery == Recovery::Open && ack > prior_una {
+                // Linux tcp_reset_reno_sack: a cumulative advance outside recovery forgets the
+                // dupacks counted so far (they were reordering, or limited transmit)
+                self.reno_sacked = 0;
             } else if is_dup {
-                let cap = self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));
+                let cap =
+                    self.sb.out_bytes().saturating_sub(self.sb.lost_bytes() + self.sb.first().map_or(0, |s| s.len));
                 self.reno_sacked = (self.reno_sacked + self.mss).min(cap);
             }
         }
         match self.recovery {
             Recovery::Open => {
-                let enter = if self.cfg.sack { newly_lost > 0 || self.dupacks >= DUP_THRESH } else { self.dupacks >= DUP_THRESH };
+                let enter = if self.cfg.sack {
+                    newly_lost > 0 || self.dupacks >= DUP_THRESH
+                } else {
+                    self.dupacks >= DUP_THRESH
+                };
                 if enter && !self.sb.is_empty() {
                     self.recovery = Recovery::Fast;
                     self.recovery_point = self.snd_nxt;
                     newly_lost += self.sb.mark_first_lost();
                     self.force_retx = self.sb.next_retransmit().is_some();
                     self.stats.fast_recoveries += 1;
-                    // Linux: a reduction already made for ECN (CWR) is not repeated.
+                    // Linux: a reduction already under way for ECN (CWR) is not repeated.
                     if self.cwr_until.take().is_none() {
+                        let prior_cwnd = self.cc.cwnd();
                         self.cc.on_congestion_event(now, Congestion::Loss, prior_in_flight);
+                        self.start_prr(prior_cwnd, prior_in_flight);
                     }
                 }
             }
@@ -772,11 +881,14 @@ impl TcpSender {
             if let Some(until) = self.cwr_until {
                 if self.snd_una >= until {
                     self.cwr_until = None;
+                    self.prr = None;
                     self.cc.on_recovery_exit(now);
                 }
             }
             if pkt.has(flags::ECE) && self.recovery == Recovery::Open && self.cwr_until.is_none() {
+                let prior_cwnd = self.cc.cwnd();
                 self.cc.on_congestion_event(now, Congestion::Ecn, prior_in_flight);
+                self.start_prr(prior_cwnd, prior_in_flight);
                 self.stats.ecn_reductions += 1;
                 self.cwr_until = Some(self.snd_nxt.max(self.snd_una + 1));
                 self.cwr_pending = true;
@@ -793,6 +905,9 @@ impl TcpSender {
             self.rate.app_limited = 0;
         }
         let acked_bytes = newly_cum + newly_sacked;
+        // PRR: DeliveredData includes NewReno's dupack estimate (and its correction on partial ACKs)
+        let prr_delivered = (acked_bytes + self.reno_sacked).saturating_sub(reno_before);
+        self.prr_update(prr_delivered, newly_lost, ack > prior_una);
         let mut delivery_rate = None;
         if rs.has {
             let interval = rs.send_elapsed.max(rs.ack_elapsed);

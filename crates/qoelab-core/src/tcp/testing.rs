@@ -29,13 +29,15 @@ pub struct TestReno {
     cwnd: u64,
     ssthresh: u64,
     acc: u64,
+    /// Fixed pacing rate to request (tests of controller-driven pacing).
+    pacing: Option<u64>,
     pub log: Arc<Mutex<RenoLog>>,
 }
 
 impl TestReno {
-    pub fn boxed(mss: u64, iw: u64) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
+    pub fn boxed(mss: u64, iw: u64, pacing: Option<u64>) -> (Box<dyn CongestionControl>, Arc<Mutex<RenoLog>>) {
         let log = Arc::new(Mutex::new(RenoLog::default()));
-        (Box::new(TestReno { mss, cwnd: iw * mss, ssthresh: u64::MAX, acc: 0, log: log.clone() }), log)
+        (Box::new(TestReno { mss, cwnd: iw * mss, ssthresh: u64::MAX, acc: 0, pacing, log: log.clone() }), log)
     }
 }
 
@@ -48,6 +50,9 @@ impl CongestionControl for TestReno {
     }
     fn ssthresh(&self) -> u64 {
         self.ssthresh
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        self.pacing
     }
     fn on_sent(&mut self, _now: Ns, _bytes: u64, _in_flight: u64) {
         self.log.lock().unwrap().sent += 1;
@@ -116,13 +121,31 @@ pub struct NetCfg {
     pub drops: Vec<(u64, u32)>,
     /// Mark CE instead of queueing normally when this many packets wait (ECT packets only).
     pub ecn_mark_at: Option<usize>,
+    /// Scripted reordering: (data sequence number, extra delay of its first transmission).
+    pub delays: Vec<(u64, Ns)>,
     /// Number of SYNs to drop.
     pub drop_syns: u32,
+    /// Random loss of data segments / of ACKs (independent, seeded).
+    pub data_loss: f64,
+    pub ack_loss: f64,
+    pub seed: u64,
 }
 
 impl NetCfg {
     pub fn new(rate_bps: u64, rtt: Ns, buffer_pkts: usize) -> Self {
-        NetCfg { rate_bps, buffer_pkts, fwd_delay: rtt / 2, rev_delay: rtt - rtt / 2, drops: vec![], ecn_mark_at: None, drop_syns: 0 }
+        NetCfg {
+            rate_bps,
+            buffer_pkts,
+            fwd_delay: rtt / 2,
+            rev_delay: rtt - rtt / 2,
+            drops: vec![],
+            delays: vec![],
+            ecn_mark_at: None,
+            drop_syns: 0,
+            data_loss: 0.0,
+            ack_loss: 0.0,
+            seed: 1,
+        }
     }
 }
 
@@ -157,12 +180,18 @@ pub struct Sim {
     pub log: Vec<(Ns, char, Packet)>,
     pub overflow_drops: u64,
     pub ce_marks: u64,
+    rng: crate::rng::Rng,
 }
 
 impl Sim {
     pub fn new(cfg: &TcpConfig, net: NetCfg) -> Sim {
+        Self::with_pacing_cc(cfg, net, None)
+    }
+
+    /// Like [`Sim::new`] with a controller that asks for a fixed pacing rate.
+    pub fn with_pacing_cc(cfg: &TcpConfig, net: NetCfg, pacing: Option<u64>) -> Sim {
         let addr = FlowAddr { flow: 7, src: 1, dst: 2 };
-        let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64);
+        let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64, pacing);
         let mut s = Sim {
             now: 0,
             seq: 0,
@@ -170,7 +199,7 @@ impl Sim {
             tx: TcpSender::new(cfg, addr, cc),
             rx: TcpReceiver::new(cfg, addr),
             reno,
-            net,
+            net: net.clone(),
             queue: VecDeque::new(),
             in_service: None,
             tx_timer: NEVER,
@@ -178,6 +207,7 @@ impl Sim {
             log: vec![],
             overflow_drops: 0,
             ce_marks: 0,
+            rng: crate::rng::Rng::from_seed(net.seed),
         };
         s.drain_tx();
         s
@@ -199,7 +229,8 @@ impl Sim {
             if p.payload > 0 && !p.has(crate::packet::flags::RETX) {
                 // new data only when it fits cwnd (or nothing else was in flight)
                 let pipe = self.tx.bytes_in_flight();
-                assert!(pipe <= self.tx.cc().cwnd().max(p.payload as u64), "pipe {pipe} > cwnd {}", self.tx.cc().cwnd());
+                let w = self.tx.send_window();
+                assert!(pipe <= w.max(p.payload as u64), "pipe {pipe} > window {w}");
             }
             self.log.push((self.now, SENT, p));
             self.enqueue(p);
@@ -217,6 +248,10 @@ impl Sim {
         while let Some(p) = self.rx.poll_transmit(self.now) {
             assert_eq!(p.hash, crate::packet::flow_hash(7, 2, 1));
             self.log.push((self.now, ACKED, p));
+            if self.net.ack_loss > 0.0 && self.rng.chance(self.net.ack_loss) {
+                self.log.push((self.now, DROPPED, p));
+                continue;
+            }
             let t = self.now + self.net.rev_delay;
             self.push(t, Ev::ArriveTx(p));
         }
@@ -241,6 +276,10 @@ impl Sim {
                 self.log.push((self.now, DROPPED, p));
                 return;
             }
+        }
+        if p.payload > 0 && self.net.data_loss > 0.0 && self.rng.chance(self.net.data_loss) {
+            self.log.push((self.now, DROPPED, p));
+            return;
         }
         if self.in_service.is_none() {
             self.start_service(p);
@@ -291,7 +330,13 @@ impl Sim {
                 }
                 Ev::LinkDone => {
                     let p = self.in_service.take().unwrap();
-                    let at = et + self.net.fwd_delay;
+                    let mut at = et + self.net.fwd_delay;
+                    if p.payload > 0 {
+                        if let Some(d) = self.net.delays.iter_mut().find(|d| d.0 == p.seq && d.1 > 0) {
+                            at += d.1;
+                            d.1 = 0;
+                        }
+                    }
                     self.push(at, Ev::ArriveRx(p));
                     if let Some(n) = self.queue.pop_front() {
                         self.start_service(n);
@@ -615,7 +660,6 @@ mod tests {
         assert_eq!((st.rto_count, st.fast_recoveries, st.retransmits), (0, 1, 4));
         assert_eq!(sim.reno.lock().unwrap().congestion_events.len(), 1);
         // all four holes are repaired within one RTT of entering recovery (SACK), not one per RTT
-        // (without PRR the later ones wait until pipe < cwnd: half a window of SACKs)
         let r: Vec<Ns> = [40, 43, 47, 52].iter().map(|s| sim.sends_of(s * M)[1]).collect();
         assert!(r[3] - r[0] < 21 * MS, "{r:?}");
     }
@@ -742,5 +786,191 @@ mod tests {
         // RTT from the echoed timestamp of the retransmitted SYN
         let rtt = sim.tx.sample(done).min_rtt;
         assert!(rtt > 20 * MS && rtt < 21 * MS, "{rtt}");
+    }
+
+    #[test]
+    fn random_loss_stress_always_completes_exactly() {
+        // data and ACK loss, SACK and NewReno, with and without ECN/pacing: every run completes
+        // with exact byte counts (scoreboard invariants are checked on every ACK by the harness)
+        let mut total_rto = 0;
+        let mut total_frec = 0;
+        for seed in 0..24u64 {
+            let cfg = TcpConfig {
+                sack: seed % 2 == 0,
+                ecn: seed % 3 == 0,
+                pacing: seed % 4 == 1,
+                delayed_ack: seed % 5 != 0,
+                ..TcpConfig::default()
+            };
+            let mut net = NetCfg::new(20_000_000, 30 * MS, 30);
+            net.data_loss = 0.02;
+            net.ack_loss = 0.05;
+            net.seed = seed;
+            net.ecn_mark_at = if cfg.ecn { Some(15) } else { None };
+            let mut sim = Sim::new(&cfg, net);
+            let n = 2_000_000 + seed * 777;
+            sim.write_at(0, n);
+            let done = sim.run_to_completion(600 * SEC);
+            assert!(done.is_some(), "seed {seed}: stuck at {} of {n}", sim.rx.bytes_received());
+            assert_eq!(sim.rx.bytes_received(), n);
+            assert_eq!(sim.tx.bytes_acked(), n);
+            let st = sim.tx.stats();
+            total_rto += st.rto_count;
+            total_frec += st.fast_recoveries;
+            assert!(st.retransmits > 0);
+        }
+        println!("stress: {total_frec} fast recoveries, {total_rto} RTOs");
+        assert!(total_frec > total_rto);
+    }
+
+    /// (max gap between data transmissions during recovery, segments sent during recovery,
+    /// segments delivered during recovery, ssthresh, cwnd before)
+    fn recovery_profile(prr: bool) -> (Ns, u64, u64, u64, u64) {
+        let cfg = TcpConfig { prr, ..TcpConfig::default() };
+        let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+        net.drops = vec![(200 * M, 1)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.tx.set_unlimited();
+        sim.write_at(0, 0);
+        sim.run_until(3 * SEC);
+        let log = sim.reno.lock().unwrap().clone();
+        assert_eq!(log.congestion_events.len(), 1);
+        let start = sim.sends_of(200 * M)[1];
+        let end = log.recovery_exits[0];
+        let sends: Vec<Ns> = sim.data_sent().iter().map(|x| x.0).filter(|t| *t >= start && *t <= end).collect();
+        let max_gap = sends.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+        let delivered: u64 = log.acks.iter().filter(|a| a.now >= start && a.now <= end).map(|a| a.acked_bytes).sum();
+        let (_, _, in_flight) = log.congestion_events[0];
+        (max_gap, sends.len() as u64, delivered / M, (in_flight / 2) / M, in_flight / M)
+    }
+
+    #[test]
+    fn prr_spreads_recovery_transmissions() {
+        let (gap_prr, sent_prr, deliv_prr, ss, prior) = recovery_profile(true);
+        let (gap_plain, sent_plain, deliv_plain, _, _) = recovery_profile(false);
+        println!("PRR: max gap {gap_prr} sent {sent_prr} delivered {deliv_prr} ssthresh {ss} prior {prior}");
+        println!("RFC 6675: max gap {gap_plain} sent {sent_plain} delivered {deliv_plain}");
+        // RFC 6937: during recovery the sender sends ssthresh/RecoverFS of what is delivered
+        // (+1 forced fast retransmit), spread over the ACKs: no long silence
+        let expect = deliv_prr * ss / prior + 1;
+        assert!(sent_prr.abs_diff(expect) <= 2, "sent {sent_prr} expected {expect}");
+        assert!(gap_prr < 2 * MS, "PRR gap {gap_prr}");
+        // plain RFC 6675 with cwnd = ssthresh at once: silent until pipe < cwnd (half the window
+        // of ACKs, 106 segments at 100 Mbit/s = 12.7 ms)
+        assert!(gap_plain > 10 * MS, "RFC 6675 gap {gap_plain}");
+        assert_eq!(sent_plain, sent_prr);
+    }
+
+    #[test]
+    fn linux_rto_avoids_spurious_timeout_behind_a_deep_queue() {
+        // 10 Mbit/s with a 1000-packet buffer: slow start builds a queue of hundreds of ms; the
+        // fast retransmission of segment 200 waits behind it. RFC 6298's max(200 ms, srtt +
+        // 4 rttvar) expires first (spurious RTO, go-back-N); Linux's srtt + max(.., 200 ms) not.
+        let mut out = vec![];
+        for linux_rto in [false, true] {
+            let cfg = TcpConfig { linux_rto, ..TcpConfig::default() };
+            let mut net = NetCfg::new(10_000_000, 20 * MS, 1000);
+            net.drops = vec![(200 * M, 1)];
+            let mut sim = Sim::new(&cfg, net);
+            sim.tx.set_unlimited();
+            sim.write_at(0, 0);
+            sim.run_until(3 * SEC);
+            let st = sim.tx.stats().clone();
+            out.push((st.rto_count, st.retransmits));
+        }
+        println!("RFC 6298 (rto, retransmits) {:?}, Linux {:?}", out[0], out[1]);
+        assert_eq!(out[0].0, 1);
+        assert!(out[0].1 > 100);
+        assert_eq!(out[1], (0, 1));
+    }
+
+    #[test]
+    fn controller_pacing_rate_spaces_every_packet() {
+        // the controller asks for 12 Mbit/s: one 1500-byte packet per ms, from the first flight on
+        let cfg = TcpConfig::default();
+        let mut sim = Sim::with_pacing_cc(&cfg, NetCfg::new(100_000_000, 20 * MS, 1000), Some(12_000_000));
+        sim.write_at(0, 100 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let sent = sim.data_sent();
+        assert_eq!(sent.len(), 100);
+        for w in sent.windows(2) {
+            assert!(w[1].0 - w[0].0 >= MS, "gap {}", w[1].0 - w[0].0);
+        }
+        // the first flight (IW 10) is spaced exactly 1 ms apart
+        for i in 1..10 {
+            assert_eq!(sent[i].0 - sent[i - 1].0, MS);
+        }
+        assert_eq!(sim.tx.sample(sim.now).pacing_rate_bps, 12_000_000);
+    }
+
+    #[test]
+    fn without_timestamps_karn_samples_and_smaller_headers() {
+        let cfg = TcpConfig { timestamps: false, ..TcpConfig::default() };
+        let mut net = NetCfg::new(1_000_000_000, 20 * MS, 10_000);
+        net.drops = vec![(40 * M, 1)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 300 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        assert_eq!(sim.rx.bytes_received(), 300 * M);
+        assert!(sim.log.iter().all(|(_, _, p)| p.ts_val == 0 && p.ts_ecr == 0));
+        let d = sim.data_sent();
+        assert_eq!(d[0].1.size, 40 + MSS);
+        assert_eq!(sim.log[0].2.size, 48, "SYN without the timestamps option");
+        let s = sim.tx.sample(sim.now);
+        // Karn: only never-retransmitted segments give samples; the 1 Gbit/s path RTT is ~20 ms
+        assert!(s.min_rtt >= 20 * MS && s.min_rtt < 21 * MS, "{}", s.min_rtt);
+        let log = sim.reno.lock().unwrap().clone();
+        assert!(log.acks.iter().filter_map(|a| a.rtt).all(|r| (20 * MS..70 * MS).contains(&r)));
+        assert_eq!(sim.tx.stats().retransmits, 1);
+    }
+
+    #[test]
+    fn lost_retransmission_is_detected_by_sack_without_rto() {
+        let cfg = TcpConfig::default();
+        let mut net = NetCfg::new(1_000_000_000, 20 * MS, 10_000);
+        net.drops = vec![(40 * M, 2)]; // the original and the first retransmission
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 400 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let st = sim.tx.stats().clone();
+        assert_eq!((st.rto_count, st.fast_recoveries, st.retransmits, st.lost_retransmits), (0, 1, 2, 1), "{st:?}");
+        let sends = sim.sends_of(40 * M);
+        assert_eq!(sends.len(), 3);
+        // new data sent after the first retransmission is SACKed one RTT later
+        let gap = sends[2] - sends[1];
+        assert!((20 * MS..23 * MS).contains(&gap), "{gap}");
+        assert_eq!(sim.reno.lock().unwrap().congestion_events.len(), 1);
+        assert_eq!(sim.rx.bytes_received(), 400 * M);
+    }
+
+    #[test]
+    fn mild_reordering_causes_no_retransmission() {
+        // segment 60 overtaken by two segments (2 x 120 us at 100 Mbit/s): DupThresh 3 not reached
+        for sack in [true, false] {
+            let cfg = TcpConfig { sack, ..TcpConfig::default() };
+            let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+            net.delays = vec![(60 * M, 250 * US)];
+            let mut sim = Sim::new(&cfg, net);
+            sim.write_at(0, 300 * M);
+            sim.run_to_completion(10 * SEC).unwrap();
+            let st = sim.tx.stats().clone();
+            assert_eq!((st.retransmits, st.fast_recoveries), (0, 0), "sack {sack}: {st:?}");
+            assert!(st.dupacks >= 1, "the reordering was seen");
+            assert_eq!(sim.rx.bytes_received(), 300 * M);
+        }
+    }
+
+    #[test]
+    fn reordering_beyond_dupthresh_is_a_spurious_fast_retransmit() {
+        // overtaken by ~8 segments: RFC 6675 declares it lost (no RACK reordering window)
+        let cfg = TcpConfig::default();
+        let mut net = NetCfg::new(100_000_000, 20 * MS, 1000);
+        net.delays = vec![(60 * M, MS)];
+        let mut sim = Sim::new(&cfg, net);
+        sim.write_at(0, 300 * M);
+        sim.run_to_completion(10 * SEC).unwrap();
+        let st = sim.tx.stats().clone();
+        assert_eq!((st.retransmits, st.fast_recoveries, st.rto_count), (1, 1, 0));
+        assert_eq!(sim.rx.stats().duplicates, 1, "the retransmission arrives as a duplicate");
     }
 }

@@ -1,0 +1,106 @@
+"""`qoelab bench`: a fixed benchmark suite; bottleneck packets and events per wall second.
+
+Each case is a scenario built in code (no external data), run in-process REPEAT times; the median
+wall time is reported. Wall time covers the simulation inside the core only (scenario parsing and
+result conversion excluded). This is a benchmark, not a test: nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import tempfile
+import time
+
+REPEAT = 3
+
+
+def _dumbbell(name, n, rate, aqm, duration, buffer="1000pkts", cc="cubic"):
+    return {"scenario": {"name": name, "duration": duration, "seed": 1},
+            "topology": {"rate": rate, "rtt": "20ms", "buffer": buffer, "aqm": aqm},
+            "flow": [{"kind": "bulk", "cc": cc, "count": n}],
+            "output": {"tables": []}}
+
+
+def cases(quick: bool):
+    d = (lambda full, q: q if quick else full)
+    tmp = tempfile.mkdtemp(prefix="qoelab-bench-")
+    trace = os.path.join(tmp, "12mbps.down")
+    with open(trace, "w") as f:  # Mahimahi: one 1504-byte opportunity per ms (~12 Mbit/s)
+        f.write("".join(f"{i}\n" for i in range(1, 1001)))
+    return [
+        ("dumbbell-4cubic-10M-fqcodel-200s",
+         "4 Cubic bulk flows, 10 Mbit/s, 20 ms RTT, FQ-CoDel, 200 s (the reference case)",
+         _dumbbell("bench1", 4, "10Mbps", "fq_codel", d("200s", "50s"))),
+        ("dumbbell-16cubic-100M-pfifo",
+         "16 Cubic bulk flows, 100 Mbit/s, 20 ms RTT, pfifo 1 BDP",
+         _dumbbell("bench2", 16, "100Mbps", "pfifo", d("60s", "10s"), buffer="1bdp")),
+        ("dumbbell-4cubic-10M-pie",
+         "4 Cubic bulk flows, 10 Mbit/s, 20 ms RTT, PIE, 200 s",
+         _dumbbell("bench3", 4, "10Mbps", "pie", d("200s", "50s"))),
+        ("mahimahi-trace-2bbr",
+         "2 BBR flows over a Mahimahi opportunity trace (12 Mbit/s), 40 ms RTT, 100 s",
+         {"scenario": {"name": "bench4", "duration": d("100s", "20s")},
+          "topology": {"trace": trace, "rate_up": "12Mbps", "rtt": "40ms", "buffer": "100pkts"},
+          "flow": [{"kind": "bulk", "cc": "bbr", "count": 2}], "output": {"tables": []}}),
+        ("video-3clients-dynamic-codel",
+         "3 DASH clients (dash.js DYNAMIC) over HTTP/TCP, 10 Mbit/s, 40 ms, CoDel, 300 s",
+         {"scenario": {"name": "bench5", "duration": d("300s", "60s")},
+          "topology": {"rate": "10Mbps", "rtt": "40ms", "buffer": "1bdp", "aqm": "codel"},
+          "client": [{"abr": "dynamic", "count": 3, "video": "synthetic:sabre-bbb", "video_duration": "300s"}],
+          "output": {"tables": []}}),
+    ]
+
+
+def run_case(scn: dict, repeat: int) -> dict:
+    from qoelab import _core, scenario
+    sc = scenario.from_dict(scn, "<bench>")
+    cfg = sc.to_json()
+    walls = []
+    summary = None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        s, _, _ = _core.run(cfg)
+        walls.append(time.perf_counter() - t0)
+        summary = json.loads(s)
+    wall = statistics.median(walls)
+    pk = summary["packets"]["bottleneck"]
+    return {
+        "wall_s_median": round(wall, 4),
+        "wall_s_min": round(min(walls), 4),
+        "simulated_s": summary["duration_s"],
+        "bottleneck_packets": pk,
+        "events": summary["events"],
+        "bottleneck_packets_per_s": round(pk / wall),
+        "events_per_s": round(summary["events"] / wall),
+        "simulated_s_per_wall_s": round(summary["duration_s"] / wall, 1),
+    }
+
+
+def main(json_out=False, quick=False, only=None) -> int:
+    from qoelab import __version__
+    out = {"qoelab": __version__, "machine": {"cpu": platform.processor() or platform.machine(),
+                                              "cores": os.cpu_count(), "python": platform.python_version()},
+           "repeat": REPEAT, "quick": quick, "cases": []}
+    all_cases = cases(quick)
+    names = [c[0] for c in all_cases]
+    if only:
+        bad = [o for o in only if o not in names]
+        if bad:
+            from qoelab.errors import InputError
+            raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
+    for name, desc, scn in all_cases:
+        if only and name not in only:
+            continue
+        r = run_case(scn, REPEAT)
+        r.update({"case": name, "description": desc})
+        out["cases"].append(r)
+        if not json_out:
+            print(f"{name:<36} {r['bottleneck_packets_per_s']:>12,} bottleneck pkts/s {r['events_per_s']:>12,} events/s "
+                  f"{r['simulated_s_per_wall_s']:>8,.0f} sim-s/wall-s  (median of {REPEAT}: {r['wall_s_median']:.3f} s)",
+                  flush=True)
+    if json_out:
+        print(json.dumps(out, indent=2))
+    return 0
