@@ -58,7 +58,7 @@ def add_parser(subparsers) -> None:
                     "clients.csv, claims.json, meta.json, figures/. DIR is replaced atomically if it holds a "
                     "previous livi reproduction. See docs/reproductions/livi.md.")
     lv.add_argument("--quick", action="store_true",
-                    help="a subset (60 runs: droptail/CoDel, 6 and 0.25 BDP, 1-2 clients, static "
+                    help="a subset (44 runs: droptail/CoDel, 6 and 0.25 BDP, 1-2 clients, static "
                          "bandwidths 1.2-2.4 Mbit/s) that finishes in under a minute on 2 cores")
     lv.add_argument("--out", default="results/livi", metavar="DIR", help="output directory (default results/livi)")
     lv.add_argument("--jobs", type=_jobs, default=None, metavar="N",
