@@ -374,3 +374,15 @@ def test_lu_from_flow_samples_when_there_is_no_segments_table():
     lu = livi.link_utilization(run, None, flows, info)
     assert lu == pytest.approx(1.0, rel=1e-6)
     assert math.isnan(livi.link_utilization(run, None, None, None))
+
+
+def test_report_failure_keeps_the_data(tmp_path, monkeypatch):
+    from qoelab.reproduce import report
+
+    def boom(*a, **k):
+        raise ValueError("no plotting today")
+    monkeypatch.setattr(report, "write_report", boom)
+    meta = livi.reproduce(str(tmp_path / "o"), runner=fake_runner, spec=_tiny_spec())
+    assert meta["report_error"] == "ValueError: no plotting today"
+    assert len(pd.read_csv(tmp_path / "o" / "runs.csv")) == 4
+    assert "report generation failed" in (tmp_path / "o" / "report.html").read_text()

@@ -36,8 +36,10 @@ def _cmd_livi(args) -> int:
           f"{meta['wall_s_total']:.1f} s wall")
     for c in meta["claims"]:
         print(f"  {c['id']:<4} {c['verdict']:<14} {c.get('ours', '')[:160]}")
+    if meta.get("report_error"):
+        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
     print(f"report: {meta['out_dir']}/report.html")
-    return 1 if meta["failed"] else 0
+    return 1 if meta["failed"] or meta.get("report_error") else 0
 
 
 def add_parser(subparsers) -> None:

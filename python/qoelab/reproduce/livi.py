@@ -791,7 +791,13 @@ def reproduce(out_dir: str = "results/livi", quick: bool = False, jobs: int = 0,
         with open(os.path.join(tmp, "claims.json"), "w") as f:
             json.dump(claims, f, indent=2)
             f.write("\n")
-        report.write_report(tmp, df, claims, meta)
+        try:
+            report.write_report(tmp, df, claims, meta)
+        except Exception as e:  # keep the runs: a plotting problem must not lose an hour of simulation
+            meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+            with open(os.path.join(tmp, "report.html"), "w") as f:
+                f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}; the data are in "
+                        f"runs.csv, clients.csv and claims.json</p>")
         meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
         with open(os.path.join(tmp, "meta.json"), "w") as f:
             json.dump(meta, f, indent=2)
