@@ -136,3 +136,21 @@ def test_malformed_movie_json_is_one_line_with_position(tmp_path):
     line = r.stderr.strip()
     assert "\n" not in line and str(movie) in line and "bitrates" in line, line
     assert not (tmp_path / "o").exists()
+
+
+def test_poisson_video_sessions_arrive_and_leave():
+    d = {"scenario": {"name": "sessions", "duration": "300s", "seed": 4},
+         "topology": {"rate": "10Mbps", "rtt": "40ms", "buffer": "1bdp", "aqm": "fq_codel"},
+         "client": [{"name": "s", "abr": "dynamic", "arrival_rate": 0.1, "stop": "240s",
+                     "video": "synthetic:has-testbed", "video_duration": "40s"}]}
+    res = qoelab.run(d)
+    cl = res.summary["clients"]
+    # ~0.1/s over 240 s: 24 expected; Poisson
+    assert 12 <= len(cl) <= 40, len(cl)
+    assert all(c["name"].startswith("s#") for c in cl)
+    # sessions that arrived early enough finished their 20 segments and left
+    done = [c for c in cl if c["segments"] == 20]
+    assert len(done) >= len(cl) - 4
+    seg = res.table("segments")
+    starts = seg.groupby("client").t_request_s.min()
+    assert starts.is_monotonic_increasing

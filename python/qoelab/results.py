@@ -95,8 +95,12 @@ class Result:
         return out_dir
 
 
-def run(scenario, seed: int | None = None) -> Result:
-    """Run a scenario (a path, a :class:`qoelab.scenario.Scenario` or a scenario dict)."""
+def run(scenario, seed: int | None = None, abrs: dict | None = None) -> Result:
+    """Run a scenario (a path, a :class:`qoelab.scenario.Scenario` or a scenario dict).
+
+    ``abrs`` maps ``"python:<name>"`` ABR names used by the scenario's clients to classes
+    implementing :class:`qoelab.abr.Abr` (names of the form ``python:module:Class`` are imported
+    automatically)."""
     from qoelab import _core
     from qoelab import scenario as sc
     if isinstance(scenario, (str, os.PathLike)):
@@ -105,13 +109,19 @@ def run(scenario, seed: int | None = None) -> Result:
         scenario = sc.from_dict(scenario)
     if seed is not None:
         scenario = scenario.with_seed(seed)
+    classes = dict(scenario.meta.get("python_abrs", {}))
+    classes.update(abrs or {})
     t0 = time.perf_counter()
     try:
-        summary_json, tables, pcaps = _core.run(scenario.to_json())
+        summary_json, tables, pcaps = _core.run(scenario.to_json(), classes or None)
     except ValueError as e:
         if len(e.args) == 2:
             path, msg = e.args
-            raise InputError(scenario.path, scenario.meta.get("origin", {}).get(path, path), message=msg) from None
+            for prefix, key in scenario.meta.get("origin", {}).items():
+                if path == prefix or path.startswith(prefix + "."):
+                    path = key + path[len(prefix):]
+                    break
+            raise InputError(scenario.path, path, message=msg) from None
         raise
     wall = time.perf_counter() - t0
     summary = json.loads(summary_json)

@@ -285,7 +285,9 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
             raise InputError(src, flow_key, message="trace mode simulates video clients only; remove the [[flow]] "
                              "entries or use network = \"packet\"")
         config["trace_schedule"] = builder.trace_schedule()
-    return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck})
+    return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck,
+                                                             "python_abrs": builder.python_abrs,
+                                                             "origin": builder.origin})
 
 
 class _Builder:
@@ -307,6 +309,9 @@ class _Builder:
         self.clients: list[dict] = []
         self.duration = 0
         self.abrs = None
+        self.python_abrs: dict = {}
+        # normalized config path prefix -> scenario key (for errors raised by the core)
+        self.origin: dict[str, str] = {}
 
     def node(self, name):
         self.nodes.append(name)
@@ -545,6 +550,7 @@ class _Builder:
             if stop is not None:
                 d["stop"] = stop
             d.update(copy.deepcopy(common))
+            self.origin[f"flows[{len(self.flows)}]"] = f.path
             self.flows.append(d)
 
 
@@ -659,9 +665,19 @@ def _client(b, c: _Section):
     name = c.str("name", default=f"client{len(b.clients)}")
     count = c.int("count", default=1, minimum=1)
     abr = c.str("abr", default="dynamic")
-    if abr not in b.abrs:
-        raise c.err("abr", "one of " + ", ".join(sorted(b.abrs)), abr)
-    abr_params = convert_params(c.sub("abr_params"), b.abrs[abr]["params"], f"abr {abr}")
+    if abr.startswith("python:"):
+        from qoelab import abr as pyabr
+        if ":" in abr[len("python:"):]:  # python:<module or file>:<Class>; a bare python:<name> comes from run(abrs=...)
+            b.python_abrs[abr] = pyabr.resolve(abr, b.base_dir, c.src, c.key("abr"))
+        ap = c.sub("abr_params")
+        abr_params = {}
+        if ap is not None:
+            for k in ap.data:
+                abr_params[k] = ap.raw(k)
+    else:
+        if abr not in b.abrs:
+            raise c.err("abr", "one of " + ", ".join(sorted(b.abrs)) + ", or python:<module>:<Class>", abr)
+        abr_params = convert_params(c.sub("abr_params"), b.abrs[abr]["params"], f"abr {abr}")
     vid = _load_client_video(b, c)
     rtt = c.get("rtt", units.duration, b.default_rtt)
     start = c.get("start", units.duration, 0)
@@ -703,6 +719,13 @@ def _client(b, c: _Section):
         hs.finish()
     first = c.int("from_hop", default=0, minimum=0)
     last = c.int("to_hop", default=len(b.hops), minimum=1)
+    arrival_rate = c.num("arrival_rate", default=None, minimum=0)
+    stop = c.get("stop", units.duration, None)
+    if arrival_rate is not None:
+        if arrival_rate <= 0:
+            raise c.err("arrival_rate", "sessions per second > 0", arrival_rate)
+        if count != 1:
+            raise c.err("count", "1 when arrival_rate is set (sessions share the entry's hosts)", count)
     c.finish()
     for k in range(count):
         label = name if count == 1 else f"{name}-{k}"
@@ -711,6 +734,11 @@ def _client(b, c: _Section):
              "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
         if player is not None:
             d["player"] = player
+        if arrival_rate is not None:
+            d["arrival_rate"] = arrival_rate
+            if stop is not None:
+                d["stop"] = stop
+        b.origin[f"clients[{len(b.clients)}]"] = c.path
         b.clients.append(d)
 
 

@@ -4,8 +4,149 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use qoelab_core::abr::{Abr, AbrObs, Decision, DownloadRecord};
 use qoelab_core::net::record::{Column, Table};
+use qoelab_core::net::world::AbrFactory;
 use qoelab_core::net::{SimConfig, World};
+use std::sync::{Arc, Mutex};
+
+/// A Python object used as an ABR (the `qoelab.abr.Abr` protocol): `choose(obs) -> rung |
+/// (rung, delay_s) | {"rung", "delay_s", "reason"}`, optional `on_download(obs, record)`.
+/// Called once per decision. Exceptions are collected and reported after the run.
+struct PyAbr {
+    obj: Py<PyAny>,
+    errors: Arc<Mutex<Vec<String>>>,
+    label: String,
+}
+
+fn rec_dict<'py>(py: Python<'py>, r: &DownloadRecord) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("segment", r.segment)?;
+    d.set_item("rung", r.rung)?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("t_request_s", r.t_request as f64 / 1e9)?;
+    d.set_item("t_first_byte_s", r.t_first_byte as f64 / 1e9)?;
+    d.set_item("t_last_byte_s", r.t_last_byte as f64 / 1e9)?;
+    d.set_item("tput_bps", r.tput_request_bps())?;
+    d.set_item("tput_first_byte_bps", r.tput_first_byte_bps())?;
+    d.set_item("abandoned", r.abandoned)?;
+    Ok(d)
+}
+
+fn obs_dict<'py>(py: Python<'py>, o: &AbrObs) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    let v = o.video;
+    d.set_item("now_s", o.now as f64 / 1e9)?;
+    d.set_item("segment", o.segment)?;
+    d.set_item("n_segments", v.n_segments())?;
+    d.set_item("segment_duration_s", v.seg_duration(o.segment.min(v.n_segments().saturating_sub(1))) as f64 / 1e9)?;
+    d.set_item("buffer_s", o.buffer as f64 / 1e9)?;
+    d.set_item("buffer_max_s", o.buffer_max as f64 / 1e9)?;
+    d.set_item("last_rung", o.last_rung)?;
+    d.set_item("playing", o.playing)?;
+    d.set_item("bitrates_bps", v.bitrates_bps.clone())?;
+    if o.segment < v.n_segments() {
+        d.set_item("sizes", v.sizes[o.segment].clone())?;
+    }
+    let hist = PyList::empty(py);
+    for r in o.history.iter().rev().take(20).rev() {
+        hist.append(rec_dict(py, r)?)?;
+    }
+    d.set_item("history", hist)?;
+    Ok(d)
+}
+
+impl PyAbr {
+    fn fail(&self, msg: String) {
+        if let Ok(mut e) = self.errors.lock() {
+            if e.len() < 5 {
+                e.push(format!("{}: {msg}", self.label));
+            }
+        }
+    }
+}
+
+impl Abr for PyAbr {
+    fn name(&self) -> &'static str {
+        "python"
+    }
+    fn choose(&mut self, obs: &AbrObs) -> Decision {
+        let n = obs.video.n_rungs();
+        let r: Result<Decision, String> = Python::with_gil(|py| {
+            let d = obs_dict(py, obs).map_err(|e| e.to_string())?;
+            let out = self.obj.bind(py).call_method1("choose", (d,)).map_err(|e| format!("choose() raised {e}"))?;
+            let (rung, delay, reason): (i64, f64, String) = if let Ok(x) = out.extract::<i64>() {
+                (x, 0.0, "python".into())
+            } else if let Ok((x, dl)) = out.extract::<(i64, f64)>() {
+                (x, dl, "python".into())
+            } else if let Ok(m) = out.downcast::<PyDict>() {
+                let x: i64 = m.get_item("rung").ok().flatten().and_then(|v| v.extract().ok()).ok_or("choose() returned a dict without an int \"rung\"")?;
+                let dl: f64 = m.get_item("delay_s").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or(0.0);
+                let rs: String = m.get_item("reason").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or_else(|| "python".into());
+                (x, dl, rs)
+            } else {
+                return Err(format!("choose() returned {}, expected a rung (int), (rung, delay_s) or a dict", out.repr().map(|r| r.to_string()).unwrap_or_default()));
+            };
+            if rung < 0 || rung as usize >= n {
+                return Err(format!("choose() returned rung {rung}, expected 0..{}", n - 1));
+            }
+            if !(delay.is_finite() && delay >= 0.0) {
+                return Err(format!("choose() returned delay {delay}, expected >= 0 seconds"));
+            }
+            Ok(Decision { rung: rung as usize, delay: (delay * 1e9).round() as u64, reason })
+        });
+        r.unwrap_or_else(|e| {
+            self.fail(e);
+            Decision { rung: 0, delay: 0, reason: "python ABR error".into() }
+        })
+    }
+    fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
+        let r: Result<(), String> = Python::with_gil(|py| {
+            let o = self.obj.bind(py);
+            if !o.hasattr("on_download").unwrap_or(false) {
+                return Ok(());
+            }
+            let d = obs_dict(py, obs).map_err(|e| e.to_string())?;
+            let rd = rec_dict(py, rec).map_err(|e| e.to_string())?;
+            o.call_method1("on_download", (d, rd)).map_err(|e| format!("on_download() raised {e}"))?;
+            Ok(())
+        });
+        if let Err(e) = r {
+            self.fail(e);
+        }
+    }
+}
+
+/// The factory for "python:" ABR names: instantiates `classes[name](**params)`.
+fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>) -> AbrFactory {
+    Box::new(move |name, params, _video| {
+        Python::with_gil(|py| {
+            let cls = classes
+                .bind(py)
+                .get_item(name)
+                .ok()
+                .flatten()
+                .ok_or_else(|| qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\"")))?;
+            let kw = PyDict::new(py);
+            let json = py.import("json").map_err(|e| qoelab_core::params::perr("abr", e.to_string()))?;
+            let pv = json
+                .call_method1("loads", (serde_json::Value::Object(params.0.clone()).to_string(),))
+                .map_err(|e| qoelab_core::params::perr("abr", e.to_string()))?;
+            if let Ok(pd) = pv.downcast::<PyDict>() {
+                for (k, v) in pd.iter() {
+                    kw.set_item(k, v).ok();
+                }
+            }
+            let obj = cls
+                .call((), Some(&kw))
+                .map_err(|e| qoelab_core::params::perr("abr", format!("creating {name} raised {e}")))?;
+            if !obj.hasattr("choose").unwrap_or(false) {
+                return Err(qoelab_core::params::perr("abr", format!("{name} has no choose(obs) method")));
+            }
+            Ok(Box::new(PyAbr { obj: obj.unbind(), errors: errors.clone(), label: name.to_string() }) as Box<dyn Abr>)
+        })
+    })
+}
 
 /// Version of the core.
 #[pyfunction]
@@ -69,11 +210,18 @@ fn table_to_py<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> 
 /// Run a normalized config (JSON). Returns (summary_json, {table: [(col, kind, data)]}, pcaps).
 /// The GIL is released while simulating.
 #[pyfunction]
-fn run<'py>(py: Python<'py>, config_json: &str) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+#[pyo3(signature = (config_json, abrs=None))]
+fn run<'py>(py: Python<'py>, config_json: &str, abrs: Option<Bound<'py, PyDict>>) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
+    let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone()));
+    let errs = errors.clone();
     let (summary, tables, pcaps) = py.allow_threads(move || -> Result<_, (String, String)> {
-        let mut w = World::build(cfg).map_err(|e| (e.path, e.msg))?;
+        let mut w = World::build_with(cfg, factory).map_err(|e| (e.path, e.msg))?;
         w.run();
+        if let Some(e) = errs.lock().ok().and_then(|e| e.first().cloned()) {
+            return Err(("abr".to_string(), e));
+        }
         w.check_invariants().map_err(|e| ("invariants".to_string(), e))?;
         let summary = w.summary().to_string();
         let tables = w.take_tables();

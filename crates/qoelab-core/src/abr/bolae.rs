@@ -7,7 +7,8 @@
 //! (T / 10 s - 1); V_p = 10 s / gp. Score of rung q at Q = buffer + placeholder:
 //! (V_p (u_q + gp) - Q) / b_q.
 //!
-//! * STARTUP (until the buffer holds one segment): rung from 0.9 x throughput (EWMA 3 s/8 s);
+//! * STARTUP (up to and including the first decision with a throughput sample and at least one
+//!   segment buffered, as Sabre and dash.js): rung from 0.9 x throughput (EWMA 3 s/8 s);
 //!   placeholder = max(0, minimum level of that rung - buffer), minimum level of q > 0 =
 //!   V_p (gp + (b_q u_{q-1} - b_{q-1} u_q) / (b_q - b_{q-1})) (the level where BOLA starts to
 //!   prefer q to q-1), 0 for rung 0.
@@ -265,9 +266,6 @@ impl Abr for BolaE {
             self.steady = false;
             self.placeholder = 0.0;
         }
-        if !self.steady && !obs.history.is_empty() && obs.buffer >= v.seg_duration(seg) {
-            self.steady = true;
-        }
         let tput = self.rate.estimate();
         let mut delay = 0.0;
         let (mut q, mut reason);
@@ -281,6 +279,12 @@ impl Abr for BolaE {
                 tput.map(mbps).unwrap_or_else(|| "none".into()),
                 self.placeholder
             );
+            // As Sabre and dash.js: this decision is the startup one; BOLA takes over from the
+            // next decision once a segment is buffered (a throughput sample exists).
+            if tput.is_some() && obs.buffer >= v.seg_duration(seg) {
+                self.steady = true;
+                reason.push_str("; -> steady");
+            }
         } else {
             let qb = b + self.placeholder;
             q = bola_argmax(&self.u, br, self.vp, self.gp, qb);
@@ -364,24 +368,30 @@ mod tests {
         let h1 = [rec(0, 0, 1_250_000, 0, 100, 4000)];
         a.on_download(&obs(&v, 0, 0, None, &[]), &h1[0]);
         assert_eq!(a.choose(&obs(&v, 1, 2 * SEC, Some(0), &h1)).rung, 1);
-        // second download (same rate), decided right at its last byte (no idle); B = 6 s ->
-        // steady. Q = 6 + 11.3202 = 17.3202: scores (20.82-17.32)/1 = 3.5, (28.32-17.32)/2 = 5.5,
-        // (35.82-17.32)/4 = 4.625 -> rung 1.
+        // second download (same rate), decided right at its last byte (no idle); B = 6 s >= one
+        // segment: still the startup decision (Sabre/dash.js order): rung 1, placeholder =
+        // 13.3202 - 6 = 7.3202; the next decision is BOLA's.
         let h2 = [h1[0], rec(1, 1, 1_250_000, 5 * SEC, 100, 4000)];
         a.on_download(&obs(&v, 1, 0, None, &[]), &h2[1]);
         let d = a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h2));
         assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
+        assert!(
+            d.reason.starts_with("startup") && d.reason.contains("placeholder 7.32"),
+            "{}",
+            d.reason
+        );
         // third download; the decision comes 5 s after its last byte (player idle): placeholder
-        // 11.3202 + 5 = 16.3202; B = 8: Q = 24.3202: scores -3.5, 4/2 = 2.0, 11.5/4 = 2.875 -> 2,
+        // 7.3202 + 5 = 12.3202; B = 10: Q = 22.3202: scores -1.5, 6/2 = 3.0, 13.5/4 = 3.375 -> 2,
         // but the up-switch is capped at the tput rung 1 (0.9*2.5 = 2.25) -> 1. Q < 28.32: no delay.
         let h3 = [h2[0], h2[1], rec(2, 1, 1_250_000, 10 * SEC, 100, 4000)];
         a.on_download(&obs(&v, 2, 0, None, &[]), &h3[2]);
-        let mut o = obs(&v, 3, 8 * SEC, Some(1), &h3);
+        let mut o = obs(&v, 3, 10 * SEC, Some(1), &h3);
         o.now += 5 * SEC;
         let d = a.choose(&o);
         assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
-        // same history (no new idle): B = 40 s: Q = 56.3202, capped rung 1, max level 28.3202:
-        // excess 28.0 > placeholder 16.3202 -> delay 11.6798 s, placeholder 0.
+        assert!(d.reason.contains("capped"), "{}", d.reason);
+        // same history (no new idle): B = 40 s: Q = 52.3202, capped rung 1, max level 28.3202:
+        // excess 24.0 > placeholder 12.3202 -> delay 11.6798 s, placeholder 0.
         let mut o = obs(&v, 3, 40 * SEC, Some(1), &h3);
         o.now += 5 * SEC;
         let d = a.choose(&o);
@@ -392,6 +402,39 @@ mod tests {
             d.delay,
             d.reason
         );
+    }
+
+    /// With playback starting after one segment (Sabre, dash.js VOD), the first decision with a
+    /// throughput sample sees exactly one segment buffered. Sabre's BolaEnh and dash.js's BolaRule
+    /// take that decision in STARTUP (throughput pick + placeholder) and only then go STEADY; the
+    /// old order went STEADY first, so the throughput startup was never used (rung 0 instead).
+    #[test]
+    fn first_decision_at_one_segment_is_the_startup_pick() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let p = Params::new()
+            .with("ibr", false)
+            .with("placeholder_decay", 1.0);
+        let mut a = build(&p, &v).unwrap();
+        assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
+        // 1.25 MB in 4 s after 100 ms ttfb -> 2.5 Mbit/s; 0.9*2.5 = 2.25 -> rung 1. B = 4 s (one
+        // segment). BOLA alone at Q = 4 would give rung 0: (20.82-4)/1 = 16.8 > (28.32-4)/2 = 12.2.
+        let h1 = [rec(0, 0, 1_250_000, 0, 100, 4000)];
+        a.on_download(&obs(&v, 0, 0, None, &[]), &h1[0]);
+        let d = a.choose(&obs(&v, 1, 4 * SEC, Some(0), &h1));
+        assert_eq!(d.rung, 1, "{}", d.reason);
+        // placeholder = min level of rung 1 (13.3202) - 4 = 9.3202
+        assert!(
+            d.reason.starts_with("startup") && d.reason.contains("placeholder 9.32"),
+            "{}",
+            d.reason
+        );
+        // next decision is BOLA's: B = 6 s, no idle: Q = 15.3202: scores (20.82-15.32)/1 = 5.5,
+        // (28.32-15.32)/2 = 6.5, (35.82-15.32)/4 = 5.125 -> rung 1
+        let h2 = [h1[0], rec(1, 1, 1_250_000, 5 * SEC, 100, 4000)];
+        a.on_download(&obs(&v, 1, 0, None, &[]), &h2[1]);
+        let d = a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h2));
+        assert_eq!(d.rung, 1, "{}", d.reason);
+        assert!(d.reason.starts_with("BOLA-E Q 6.00+9.32"), "{}", d.reason);
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl World {
         video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
         let video = Arc::new(video);
         let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
-        let abr = crate::abr::build(&c.abr, &params, &video).map_err(|e| {
+        let abr = self.build_abr(&c.abr, &params, &video).map_err(|e| {
             if e.param == "abr" {
                 super::world::serr(format!("{p}.abr"), e.msg)
             } else {
@@ -301,6 +301,7 @@ struct ClientView<'a> {
     buffer_max: Ns,
     /// Packet mode: (response flows, connections).
     packet: Option<(&'a [usize], u32)>,
+    base_rtt: Ns,
 }
 
 impl World {
@@ -316,6 +317,7 @@ impl World {
                 summary: c.player.summary(),
                 buffer_max: c.player.buffer_max(),
                 packet: Some((&c.resp_flows, c.connections)),
+                base_rtt: c.cfg.rtt,
             })
             .collect();
         v.extend(self.trace_results.iter().map(|t| ClientView {
@@ -326,6 +328,7 @@ impl World {
             summary: t.result.summary.clone(),
             buffer_max: t.buffer_max,
             packet: None,
+            base_rtt: self.cfg.clients.iter().find(|c| c.name == t.name).map(|c| c.rtt).unwrap_or(0),
         }));
         v
     }
@@ -336,7 +339,7 @@ impl World {
         let video = self.cfg.videos.get(c.video).ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?;
         video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
         let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
-        crate::abr::build(&c.abr, &params, video).map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
+        self.build_abr(&c.abr, &params, video).map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
         let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
         Player::validate_config(&pcfg, video).map_err(|e| super::world::serr(format!("{p}.player.{e}"), ""))?;
         Ok(())
@@ -349,7 +352,7 @@ impl World {
         for c in self.cfg.clients.clone() {
             let video = Arc::new(self.cfg.videos[c.video].clone());
             let params = Params::from_value(&c.abr_params).expect("checked");
-            let abr = crate::abr::build(&c.abr, &params, &video).expect("checked");
+            let abr = self.build_abr(&c.abr, &params, &video).expect("checked");
             let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
             let periods: Vec<Period> = sched.periods().iter().map(|p| Period { latency: c.rtt, ..*p }).collect();
             let s = Schedule::new(periods).expect("valid schedule");
@@ -360,8 +363,11 @@ impl World {
                 payload_ppm: crate::packet::MSS as u64 * 1_000_000 / crate::packet::MTU as u64,
                 ..TraceOpts::sabre()
             };
-            let player = Player::new(pcfg.clone(), video.clone(), crate::abr::build(&c.abr, &params, &video).expect("checked"), c.start);
-            let buffer_max = player.buffer_max();
+            let buffer_max = if pcfg.abr_buffer_max {
+                abr.preferred_buffer_max().unwrap_or(pcfg.buffer_max)
+            } else {
+                pcfg.buffer_max
+            };
             let result = run_trace_mode(video.clone(), abr, pcfg, &s, &opts);
             self.trace_results.push(TraceClient { name: c.name.clone(), abr: c.abr.clone(), video, buffer_max, result });
         }
@@ -446,6 +452,7 @@ impl World {
                 o.insert("abr".into(), json!(c.abr));
                 o.insert("video".into(), json!(c.video.name));
                 o.insert("buffer_max_s".into(), json!(crate::time::secs(c.buffer_max)));
+                o.insert("base_rtt_ms".into(), json!(c.base_rtt as f64 / 1e6));
                 if let Some((flows, conns)) = c.packet {
                     let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
                     o.insert("flow".into(), json!(flows[0]));

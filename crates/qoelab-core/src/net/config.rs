@@ -71,6 +71,13 @@ pub struct ClientCfg {
     /// Base RTT of the client's path (ns): the time to first byte in trace mode.
     #[serde(default)]
     pub rtt: Ns,
+    /// If set, this entry generates sessions: new clients (each with its own player, ABR and
+    /// connection, on this client's hosts) arrive as a Poisson process with this mean rate per
+    /// second from `start` until `stop`; each leaves when its video has played.
+    #[serde(default)]
+    pub arrival_rate: Option<f64>,
+    #[serde(default)]
+    pub stop: Option<Ns>,
 }
 
 /// HTTP/1.1 overheads and timing.

@@ -143,6 +143,8 @@ enum AppAction {
     WebArrival(usize),
     /// ON/OFF source: write `bytes` now and again every `period` (flow, bytes, period).
     Burst(usize, u64, Ns),
+    /// A video session arrives (session generator index).
+    Session(usize),
 }
 
 /// Tables recorded during a run.
@@ -153,6 +155,10 @@ pub struct Recorder {
     pub queues: Option<Table>,
     pub packets: Option<Table>,
 }
+
+/// Builds ABRs the core's registry does not know (e.g. `python:...` ABRs from the bindings).
+pub type AbrFactory =
+    Box<dyn Fn(&str, &Params, &crate::video::Video) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> + Send>;
 
 /// The simulated world.
 pub struct World {
@@ -182,10 +188,18 @@ pub struct World {
     pub(crate) trace_results: Vec<super::clients::TraceClient>,
     /// Packets that arrived for discarded connections.
     pub dead_drops: u64,
+    abr_factory: Option<AbrFactory>,
+    /// Video session generators: (client config index, arrival stream, sessions so far).
+    session_gens: Vec<(usize, Rng, u32)>,
 }
 
 impl World {
     pub fn build(cfg: SimConfig) -> Result<World, SimError> {
+        World::build_with(cfg, None)
+    }
+
+    /// Build with a factory for ABR names outside the registry (names starting with "python:").
+    pub fn build_with(cfg: SimConfig, abr_factory: Option<AbrFactory>) -> Result<World, SimError> {
         let n = cfg.nodes.len();
         if n == 0 || n > u16::MAX as usize {
             return Err(serr("nodes", "expected 1..65535 nodes"));
@@ -352,6 +366,8 @@ impl World {
             clients: Vec::new(),
             trace_results: Vec::new(),
             dead_drops: 0,
+            abr_factory,
+            session_gens: Vec::new(),
         };
         for i in 0..w.links.len() {
             if w.links[i].pcap {
@@ -366,10 +382,28 @@ impl World {
         match w.cfg.network.as_str() {
             "packet" => {
                 for (i, c) in clients.iter().enumerate() {
-                    w.add_client(i, c)?;
+                    match c.arrival_rate {
+                        None => w.add_client(i, c)?,
+                        Some(r) => {
+                            if !(r.is_finite() && r > 0.0) {
+                                return Err(serr(format!("clients[{i}].arrival_rate"), "expected > 0 sessions per second"));
+                            }
+                            // Check the entry once (ABR, player, nodes) without keeping a client.
+                            w.check_trace_client(i, c)?;
+                            w.check_nodes(&format!("clients[{i}]"), c.server, c.client, true)?;
+                            let rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
+                            w.session_gens.push((i, rng, 0));
+                            w.actions.push(AppAction::Session(w.session_gens.len() - 1));
+                            let ai = w.actions.len() - 1;
+                            w.engine.schedule(c.start, target(K_APP, ai));
+                        }
+                    }
                 }
             }
             "trace" => {
+                if let Some(i) = clients.iter().position(|c| c.arrival_rate.is_some()) {
+                    return Err(serr(format!("clients[{i}].arrival_rate"), "session arrivals need the packet network"));
+                }
                 if w.cfg.trace_schedule.is_none() {
                     return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
                 }
@@ -598,6 +632,23 @@ impl World {
         }
         self.drain_ep(tx);
         self.engine.schedule(now + gap, target(K_APP, action));
+    }
+
+    fn session_arrival(&mut self, gi: usize, ai: usize) {
+        let now = self.engine.now();
+        let (ci, ref mut rng, ref mut k) = self.session_gens[gi];
+        let mut c = self.cfg.clients[ci].clone();
+        if c.stop.is_some_and(|s| now >= s) {
+            return;
+        }
+        *k += 1;
+        let gap = rng.exp(1.0 / c.arrival_rate.unwrap_or(1.0));
+        c.name = format!("{}#{}", c.name, k);
+        c.start = now;
+        c.arrival_rate = None;
+        let idx = self.clients.len();
+        self.add_client(idx, &c).expect("session parameters were checked at build");
+        self.engine.schedule(now + crate::time::from_secs_f64(gap).max(1), target(K_APP, ai));
     }
 
     fn schedule_action(&mut self, t: Ns, a: AppAction) {
@@ -980,6 +1031,7 @@ impl World {
                 }
             }
             AppAction::WebArrival(gi) => self.web_arrival(gi),
+            AppAction::Session(gi) => self.session_arrival(gi, ai),
             AppAction::Burst(fid, bytes, period) => {
                 if self.flows[fid].stop.is_some_and(|s| now >= s) {
                     return;
@@ -1086,6 +1138,23 @@ impl World {
         let next = now + self.cfg.output.sample_interval;
         if next <= self.cfg.duration {
             self.engine.schedule(next, target(K_SAMPLE, 0));
+        }
+    }
+
+    /// An ABR by name: the registry, or the factory for "python:" names.
+    pub(crate) fn build_abr(
+        &self,
+        name: &str,
+        params: &Params,
+        video: &crate::video::Video,
+    ) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> {
+        if name.starts_with("python:") {
+            match &self.abr_factory {
+                Some(f) => f(name, params, video),
+                None => Err(crate::params::perr("abr", format!("\"{name}\" needs the Python front (qoelab.run)"))),
+            }
+        } else {
+            crate::abr::build(name, params, video)
         }
     }
 
