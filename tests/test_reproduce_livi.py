@@ -151,6 +151,7 @@ def _paper_like(r, rng):
     if r["clients"] >= 2:
         out["qu_pct"] = (r["buffer_bdp"] * (6 if bba else 2.5) + 2 + rng.random() * 3) if dt else 1 + rng.random()
     out["ins_pct"] = 30.0 if r["algo"] == "bba2" else 8.0
+    out["rbr_pct"] = 5.0 if (dt and r["algo"] == "classic2" and r["buffer_bdp"] == 6) else 0.1
     return out
 
 
@@ -160,7 +161,7 @@ def _by_id(claims):
 
 def test_claims_supported_on_paper_like_data():
     c = _by_id(evaluate_claims(_grid_rows(_paper_like)))
-    for k in ("C1", "C2a", "C2b", "C3", "C4", "X1", "X2"):
+    for k in ("C1", "C2a", "C2b", "C3", "C4", "X1", "X2", "X3"):
         assert c[k]["verdict"] == SUPPORTED, (k, c[k])
         assert c[k]["paper"] and c[k]["rule"] and c[k]["ours"]
 
@@ -171,12 +172,12 @@ def test_claims_not_supported_on_opposite_data():
         bba = r["algo"].startswith("bba")
         out = {"loss_B": 1 if dt else 10, "loss_T": 2 if dt else 8, "loss_C": 30 if dt else 5,
                "rtti_pct": 110 + rng.random() if dt else 300 + rng.random(), "stall_count": 2,
-               "ins_pct": 5.0 if r["algo"] == "bba2" else 8.0}
+               "ins_pct": 5.0 if r["algo"] == "bba2" else 8.0, "rbr_pct": 0.1 if dt else 0.5}
         if r["clients"] >= 2:
             out["qu_pct"] = ((7 - r["buffer_bdp"]) * (1 if bba else 3) + rng.random()) if dt else 30 + rng.random()
         return out
     c = _by_id(evaluate_claims(_grid_rows(opposite)))
-    for k in ("C1", "C2a", "C2b", "C3", "C4", "X1", "X2"):
+    for k in ("C1", "C2a", "C2b", "C3", "C4", "X1", "X2", "X3"):
         assert c[k]["verdict"] == NOT_SUPPORTED, (k, c[k])
 
 

@@ -703,8 +703,33 @@ def claim_ins_bba2(df) -> dict:
     return claim
 
 
+def claim_classic2_rebuffers(df) -> dict:
+    claim = {"id": "X3", "figures": "Fig. 11",
+             "paper": "With 2 clients and an over-dimensioned droptail buffer (DT 600%), Classic2 re-buffers: its "
+                      "download-time estimate misses the queueing delay (Sec. IV-C, Remark). [additional claim]",
+             "rule": "2 clients, buffer 6 BDP, variable profile p2 (static if no variable runs). SUPPORTED if "
+                     "Classic2's mean RBR under droptail is >= 1% and >= 3x its RBR under CoDel; NOT SUPPORTED if "
+                     "it is not above CoDel's; INCONCLUSIVE otherwise."}
+    d = _ok(df)
+    d = d[(d["clients"] == 2) & (d["buffer_bdp"] == 6.0) & (d["algo"] == "classic2")]
+    prof = "p2" if (d["profile"] == "p2").any() else "static"
+    d = d[d["profile"] == prof]
+    dt, cd = d[d["aqm"] == "pfifo"]["rbr_pct"], d[d["aqm"] == "codel"]["rbr_pct"]
+    if not len(dt) or not len(cd):
+        claim.update(verdict=INCONCLUSIVE, ours="no Classic2 2-client 6 BDP droptail/CoDel runs")
+        return claim
+    a, b = float(dt.mean()), float(cd.mean())
+    others = df[(df["clients"] == 2) & (df["buffer_bdp"] == 6.0) & (df["aqm"] == "pfifo") & (df["profile"] == prof)
+                & (df["algo"] != "classic2")].groupby("algo")["rbr_pct"].mean()
+    ours = (f"{prof}: Classic2 RBR droptail {a:.2f}% vs CoDel {b:.2f}% (n = {len(dt)}); droptail others: "
+            + ", ".join(f"{ALGO_LABEL[k]} {v:.2f}%" for k, v in others.items()))
+    v = SUPPORTED if a >= 1.0 and a >= 3 * b else NOT_SUPPORTED if a <= b else INCONCLUSIVE
+    claim.update(verdict=v, ours=ours)
+    return claim
+
+
 CLAIMS = (claim_losses, claim_qu_droptail_large, claim_qu_bba_vs_classic, claim_codel_qu, claim_rtt,
-          claim_no_rebuffering_single, claim_ins_bba2)
+          claim_no_rebuffering_single, claim_ins_bba2, claim_classic2_rebuffers)
 
 
 def evaluate_claims(df) -> list[dict]:
