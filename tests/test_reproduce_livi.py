@@ -387,3 +387,14 @@ def test_report_failure_keeps_the_data(tmp_path, monkeypatch):
     assert meta["report_error"] == "ValueError: no plotting today"
     assert len(pd.read_csv(tmp_path / "o" / "runs.csv")) == 4
     assert "report generation failed" in (tmp_path / "o" / "report.html").read_text()
+
+
+def test_rewrite_report_from_runs_csv(tmp_path):
+    out = tmp_path / "o"
+    livi.reproduce(str(out), runner=fake_runner, spec=_tiny_spec())
+    (out / "report.html").unlink()
+    meta = livi.rewrite_report(str(out))
+    assert (out / "report.html").exists() and meta["runs"] == 4
+    assert json.loads((out / "claims.json").read_text()) == meta["claims"]
+    with pytest.raises(InputError):
+        livi.rewrite_report(str(tmp_path))

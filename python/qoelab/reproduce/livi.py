@@ -841,6 +841,29 @@ def reproduce(out_dir: str = "results/livi", quick: bool = False, jobs: int = 0,
     return meta
 
 
+def rewrite_report(out_dir: str) -> dict:
+    """Re-evaluate the claims and rewrite claims.json, meta.json and report.html of a finished
+    reproduction from its runs.csv (after a change to the claims or the figures; no simulation)."""
+    import pandas as pd
+
+    from qoelab.reproduce import report
+    if not _is_ours(out_dir):
+        raise InputError(out_dir, None, message="not a livi reproduction (no meta.json from one)")
+    df = pd.read_csv(os.path.join(out_dir, "runs.csv"))
+    df["error"] = df["error"].where(df["error"].notna(), None)
+    with open(os.path.join(out_dir, "meta.json")) as f:
+        meta = json.load(f)
+    meta["claims"] = evaluate_claims(df)
+    for name, data in (("claims.json", meta["claims"]), ("meta.json", meta)):
+        with open(os.path.join(out_dir, name + ".tmp"), "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+    report.write_report(out_dir, df, meta["claims"], meta)
+    for name in ("claims.json", "meta.json"):
+        os.replace(os.path.join(out_dir, name + ".tmp"), os.path.join(out_dir, name))
+    return meta
+
+
 def grid_counts(spec: GridSpec) -> dict:
     """Number of runs per (aqm, clients, profile kind) -- for the docs and tests."""
     out: dict = {}

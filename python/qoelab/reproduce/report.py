@@ -98,7 +98,11 @@ def bar_figure(d, metric: str, ylabel: str, log: bool = False):
     ax.set_xticklabels([config_label(a, k) for a, k in groups], rotation=0, fontsize=8)
     ax.set_ylabel(ylabel)
     if log:
-        ax.set_yscale("symlog", linthresh=1.0) if metric == "rbr_pct" else ax.set_yscale("log")
+        if metric == "rbr_pct":     # RBR is often 0: a log scale above 0.1 %, linear below
+            ax.set_yscale("symlog", linthresh=0.1)
+            ax.set_ylim(bottom=0)
+        else:
+            ax.set_yscale("log")
     else:
         # metrics are >= 0; a small-sample CI can be huge: keep the bars readable (numbers below)
         means = [v[0] for v in table.values() if v[0] == v[0]]
