@@ -55,7 +55,8 @@ def add_parser(subparsers) -> None:
         description="Livi, Sassatelli, Urvoy-Keller, 'HTTP Adaptive Streaming and Access Router Management'. "
                     "Runs BBA2, BBA3, Classic1, Classic2 x droptail/ARED/CoDel x buffer {6, 1, 0.5, 0.25} BDP "
                     "(testbed rule: 400/67/33/17 packets) x 1-3 clients (ARED: 1), 80 ms RTT, per-client bandwidth "
-                    "0.6-3 Mbit/s and the two variable profiles, 700 s each, in parallel; writes DIR/report.html "
+                    "0.6-3 Mbit/s in 9 steps and the paper's variable profile (4, 2.8, 1.5, 1, 0.6, 4 Mbit/s per "
+                    "client, 100 s each): 1360 runs of 700 s, in parallel; writes DIR/report.html "
                     "(figures ARB, INS, LU, RTTi, loss phases, RBR, QU; claims with verdicts), runs.csv, "
                     "clients.csv, claims.json, meta.json, figures/. DIR is replaced atomically if it holds a "
                     "previous livi reproduction. See docs/reproductions/livi.md.")
