@@ -8,8 +8,8 @@ The grid (:func:`full_grid`): BBA2, BBA3, Classic1, Classic2 x droptail (``pfifo
 router buffer {6, 1, 0.5, 0.25} BDP by the testbed's rule (packets = 10 Mbit/s x 80 ms x k /
 (8 x 1500), rounded, at least 1: 400, 67, 33, 17 packets) x 1-3 clients (ARED with 1 client only, as
 in the testbed) x per-client bandwidth 600 kbit/s-3 Mbit/s in steps of 300 kbit/s (the bottleneck is
-that times the number of clients), 80 ms RTD, plus the two variable profiles of the testbed (rates
-per client, times the number of clients; the paper's profile 2 by default). Every run lasts 700 s (the testbed kills players after
+that times the number of clients), 80 ms RTD, plus the paper's variable profile (p2; rates per
+client, times the number of clients; the testbed's other profile p1 is defined but not run). Every run lasts 700 s (the testbed kills players after
 700 s) and streams the 10-minute, 8-rung, 2-s synthetic ``has-testbed`` ladder (bbb8).
 
 :func:`quick_grid` is the documented subset behind ``--quick`` (see its docstring).

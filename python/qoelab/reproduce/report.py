@@ -48,7 +48,6 @@ FIGURES = [
     ("QU", "qu_pct", 3, "static", "Fig. 13", "Quality unfairness, 3 clients, static bandwidth", "QU (%)", False),
     ("QU", "qu_pct", 2, "p2", "Fig. 14", "Quality unfairness, 2 clients, variable bandwidth (profile 2)", "QU (%)",
      False),
-    ("QU", "qu_pct", 2, "p1", "-", "Quality unfairness, 2 clients, variable bandwidth (profile 1)", "QU (%)", False),
 ]
 
 
@@ -197,7 +196,7 @@ code{background:#f3f3f3;padding:0 3px}
 def setup_rows() -> list[tuple[str, str, str]]:
     bufs = ", ".join(f"{k:g} BDP = {buffer_packets(k)} pkts" for k in BUFFERS_BDP)
     fs = f"{FAIR_SHARES_BPS[0] / 1e6:g}-{FAIR_SHARES_BPS[-1] / 1e6:g} Mbit/s step 0.3 (x clients)"
-    prof = "; ".join(f"{p}: " + ", ".join(f"{t} s {r / 1e6:g}M" for t, r in PROFILES[p]) for p in PROFILES)
+    prof = "p2: " + ", ".join(f"{t} s {r / 1e6:g}M" for t, r in PROFILES["p2"]) + " (per client; p1 not run)"
     return [
         ("Testbed VMs: VLC (HLS) clients, node.js server, tc-netem routers",
          "packet-level simulator: dumbbell, server and clients on 100 Mbit/s access, one bottleneck", "simulated"),
@@ -208,7 +207,7 @@ def setup_rows() -> list[tuple[str, str, str]]:
         ("ARED: red limit B min B/6 max B/2 avpkt 1000 adaptive, 1 client only", "core ared with its testbed defaults",
          "same"),
         ("CoDel: codel limit B interval = RTT (80 ms), target 5 ms, noecn", "codel, limit B, interval 80 ms", "same"),
-        ("Variable profiles (x clients)", prof, "same"),
+        ("Variable profile 4, 2.8, 1.5, 1, 0.6, 4 Mbit/s, equal shares of the video (x clients)", prof, "same"),
         ("Big Buck Bunny bbb8: 8 rates 350-2750 kbit/s, 300 x 2 s VBR segments",
          "synthetic VBR video on the same ladder (seeded, ar1-lognormal)", "synthetic sizes"),
         ("BBA2, BBA3, Classic1, Classic2 in VLC (240 s buffer)", "core ABRs bba2, bba3, classic1, classic2, "
