@@ -16,7 +16,8 @@ help: ## list targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "numpy>=1.26" "pyarrow>=15" "pandas>=2.1"
+	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "numpy>=1.26" "pyarrow>=15" "pandas>=2.1" \
+		"imageio-ffmpeg>=0.5" "av>=12" "matplotlib>=3.7"
 	touch $(STAMP)
 
 venv: $(STAMP) ## create/update the virtual environment

@@ -177,6 +177,16 @@ fn describe_tcp() -> String {
     qoelab_core::params::specs_json(qoelab_core::tcp::params::PARAMS).to_string()
 }
 
+/// Parse a Video JSON document with the core's model and check its invariants; returns a short
+/// description (segments, rungs, duration, quality tables). Raises ValueError(path, message).
+#[pyfunction]
+fn check_video(video_json: &str) -> PyResult<String> {
+    let v: qoelab_core::video::Video = serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
+    v.validate().map_err(|e| config_error("video", &e))?;
+    Ok(serde_json::json!({"name": v.name, "segments": v.n_segments(), "rungs": v.n_rungs(),
+        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()}).to_string())
+}
+
 /// Error raised for a config the core rejects: args (path, message).
 fn config_error(path: &str, msg: &str) -> PyErr {
     PyValueError::new_err((path.to_string(), msg.to_string()))
@@ -246,5 +256,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
+    m.add_function(wrap_pyfunction!(check_video, m)?)?;
     Ok(())
 }

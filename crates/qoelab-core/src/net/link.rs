@@ -46,6 +46,10 @@ pub struct Link {
     pub stats: LinkStats,
     /// A service event is pending (transmission end or next opportunity).
     pub busy: bool,
+    /// Rate-based services: when the transmission in progress ends (the link is free from then).
+    /// A packet that leaves an otherwise empty queue goes straight into the delay line with its
+    /// arrival time; no event marks the end of its serialization, only this field.
+    pub busy_until: Ns,
     /// Packet being served and, for opportunity service, its bytes still to serve.
     pub in_service: Option<Packet>,
     pub remaining: u64,

@@ -75,10 +75,13 @@ impl World {
             flows.push(Value::Object(m));
         }
         let mut links = Vec::new();
-        let mut bottleneck_pkts = 0u64;
+        // "Bottleneck packets": packets transmitted by the first monitored link (the downstream
+        // bottleneck of a dumbbell, hop 0 of a chain); `monitored` adds the other monitored links.
+        let bottleneck_pkts = self.links.iter().find(|l| l.monitor).map(|l| l.stats.tx_pkts).unwrap_or(0);
+        let mut monitored_pkts = 0u64;
         for l in self.links.iter().filter(|l| l.monitor) {
             let q = &l.queue.stats;
-            bottleneck_pkts += l.stats.tx_pkts;
+            monitored_pkts += l.stats.tx_pkts;
             let cap = l.capacity_bytes(dur);
             let util = if cap > 0 { l.stats.tx_bytes as f64 / cap as f64 } else { f64::NAN };
             let mut delay = Map::new();
@@ -133,7 +136,7 @@ impl World {
             "links": links,
             "clients": clients,
             "video": video,
-            "packets": {"bottleneck": bottleneck_pkts, "all_links": total_pkts},
+            "packets": {"bottleneck": bottleneck_pkts, "monitored_links": monitored_pkts, "all_links": total_pkts},
             "events": self.engine.processed(),
             "invariants": "ok",
         })

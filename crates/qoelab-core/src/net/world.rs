@@ -270,6 +270,7 @@ impl World {
                 loss,
                 stats: LinkStats::default(),
                 busy: false,
+                busy_until: 0,
                 in_service: None,
                 remaining: 0,
                 line: Default::default(),
@@ -733,7 +734,7 @@ impl World {
         self.drops.clear();
     }
 
-    /// The link is idle: begin serving the queue.
+    /// No service event is pending: begin serving the queue.
     fn start_service(&mut self, li: usize) {
         let now = self.engine.now();
         let link = &mut self.links[li];
@@ -748,6 +749,16 @@ impl World {
             }
             return;
         }
+        if now < link.busy_until {
+            // Still serializing a packet that went straight to the delay line: come back when
+            // the link is free.
+            if link.queue.len_packets() > 0 {
+                link.busy = true;
+                let t = link.busy_until;
+                self.engine.schedule(t, target(K_TX, li));
+            }
+            return;
+        }
         let Some(pkt) = link.queue.dequeue(now, Some(&mut self.drops)) else {
             if !self.drops.is_empty() {
                 self.flush_drops(li);
@@ -755,12 +766,29 @@ impl World {
             return;
         };
         let done = link.finish_time(now, &pkt);
-        link.in_service = Some(pkt);
+        let log = link.packet_log;
         if let Some(t) = done {
+            link.busy_until = t;
+            if link.delay > 0 && link.queue.len_packets() == 0 {
+                // Fast path: nothing waits behind this packet, so the end of its serialization
+                // needs no event; it arrives at t + delay.
+                if !self.drops.is_empty() {
+                    self.flush_drops(li);
+                }
+                if log {
+                    self.log_packet(li, 1, &pkt, -1);
+                }
+                self.transmitted(li, pkt, t);
+                return;
+            }
+            link.in_service = Some(pkt);
             link.busy = true;
             self.engine.schedule(t, target(K_TX, li));
+        } else {
+            // Zero rate for ever: the packet never leaves.
+            link.in_service = Some(pkt);
+            link.busy = true;
         }
-        let log = link.packet_log;
         if !self.drops.is_empty() {
             self.flush_drops(li);
         }
@@ -769,29 +797,30 @@ impl World {
         }
     }
 
-    /// A packet finished transmission: into the delay line (or straight on if no delay).
+    /// A packet's transmission ends at `at` (>= now): into the delay line (or straight on if the
+    /// link has no delay and `at` is now).
     #[inline]
-    fn transmitted(&mut self, li: usize, pkt: Packet) {
+    fn transmitted(&mut self, li: usize, pkt: Packet, at: Ns) {
         let now = self.engine.now();
         if self.links[li].pcap {
             let data_dir = pkt.src == self.flows[pkt.flow as usize].src;
             if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
-                w.write(now, &pkt, data_dir);
+                w.write(at, &pkt, data_dir);
             }
         }
         let link = &mut self.links[li];
         link.stats.tx_pkts += 1;
         link.stats.tx_bytes += pkt.size as u64;
-        if link.delay == 0 {
+        if link.delay == 0 && at == now {
             link.stats.delivered_pkts += 1;
             let to = link.to;
             self.arrive(to, pkt);
         } else {
-            let at = now + link.delay;
+            let arr = at + link.delay;
             let was_empty = link.line.is_empty();
-            link.line.push_back((at, pkt));
+            link.line.push_back((arr, pkt));
             if was_empty {
-                self.engine.schedule(at, target(K_ARR, li));
+                self.engine.schedule(arr, target(K_ARR, li));
             }
         }
     }
@@ -820,7 +849,7 @@ impl World {
                     budget -= link.remaining;
                     link.remaining = 0;
                     let p = link.in_service.take().unwrap();
-                    self.transmitted(li, p);
+                    self.transmitted(li, p, now);
                 } else {
                     link.remaining -= budget;
                     break;
@@ -840,8 +869,9 @@ impl World {
             }
             return;
         }
-        let p = self.links[li].in_service.take().expect("tx event without a packet");
-        self.transmitted(li, p);
+        if let Some(p) = self.links[li].in_service.take() {
+            self.transmitted(li, p, now);
+        }
         if !self.links[li].busy {
             self.start_service(li);
         }

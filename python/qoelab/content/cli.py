@@ -1,0 +1,243 @@
+"""``qoelab video ...``: the content pipeline's command group.
+
+The main CLI wires it in with ``content_cli.add_parser(subparsers)``; every subcommand sets ``args.func``,
+which returns the exit code. Bad input raises :class:`qoelab.errors.InputError` (one line, exit 2).
+Stand-alone: ``python -m qoelab.content.cli video ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from qoelab.errors import InputError
+
+
+def _segment(s: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*", s)
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"expected a duration like 4s or 2000ms, found {s!r}")
+    v = float(m.group(1))
+    return v / 1000 if m.group(2) == "ms" else v
+
+
+def _size(s: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)x(\d+)", s.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, found {s!r}")
+    return int(m.group(1)) // 2 * 2, int(m.group(2)) // 2 * 2
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, default=0, help="rungs processed in parallel (default: number of CPUs)")
+    p.add_argument("--cache", default=None,
+                   help="cache directory of finished steps (default: $QOELAB_CACHE or ~/.cache/qoelab/content)")
+    p.add_argument("--ffmpeg", default=None,
+                   help="ffmpeg executable (default: $QOELAB_FFMPEG, else the imageio-ffmpeg wheel's, else PATH)")
+    p.add_argument("--nice", type=int, default=0, help="run ffmpeg under nice -n N (default 0)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def add_parser(subparsers) -> None:
+    """Register ``video`` with subcommands prepare, corpus, export, import."""
+    from qoelab.content import sources
+
+    video = subparsers.add_parser("video", help="content pipeline: encode, package, measure; the corpus",
+                                  description="Content pipeline: real encodes (libx264), DASH packaging, "
+                                              "per-segment VMAF/SSIM/PSNR, frame tables, the quality corpus.")
+    vsub = video.add_subparsers(dest="video_cmd", metavar="{prepare,corpus,export,import}")
+    vsub.required = True
+
+    pr = vsub.add_parser(
+        "prepare", help="encode a ladder, package DASH, measure every segment, write frame tables",
+        description="Encode SOURCE into a bitrate ladder (libx264, capped VBR with peak 2x average, one IDR per "
+                    "segment, no B frames, one reference frame), package it as DASH (one fragmented MP4 per "
+                    "rung, byte-ranged MPD), and measure every segment of every rung against the reference "
+                    "(SOURCE scaled to the display resolution). Writes DIR/manifest.mpd, DIR/rungNN_*.mp4, "
+                    "DIR/table.json (the video model + metadata) and DIR/frames.parquet.",
+        epilog="Built-in generated sources: " + ", ".join(f"gen:{n}" for n in sources.SOURCES))
+    pr.add_argument("source", metavar="SOURCE", help="a video file, or gen:<name> for a built-in generated source")
+    pr.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced atomically)")
+    pr.add_argument("--ladder", default="table6.2",
+                    help="table6.2 (dissertation Table 6.2 up to 1080p, 11 rungs; default), table6.2:HEIGHT, "
+                         "corpus (the corpus' 8-rung ladder capped at 360p), or WxH@RATE,... (RATE in bit/s, k/M suffix)")
+    pr.add_argument("--segment", type=_segment, default=4.0, metavar="DUR", help="segment duration, e.g. 4s (default) or 2000ms")
+    pr.add_argument("--metrics", default="vmaf,ssim,psnr", help="comma list of vmaf, ssim, psnr (default: all)")
+    pr.add_argument("--display", type=_size, default=None, metavar="WxH",
+                    help="reference/display resolution every rung is measured at (default: the top rung's)")
+    pr.add_argument("--fps", type=int, default=24, help="frame rate of reference and encodes (default 24)")
+    pr.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+                    help="use only the first SECONDS of SOURCE (default: all of a file; 60 s for gen: sources)")
+    pr.add_argument("--vmaf-subsample", type=int, default=1, metavar="N",
+                    help="compute VMAF on every N-th frame only (default 1 = every frame); SSIM/PSNR use every frame")
+    pr.add_argument("--preset", default="medium", help="x264 preset (default medium)")
+    pr.add_argument("--name", default=None, help="video name in the table (default: from SOURCE)")
+    _common(pr)
+    pr.set_defaults(func=cmd_prepare)
+
+    co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
+                         description="The committed corpus (corpus/): quality tables of built-in generated clips.")
+    csub = co.add_subparsers(dest="corpus_cmd", metavar="{list,regenerate,verify,plot}")
+    csub.required = True
+    cl = csub.add_parser("list", help="list the corpus clips with their VMAF at about 1 Mbit/s")
+    cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cl.set_defaults(func=cmd_corpus_list)
+    cr = csub.add_parser("regenerate", help="re-run the pipeline for all (or some) clips and rewrite their tables",
+                         description="Re-run the pipeline with the corpus parameters (corpus/manifest.json) and "
+                                     "rewrite corpus/<clip>.json, corpus/frames/<clip>.parquet and the manifest.")
+    cr.add_argument("--clip", action="append", default=None, metavar="NAME", help="only this clip (repeatable)")
+    cr.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    _common(cr)
+    cr.set_defaults(func=cmd_corpus_regenerate)
+    cv = csub.add_parser("verify", help="regenerate a clip from scratch and compare with the committed table",
+                         description="Regenerate CLIP in a fresh cache and compare sizes and quality with the "
+                                     "committed table; exit 1 on any difference.")
+    cv.add_argument("--clip", required=True, metavar="NAME", help="corpus clip to verify")
+    cv.add_argument("--segments", type=int, default=None, metavar="K",
+                    help="quick check: render K+1 segments and compare the first K (default: the whole clip)")
+    cv.add_argument("--rungs", default=None, metavar="I,J,...", help="only these rung indices (default: all)")
+    cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    _common(cv)
+    cv.set_defaults(func=cmd_corpus_verify)
+
+    cp = csub.add_parser("plot", help="plot the corpus' quality curves (VMAF/SSIM/PSNR vs bitrate) to a PNG",
+                         description="Plot mean VMAF, SSIM and PSNR per rung of every clip and print the VMAF "
+                                     "spread at the rung nearest 1 Mbit/s.")
+    cp.add_argument("--out", default="docs/img/corpus-vmaf.png", metavar="PNG", help="image to write (default docs/img/corpus-vmaf.png)")
+    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cp.set_defaults(func=cmd_corpus_plot)
+
+    ex = vsub.add_parser("export", help="export a table to Sabre movie JSON or Minerva .dat/.vmaf",
+                         description="Export TABLE (a table.json, a corpus clip name, or any loadable video) "
+                                     "to another tool's format.")
+    ex.add_argument("table", metavar="TABLE", help="table.json path or corpus clip name")
+    ex.add_argument("--format", required=True, choices=["sabre", "minerva"], help="target format")
+    ex.add_argument("--out", required=True, metavar="PATH",
+                    help="output file (sabre: movie JSON; minerva: PATH.dat plus PATH.vmaf if VMAF is present)")
+    ex.set_defaults(func=cmd_export)
+
+    im = vsub.add_parser("import", help="import a Sabre movie JSON or Minerva .dat/.vmaf into a table",
+                         description="Read another tool's video description and write a qoelab table "
+                                     "(format qoelab-content/1, no frame tables).")
+    im.add_argument("file", metavar="FILE", help="Sabre movie JSON, or Minerva .dat (its .vmaf is read if present)")
+    im.add_argument("--format", required=True, choices=["sabre", "minerva"], help="input format")
+    im.add_argument("--out", required=True, metavar="TABLE", help="table JSON to write")
+    im.add_argument("--name", default=None, help="video name (default: from FILE)")
+    im.set_defaults(func=cmd_import)
+
+
+def cmd_prepare(a) -> int:
+    from qoelab.content import ladder as lad
+    from qoelab.content import measure as meas
+    from qoelab.content import pipeline as pl
+
+    rungs = lad.parse(a.ladder)
+    w, h = a.display or (max(r.width for r in rungs), max(r.height for r in rungs))
+    if a.vmaf_subsample < 1:
+        raise InputError(None, "--vmaf-subsample", "an integer >= 1", str(a.vmaf_subsample))
+    if a.fps < 1:
+        raise InputError(None, "--fps", "an integer >= 1", str(a.fps))
+    p = pl.Params(width=w, height=h, fps=a.fps, segment_s=a.segment, duration_s=a.duration, ladder=rungs,
+                  metrics=meas.parse_metrics(a.metrics), vmaf_subsample=a.vmaf_subsample, preset=a.preset,
+                  jobs=a.jobs, nice=a.nice, ffmpeg=a.ffmpeg, cache=a.cache)
+    doc = pl.prepare(a.source, a.out, p, name=a.name, progress=not a.no_progress)
+    v, m = doc["video"], doc["meta"]
+    print(f"{a.out}: {len(v['sizes'])} segments x {len(v['bitrates_bps'])} rungs, "
+          f"{m['frames']} frames at {m['display'][0]}x{m['display'][1]}, {m['wall_seconds']:.1f} s")
+    for step, t in m["timing"].items():
+        print(f"  {step:9s} {t['frames']:7d} frames {t['seconds']:8.1f} s  "
+              f"{(t['fps'] or 0):7.1f} frames/s{'  (cached)' if t['cached'] else ''}")
+    return 0
+
+
+def cmd_corpus_list(a) -> int:
+    from qoelab.content import corpus
+
+    for name in corpus.list_videos(a.corpus):
+        v = corpus.load_video(os.path.join(a.corpus or corpus.corpus_dir(), f"{name}.json"))
+        vm = v["quality"].get("vmaf")
+        i = min(range(len(v["bitrates_bps"])), key=lambda r: abs(v["bitrates_bps"][r] - 1_000_000))
+        q = sum(row[i] for row in vm) / len(vm) if vm else float("nan")
+        print(f"{name:16s} {len(v['sizes']):3d} segments  {len(v['bitrates_bps'])} rungs  "
+              f"VMAF@{v['bitrates_bps'][i] / 1e6:.2f}Mbit/s {q:6.2f}")
+    return 0
+
+
+def cmd_corpus_regenerate(a) -> int:
+    from qoelab.content import corpus
+
+    r = corpus.regenerate(a.corpus, a.clip, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress)
+    print(f"regenerated {len(r['clips'])} clips in {r['wall_seconds']:.0f} s")
+    return 0
+
+
+def cmd_corpus_verify(a) -> int:
+    from qoelab.content import corpus
+
+    rungs = None
+    if a.rungs:
+        try:
+            rungs = [int(x) for x in a.rungs.split(",")]
+        except ValueError:
+            raise InputError(None, "--rungs", "comma list of rung indices", a.rungs) from None
+    diffs = corpus.verify(a.clip, a.corpus, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress,
+                          a.segments, rungs)
+    if diffs:
+        for d in diffs:
+            print(f"{a.clip}: {d}")
+        return 1
+    print(f"{a.clip}: identical to the committed table")
+    return 0
+
+
+def cmd_corpus_plot(a) -> int:
+    from qoelab.content import report
+
+    sp = report.plot(a.out, a.corpus)
+    for name, (b, q) in sp["per_clip"].items():
+        print(f"{name:16s} VMAF {q:6.2f} at {b / 1e6:.2f} Mbit/s")
+    print(f"spread {sp['spread']:.2f} VMAF points (min {sp['min']:.2f}, max {sp['max']:.2f}); plot: {a.out}")
+    return 0
+
+
+def cmd_export(a) -> int:
+    from qoelab.content import corpus, formats
+
+    v = corpus.load_video(a.table)
+    if a.format == "sabre":
+        formats.export_sabre(v, a.out)
+        print(a.out)
+    else:
+        print(" ".join(formats.export_minerva(v, a.out)))
+    return 0
+
+
+def cmd_import(a) -> int:
+    from qoelab.content import formats
+
+    v = formats.import_sabre(a.file, a.name) if a.format == "sabre" else formats.import_minerva(a.file, a.name)
+    doc = {"format": "qoelab-content/1", "video": v, "meta": {"imported_from": os.path.abspath(a.file),
+                                                               "import_format": a.format}}
+    formats._atomic_write(a.out, json.dumps(doc, indent=1) + "\n")
+    print(a.out)
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="qoelab")
+    sub = ap.add_subparsers(dest="cmd")
+    sub.required = True
+    add_parser(sub)
+    a = ap.parse_args(argv)
+    try:
+        return a.func(a)
+    except InputError as e:
+        print(f"qoelab: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""The committed corpus: quality tables of generated clips (no media), and the loader the video model uses.
+
+Layout (``corpus/`` at the repository root, or ``$QOELAB_CORPUS``)::
+
+    corpus/manifest.json          parameters, ffmpeg version, clip list, sha256 of every table
+    corpus/<clip>.json            table document (format qoelab-content/1: "video" + "meta")
+    corpus/frames/<clip>.parquet  frame tables (one row per frame of every segment and rung)
+
+``load_video`` returns the ``video`` part: exactly the JSON shape of the core's ``Video``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+
+from qoelab.errors import InputError
+
+#: Clips of the committed corpus, easiest content first (expected).
+CLIPS = ["slides", "talking-head", "gradients", "testsrc2", "zoompan", "scrolling-text", "camera-shake",
+         "scene-cuts", "mandelbrot", "life", "cellauto", "noise"]
+
+#: Parameters of the committed corpus (see docs/content.md, "Corpus parameters").
+CORPUS_PARAMS = {"width": 640, "height": 360, "fps": 24, "segment_s": 4.0, "duration_s": 60.0,
+                 "ladder": "corpus", "metrics": ["vmaf", "ssim", "psnr"], "vmaf_subsample": 4,
+                 "preset": "veryfast", "peak_ratio": 2.0}
+
+REGEN_COMMAND = "qoelab video corpus regenerate"
+
+
+def corpus_dir() -> str:
+    env = os.environ.get("QOELAB_CORPUS")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.normpath(os.path.join(here, "..", "..", "..", "corpus"))
+
+
+def list_videos(root: str | None = None) -> list[str]:
+    """Names of the clips in the corpus (manifest order)."""
+    root = root or corpus_dir()
+    man = os.path.join(root, "manifest.json")
+    if os.path.isfile(man):
+        with open(man) as f:
+            return [c["name"] for c in json.load(f)["clips"]]
+    return sorted(fn[:-5] for fn in os.listdir(root) if fn.endswith(".json") and fn != "manifest.json")
+
+
+def find_video(name: str, root: str | None = None) -> str:
+    """Path of a corpus clip's table (``name`` or ``corpus:name``)."""
+    root = root or corpus_dir()
+    name = name[7:] if name.startswith("corpus:") else name
+    path = os.path.join(root, f"{name}.json")
+    if not os.path.isfile(path):
+        raise InputError(name, None, "a corpus clip (" + ", ".join(list_videos(root)) + ")", "no such clip")
+    return path
+
+
+def _read_json(path: str):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as e:
+        raise InputError(path, None, "a readable JSON file", e.strerror) from None
+    except json.JSONDecodeError as e:
+        raise InputError(path, str(e.lineno), "valid JSON", e.msg) from None
+
+
+def load_table(path_or_name: str) -> dict:
+    """The whole table document (``video`` + ``meta``) of a path or corpus clip name."""
+    path = path_or_name if os.path.isfile(path_or_name) else find_video(path_or_name)
+    doc = _read_json(path)
+    if not isinstance(doc, dict) or "video" not in doc:
+        raise InputError(path, None, "a qoelab-content table (keys format, video, meta)", "other JSON")
+    validate(doc["video"], path)
+    return doc
+
+
+def load_video(path_or_name: str) -> dict:
+    """Load a video for the core's video model: a corpus table (path or clip name), a bare Video JSON,
+    a Sabre movie JSON, or a Minerva ``.dat`` (with its ``.vmaf`` next to it). Returns the Video dict."""
+    from qoelab.content import formats
+
+    if not os.path.isfile(path_or_name):
+        return load_table(path_or_name)["video"]
+    if path_or_name.endswith(".dat"):
+        return formats.import_minerva(path_or_name)
+    doc = _read_json(path_or_name)
+    if isinstance(doc, dict) and "video" in doc:
+        validate(doc["video"], path_or_name)
+        return doc["video"]
+    if isinstance(doc, dict) and "segment_sizes_bits" in doc:
+        return formats.import_sabre(path_or_name)
+    validate(doc, path_or_name)
+    return doc
+
+
+VIDEO_KEYS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
+              "resolutions"}
+
+
+def validate(v, path: str) -> None:
+    """The invariants of the core's ``Video::validate`` (same messages, as InputError)."""
+    if not isinstance(v, dict):
+        raise InputError(path, None, "a video object", type(v).__name__)
+    extra = set(v) - VIDEO_KEYS
+    if extra:
+        raise InputError(path, ",".join(sorted(extra)), "only the Video fields", "unknown field")
+    for k in ("name", "segment_duration", "bitrates_bps", "sizes"):
+        if k not in v:
+            raise InputError(path, k, "a value", "missing")
+    br = v["bitrates_bps"]
+    if not br or any(a >= b for a, b in zip(br, br[1:])):
+        raise InputError(path, "bitrates_bps", "strictly ascending bitrates", str(br))
+    if not isinstance(v["segment_duration"], int) or v["segment_duration"] <= 0:
+        raise InputError(path, "segment_duration", "an integer > 0 (ns)", str(v["segment_duration"]))
+    r = len(br)
+    if not v["sizes"]:
+        raise InputError(path, "sizes", "at least one segment", "none")
+    for i, row in enumerate(v["sizes"]):
+        if len(row) != r:
+            raise InputError(path, f"sizes[{i}]", f"{r} sizes (one per rung)", str(len(row)))
+    for m, t in (v.get("quality") or {}).items():
+        if len(t) != len(v["sizes"]) or any(len(row) != r for row in t):
+            raise InputError(path, f"quality.{m}", f"{len(v['sizes'])} segments x {r} rungs", "other shape")
+    res = v.get("resolutions")
+    if res is not None and len(res) != r:
+        raise InputError(path, "resolutions", f"{r} entries", str(len(res)))
+
+
+def load_frames(path_or_name: str):
+    """Frame tables of a corpus clip (or of a ``prepare`` output dir / table path) as a pandas DataFrame."""
+    import pandas as pd
+
+    if os.path.isdir(path_or_name):
+        p = os.path.join(path_or_name, "frames.parquet")
+    elif os.path.isfile(path_or_name):
+        d = os.path.dirname(os.path.abspath(path_or_name))
+        base = os.path.splitext(os.path.basename(path_or_name))[0]
+        p = os.path.join(d, "frames", f"{base}.parquet")
+        if not os.path.isfile(p):
+            p = os.path.join(d, "frames.parquet")
+    else:
+        find_video(path_or_name)
+        p = os.path.join(corpus_dir(), "frames", f"{path_or_name.removeprefix('corpus:')}.parquet")
+    if not os.path.isfile(p):
+        raise InputError(p, None, "a frames parquet file", "no such file")
+    return pd.read_parquet(p)
+
+
+# ---------------------------------------------------------------- regeneration
+
+def corpus_params(jobs: int = 0, nice: int = 0, ffmpeg: str | None = None, cache: str | None = None):
+    from qoelab.content import ladder as lad
+    from qoelab.content.pipeline import Params
+
+    cp = CORPUS_PARAMS
+    return Params(width=cp["width"], height=cp["height"], fps=cp["fps"], segment_s=cp["segment_s"],
+                  duration_s=cp["duration_s"], ladder=lad.parse(cp["ladder"]), metrics=list(cp["metrics"]),
+                  vmaf_subsample=cp["vmaf_subsample"], preset=cp["preset"], peak_ratio=cp["peak_ratio"],
+                  jobs=jobs, nice=nice, ffmpeg=ffmpeg, cache=cache)
+
+
+def _sha(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def regenerate(root: str | None = None, clips: list[str] | None = None, jobs: int = 0, nice: int = 0,
+               ffmpeg: str | None = None, cache: str | None = None, progress: bool = True) -> dict:
+    """Re-run the pipeline for ``clips`` (default: all) and (re)write their tables and the manifest."""
+    from qoelab.content import ffmpeg as ff
+    from qoelab.content import pipeline as pl
+    from qoelab.content import sources
+
+    root = root or corpus_dir()
+    clips = clips or list(CLIPS)
+    for c in clips:
+        if c not in sources.SOURCES:
+            raise InputError(c, None, "a built-in source (" + ", ".join(sources.SOURCES) + ")", "unknown clip")
+    p = corpus_params(jobs, nice, ffmpeg, cache)
+    os.makedirs(os.path.join(root, "frames"), exist_ok=True)
+    man_path = os.path.join(root, "manifest.json")
+    man = _read_json(man_path) if os.path.isfile(man_path) else {"clips": []}
+    by_name = {c["name"]: c for c in man.get("clips", [])}
+    t0 = time.monotonic()
+    ffm = ff.find_ffmpeg(ffmpeg)
+
+    def write_manifest():
+        order = [c for c in CLIPS if c in by_name] + [c for c in by_name if c not in CLIPS]
+        man = {
+            "format": "qoelab-corpus/1",
+            "regenerate": REGEN_COMMAND + " (all clips) or ... --clip NAME (one clip); verify: qoelab video corpus verify --clip NAME",
+            "ffmpeg_version": ff.version(ffm),
+            "params": CORPUS_PARAMS,
+            "encode_command": "see <clip>.json meta.commands (exact argv per rung, paths as {placeholders})",
+            "clips": [by_name[c] for c in order],
+        }
+        with open(man_path + ".tmp", "w") as f:
+            json.dump(man, f, indent=1)
+            f.write("\n")
+        os.replace(man_path + ".tmp", man_path)
+
+    for name in clips:
+        doc = pl.prepare(f"gen:{name}", None, p, name=name, progress=progress)
+        rows = doc.pop("_frames")
+        tmp = tempfile.mkdtemp(prefix=".regen-", dir=root)
+        try:
+            pl.write_table_files(tmp, doc, rows, f"{name}.json", f"{name}.parquet")
+            os.replace(os.path.join(tmp, f"{name}.json"), os.path.join(root, f"{name}.json"))
+            os.replace(os.path.join(tmp, f"{name}.parquet"), os.path.join(root, "frames", f"{name}.parquet"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        by_name[name] = {"name": name, "source": f"gen:{name}",
+                         "description": doc["meta"]["source_description"],
+                         "table": f"{name}.json", "frames": f"frames/{name}.parquet",
+                         "video_sha256": hashlib.sha256(json.dumps(doc["video"], sort_keys=True).encode()).hexdigest(),
+                         "wall_seconds": doc["meta"]["wall_seconds"], "timing": doc["meta"]["timing"]}
+        write_manifest()
+    return {"clips": clips, "wall_seconds": round(time.monotonic() - t0, 1)}
+
+
+def compare(a: dict, b: dict, tol: dict | None = None) -> list[str]:
+    """Differences between two Video dicts; sizes must be equal, quality within ``tol`` per metric."""
+    tol = tol or {"vmaf": 0.0, "ssim": 0.0, "psnr": 0.0}
+    diffs = []
+    for k in ("segment_duration", "last_segment_duration", "bitrates_bps", "resolutions"):
+        if a.get(k) != b.get(k):
+            diffs.append(f"{k}: {a.get(k)} != {b.get(k)}")
+    if a["sizes"] != b["sizes"]:
+        n = sum(x != y for ra, rb in zip(a["sizes"], b["sizes"]) for x, y in zip(ra, rb))
+        diffs.append(f"sizes: {n} cells differ")
+    for m in sorted(set(a.get("quality", {})) | set(b.get("quality", {}))):
+        ta, tb = a.get("quality", {}).get(m), b.get("quality", {}).get(m)
+        if ta is None or tb is None:
+            diffs.append(f"quality.{m}: missing on one side")
+            continue
+        worst = max((abs(x - y) for ra, rb in zip(ta, tb) for x, y in zip(ra, rb)
+                     if not (math.isnan(x) and math.isnan(y))), default=0.0)
+        if worst > tol.get(m, 0.0):
+            diffs.append(f"quality.{m}: max |diff| {worst:g} > {tol.get(m, 0.0):g}")
+    return diffs
+
+
+def _subset(v: dict, segments: int | None, rungs: list[int] | None) -> dict:
+    v = copy.deepcopy(v)
+    rs = rungs if rungs is not None else list(range(len(v["bitrates_bps"])))
+    ns = segments if segments is not None else len(v["sizes"])
+
+    def cut(t):
+        return [[row[r] for r in rs] for row in t[:ns]]
+
+    v["sizes"] = cut(v["sizes"])
+    v["quality"] = {m: cut(t) for m, t in v.get("quality", {}).items()}
+    v["bitrates_bps"] = [v["bitrates_bps"][r] for r in rs]
+    if v.get("resolutions"):
+        v["resolutions"] = [v["resolutions"][r] for r in rs]
+    if segments is not None:
+        v["last_segment_duration"] = None
+    return v
+
+
+def verify(clip: str, root: str | None = None, jobs: int = 0, nice: int = 0, ffmpeg: str | None = None,
+           cache: str | None = None, progress: bool = True, segments: int | None = None,
+           rungs: list[int] | None = None) -> list[str]:
+    """Regenerate ``clip`` from scratch (fresh cache) and compare with the committed table. [] = identical.
+
+    ``segments=K`` (quick check) renders only the first K+1 segments of the clip (the generator graph
+    still made for the full length, so its frames are a prefix of the full clip's) and compares the first K:
+    the encoder's rate control and look-ahead only see past frames and a few frames ahead, so those
+    segments must come out byte-identical. ``rungs`` restricts the ladder (each rung is encoded alone).
+    """
+    from qoelab.content import pipeline as pl
+
+    committed = load_table(os.path.join(root or corpus_dir(), f"{clip}.json"))
+    with tempfile.TemporaryDirectory(prefix="qoelab-verify-") as tmpc:
+        p = corpus_params(jobs, nice, ffmpeg, cache or tmpc)
+        if rungs is not None:
+            p.ladder = [p.ladder[r] for r in rungs]
+        if segments is not None:
+            p.render_duration_s = p.duration_s
+            p.duration_s = (segments + 1) * p.segment_s
+        doc = pl.prepare(f"gen:{clip}", None, p, name=clip, progress=progress)
+    a = _subset(committed["video"], segments, rungs)
+    b = _subset(doc["video"], segments, None)
+    diffs = compare(a, b)
+    if committed["meta"].get("ffmpeg_version") != doc["meta"]["ffmpeg_version"]:
+        diffs.append("ffmpeg version differs: " + doc["meta"]["ffmpeg_version"])
+    return diffs
+
+
+def copy_video(v: dict) -> dict:
+    return copy.deepcopy(v)

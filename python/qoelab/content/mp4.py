@@ -1,0 +1,140 @@
+"""Minimal ISO-BMFF reader for the fragmented MP4 files the pipeline writes.
+
+It finds the init segment (``ftyp``+``moov``), every fragment (``moof``+``mdat``; one per DASH segment,
+since every segment starts with an IDR frame and ffmpeg's ``frag_keyframe`` cuts there), the sample sizes of
+each fragment (``trun``), and the codec string from ``avcC``.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from qoelab.errors import InputError
+
+
+@dataclass
+class Fragment:
+    start: int  # absolute offset of moof
+    end: int  # absolute offset one past the end of mdat
+    moof_size: int
+    mdat_header: int  # 8 or 16
+    data_offset: int  # absolute offset of the first sample byte
+    sample_sizes: list[int] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def overhead(self) -> int:
+        """Container bytes of the segment that are not frame data (moof box + mdat header)."""
+        return self.size - sum(self.sample_sizes)
+
+
+@dataclass
+class Mp4Index:
+    init_end: int  # init segment = bytes [0, init_end)
+    fragments: list[Fragment]
+    codec: str
+    timescale: int
+    file_size: int
+
+
+def _boxes(buf: bytes, start: int, end: int, path: str):
+    pos = start
+    while pos < end:
+        if pos + 8 > end:
+            raise InputError(path, f"byte {pos}", "an ISO-BMFF box header", "truncated data")
+        size, typ = struct.unpack(">I4s", buf[pos:pos + 8])
+        hdr = 8
+        if size == 1:
+            size = struct.unpack(">Q", buf[pos + 8:pos + 16])[0]
+            hdr = 16
+        elif size == 0:
+            size = end - pos
+        if size < hdr or pos + size > end:
+            raise InputError(path, f"byte {pos}", "a box within the file", f"box {typ!r} of size {size}")
+        yield typ.decode("latin-1"), pos, hdr, size
+        pos += size
+
+
+def _find(buf, start, end, path, want):
+    for typ, pos, hdr, size in _boxes(buf, start, end, path):
+        if typ == want:
+            return pos, hdr, size
+    return None
+
+
+def _codec_string(buf, moov, path) -> tuple[str, int]:
+    # moov/trak/mdia/(mdhd, minf/stbl/stsd/avc1/avcC)
+    pos, hdr, size = moov
+    trak = _find(buf, pos + hdr, pos + size, path, "trak")
+    if not trak:
+        raise InputError(path, "moov", "a trak box", "none")
+    mdia = _find(buf, trak[0] + trak[1], trak[0] + trak[2], path, "mdia")
+    mdhd = _find(buf, mdia[0] + mdia[1], mdia[0] + mdia[2], path, "mdhd")
+    ver = buf[mdhd[0] + 8]
+    timescale = struct.unpack(">I", buf[mdhd[0] + (28 if ver == 1 else 20):][:4])[0]
+    minf = _find(buf, mdia[0] + mdia[1], mdia[0] + mdia[2], path, "minf")
+    stbl = _find(buf, minf[0] + minf[1], minf[0] + minf[2], path, "stbl")
+    stsd = _find(buf, stbl[0] + stbl[1], stbl[0] + stbl[2], path, "stsd")
+    entry = stsd[0] + stsd[1] + 8
+    esize, etype = struct.unpack(">I4s", buf[entry:entry + 8])
+    etype = etype.decode("latin-1")
+    if etype not in ("avc1", "avc3"):
+        return etype, timescale
+    avcc = _find(buf, entry + 8 + 78, entry + esize, path, "avcC")
+    if not avcc:
+        return etype, timescale
+    p = avcc[0] + avcc[1]
+    return f"{etype}.{buf[p + 1]:02x}{buf[p + 2]:02x}{buf[p + 3]:02x}", timescale
+
+
+def index(path: str) -> Mp4Index:
+    try:
+        with open(path, "rb") as f:
+            buf = f.read()
+    except OSError as e:
+        raise InputError(path, None, "a readable MP4 file", e.strerror) from None
+    moov = None
+    frags: list[Fragment] = []
+    init_end = None
+    pending_moof = None
+    for typ, pos, hdr, size in _boxes(buf, 0, len(buf), path):
+        if typ == "moov":
+            moov = (pos, hdr, size)
+            init_end = pos + size
+        elif typ == "moof":
+            pending_moof = (pos, hdr, size)
+        elif typ == "mdat" and pending_moof is not None:
+            mpos, mhdr, msize = pending_moof
+            sizes = []
+            data_off = pos + hdr
+            traf = _find(buf, mpos + mhdr, mpos + msize, path, "traf")
+            if traf:
+                for t2, p2, h2, s2 in _boxes(buf, traf[0] + traf[1], traf[0] + traf[2], path):
+                    if t2 == "trun":
+                        flags = struct.unpack(">I", buf[p2 + 8:p2 + 12])[0] & 0xFFFFFF
+                        count = struct.unpack(">I", buf[p2 + 12:p2 + 16])[0]
+                        q = p2 + 16
+                        if flags & 0x1:
+                            data_off = mpos + struct.unpack(">i", buf[q:q + 4])[0]
+                            q += 4
+                        if flags & 0x4:
+                            q += 4
+                        per = sum(4 for bit in (0x100, 0x200, 0x400, 0x800) if flags & bit)
+                        for _ in range(count):
+                            r = q
+                            if flags & 0x100:
+                                r += 4
+                            if not flags & 0x200:
+                                raise InputError(path, f"byte {p2}", "trun with sample sizes", "no sizes")
+                            sizes.append(struct.unpack(">I", buf[r:r + 4])[0])
+                            q += per
+            frags.append(Fragment(mpos, pos + size, msize, hdr, data_off, sizes))
+            pending_moof = None
+    if moov is None or init_end is None:
+        raise InputError(path, None, "a fragmented MP4 with a moov box", "no moov")
+    codec, ts = _codec_string(buf, moov, path)
+    return Mp4Index(init_end, frags, codec, ts, len(buf))

@@ -1,0 +1,81 @@
+"""The committed corpus: shape, frame tables, spread, and reproduction by its regeneration command."""
+
+import hashlib
+import json
+import math
+import os
+
+import pandas as pd
+import pytest
+
+from qoelab.content import corpus, report
+
+ROOT = corpus.corpus_dir()
+CLIPS = corpus.list_videos(ROOT) if os.path.isdir(ROOT) else []
+VIDEO_FIELDS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
+                "resolutions"}
+
+
+def test_corpus_size():
+    assert len(CLIPS) >= 12
+    man = json.load(open(os.path.join(ROOT, "manifest.json")))
+    assert man["ffmpeg_version"].startswith("ffmpeg version")
+    assert man["params"]["segment_s"] == 4.0 and man["params"]["duration_s"] >= 60
+    assert "regenerate" in man["regenerate"]
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_clip_loads_as_video_model(name):
+    v = corpus.load_video(name)  # by name, through the loader the video model uses
+    assert set(v) == VIDEO_FIELDS  # the core's Video has deny_unknown_fields
+    assert isinstance(v["segment_duration"], int) and v["segment_duration"] == 4_000_000_000
+    assert v["last_segment_duration"] is None
+    assert len(v["sizes"]) >= 15 and len(v["bitrates_bps"]) >= 8
+    assert v["bitrates_bps"] == sorted(set(v["bitrates_bps"]))
+    assert all(isinstance(x, int) and x > 0 for row in v["sizes"] for x in row)
+    assert set(v["quality"]) == {"vmaf", "ssim", "psnr"}
+    for t in v["quality"].values():
+        assert len(t) == len(v["sizes"]) and all(len(r) == len(v["bitrates_bps"]) for r in t)
+        assert all(not math.isnan(x) for r in t for x in r)
+    assert all(len(wh) == 2 for wh in v["resolutions"])
+    doc = corpus.load_table(name)
+    man = json.load(open(os.path.join(ROOT, "manifest.json")))
+    entry = [c for c in man["clips"] if c["name"] == name][0]
+    assert entry["video_sha256"] == hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()
+    assert doc["meta"]["ffmpeg_version"] == man["ffmpeg_version"]
+    assert doc["meta"]["commands"]["encode"] and doc["meta"]["commands"]["reference"]
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_clip_frame_tables(name):
+    v = corpus.load_video(name)
+    f = corpus.load_frames(name)
+    seg_frames = 96
+    assert len(f) == len(v["sizes"]) * len(v["bitrates_bps"]) * seg_frames
+    f = f.sort_values(["rung", "segment", "decode_idx"])
+    first = f[f.decode_idx == 0]
+    assert (first["type"] == "I").all() and (first["ref"] == -1).all()
+    assert (f[f.type == "I"]["ref"] == -1).all()
+    p = f[f.type != "I"]
+    assert (p["type"] == "P").all()
+    assert ((p["ref"] >= 0) & (p["ref"] < p["decode_idx"])).all()  # closed GOP, inside the segment
+    assert ((f["weight"] >= 0) & (f["weight"] <= 1)).all()
+    g = f.groupby(["rung", "segment"])
+    last = g.tail(1).set_index(["rung", "segment"])
+    head = g.head(1).set_index(["rung", "segment"])
+    total = g["size"].sum()
+    for (r, s), end in (last["offset"] + last["size"]).items():
+        # the frames fill the segment after moof + mdat header: sizes add up to the segment size
+        assert end == v["sizes"][s][r]
+        assert total[(r, s)] + head.loc[(r, s), "offset"] == v["sizes"][s][r]
+
+
+def test_spread_at_1mbit_like_genres():
+    sp = report.spread(ROOT)
+    assert sp["spread"] >= 25, sp
+
+
+def test_regeneration_reproduces_a_clip():
+    # quick form of `qoelab video corpus verify --clip testsrc2`: first segment, two rungs, fresh cache
+    diffs = corpus.verify("testsrc2", ROOT, jobs=2, nice=10, progress=False, segments=1, rungs=[0, 5])
+    assert diffs == []
