@@ -1,0 +1,16 @@
+"""Reproductions of published experiments: ``qoelab reproduce <name>``.
+
+Each reproduction module builds its experiment grid as scenario dicts, runs them with
+:func:`qoelab.run` (in parallel, with deterministic seeds), extracts the paper's metrics, checks the
+paper's claims against our numbers and writes an HTML report. The CLI group lives in
+:mod:`qoelab.reproduce.cli`.
+
+* ``livi``: Livi, Sassatelli, Urvoy-Keller, "HTTP Adaptive Streaming and Access Router Management:
+  the Users' and Network's Perspectives" -- the HAS-over-AQM testbed (BBA2, BBA3, Classic1,
+  Classic2 over droptail, ARED and CoDel). See :mod:`qoelab.reproduce.livi` and
+  docs/reproductions/livi.md.
+"""
+
+REPRODUCTIONS = {
+    "livi": "qoelab.reproduce.livi",
+}
