@@ -135,6 +135,29 @@ pub struct FlowRt {
     pub cc: Option<String>,
 }
 
+impl FlowRt {
+    fn new(name: &str, kind: &'static str, src: usize, dst: usize, tx: usize, rx: usize, start: Ns) -> FlowRt {
+        FlowRt {
+            name: name.to_string(),
+            kind,
+            src: src as u16,
+            dst: dst as u16,
+            tx,
+            rx,
+            start,
+            stop: None,
+            done_at: None,
+            prev_bytes: 0,
+            size: None,
+            cc: None,
+            dead: false,
+            client: None,
+            srtt_sum: 0.0,
+            srtt_n: 0,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum AppAction {
     Start(usize),
@@ -467,24 +490,9 @@ impl World {
                     fid,
                 );
                 let rx = self.new_ep(Ep::Sink(Sink::default()), *dst, fid);
-                self.flows.push(FlowRt {
-                    name: name.clone(),
-                    kind: "cbr",
-                    src: *src as u16,
-                    dst: *dst as u16,
-                    tx,
-                    rx,
-                    start: *start,
-                    stop: *stop,
-                    done_at: None,
-                    prev_bytes: 0,
-                    size: None,
-                    cc: None,
-                    dead: false,
-                    client: None,
-                    srtt_sum: 0.0,
-                    srtt_n: 0,
-                });
+                let mut f = FlowRt::new(name, "cbr", *src, *dst, tx, rx, *start);
+                f.stop = *stop;
+                self.flows.push(f);
                 self.schedule_action(*start, AppAction::Start(fid));
                 if let Some(s) = stop {
                     self.schedule_action(*s, AppAction::Stop(fid));
@@ -590,24 +598,9 @@ impl World {
         let addr = FlowAddr { flow: fid as u32, src: src as u16, dst: dst as u16 };
         let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
         let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
-        self.flows.push(FlowRt {
-            name: name.to_string(),
-            kind,
-            src: src as u16,
-            dst: dst as u16,
-            tx,
-            rx,
-            start,
-            stop: None,
-            done_at: None,
-            prev_bytes: 0,
-            size: None,
-            cc: Some(cc_name.to_string()),
-            dead: false,
-            client: None,
-            srtt_sum: 0.0,
-            srtt_n: 0,
-        });
+        let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
+        f.cc = Some(cc_name.to_string());
+        self.flows.push(f);
         Ok(fid)
     }
 
