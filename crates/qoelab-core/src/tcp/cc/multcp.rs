@@ -12,10 +12,9 @@
 //! The weight is real-valued (> 0) and can be changed at any time ([`CongestionControl::set_weight`]);
 //! it takes effect at the next ACK / congestion event. With w = 1 this is exactly `newreno`.
 
-use super::newreno::RenoCore;
-use super::{AckSample, CcBuildCtx, CcEntry, Congestion, CongestionControl};
+use super::newreno::Reno;
+use super::{CcBuildCtx, CcEntry, CongestionControl};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
-use crate::time::Ns;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "weight",
@@ -37,57 +36,13 @@ fn build(p: &Params, ctx: &CcBuildCtx) -> Result<Box<dyn CongestionControl>, Par
     if !(w.is_finite() && w > 0.0) {
         return Err(perr("weight", format!("must be a positive number, found {w}")));
     }
-    Ok(Box::new(MulTcp { core: RenoCore::new(ctx, w) }))
-}
-
-pub struct MulTcp {
-    core: RenoCore,
-}
-
-impl CongestionControl for MulTcp {
-    fn name(&self) -> &'static str {
-        "multcp"
-    }
-    fn cwnd(&self) -> u64 {
-        self.core.cwnd as u64
-    }
-    fn ssthresh(&self) -> u64 {
-        self.core.ssthresh_u64()
-    }
-    fn on_ack(&mut self, s: &AckSample) {
-        self.core.on_ack(s)
-    }
-    fn on_congestion_event(&mut self, _now: Ns, _kind: Congestion, bytes_in_flight: u64) {
-        self.core.on_congestion_event(bytes_in_flight)
-    }
-    fn on_recovery_exit(&mut self, _now: Ns) {
-        self.core.on_recovery_exit()
-    }
-    fn on_rto(&mut self, _now: Ns, bytes_in_flight: u64) {
-        self.core.on_rto(bytes_in_flight)
-    }
-    fn on_idle_restart(&mut self, _now: Ns, restart_cwnd: u64) {
-        self.core.on_idle_restart(restart_cwnd)
-    }
-    fn set_weight(&mut self, w: f64) -> bool {
-        if w.is_finite() && w > 0.0 {
-            self.core.weight = w;
-            true
-        } else {
-            false
-        }
-    }
-    fn weight(&self) -> Option<f64> {
-        Some(self.core.weight)
-    }
-    fn state(&self) -> &'static str {
-        self.core.state()
-    }
+    Ok(Box::new(Reno::new(ctx, "multcp", Some(w))))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::testutil::{ctx, Driver, MSS};
+    use super::super::Congestion;
     use super::*;
     use crate::time::MS;
 

@@ -27,7 +27,7 @@ pub const ENTRY: CcEntry = CcEntry {
 };
 
 fn build(_p: &Params, ctx: &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError> {
-    Ok(Box::new(NewReno { core: RenoCore::new(ctx, 1.0) }))
+    Ok(Box::new(Reno::new(ctx, "newreno", None)))
 }
 
 /// Weighted Reno window (shared by `newreno` with w = 1 and `multcp`).
@@ -128,13 +128,23 @@ impl RenoCore {
     }
 }
 
-pub struct NewReno {
+/// The controller of `newreno` (weight fixed at 1) and `multcp` (settable weight): both are the
+/// shared [`RenoCore`] window; only the name and whether the weight may change differ.
+pub(crate) struct Reno {
     core: RenoCore,
+    name: &'static str,
+    weighted: bool,
 }
 
-impl CongestionControl for NewReno {
+impl Reno {
+    pub(crate) fn new(ctx: &CcBuildCtx, name: &'static str, weight: Option<f64>) -> Reno {
+        Reno { core: RenoCore::new(ctx, weight.unwrap_or(1.0)), name, weighted: weight.is_some() }
+    }
+}
+
+impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
-        "newreno"
+        self.name
     }
     fn cwnd(&self) -> u64 {
         self.core.cwnd as u64
@@ -156,6 +166,17 @@ impl CongestionControl for NewReno {
     }
     fn on_idle_restart(&mut self, _now: Ns, restart_cwnd: u64) {
         self.core.on_idle_restart(restart_cwnd)
+    }
+    fn set_weight(&mut self, w: f64) -> bool {
+        if self.weighted && w.is_finite() && w > 0.0 {
+            self.core.weight = w;
+            true
+        } else {
+            false
+        }
+    }
+    fn weight(&self) -> Option<f64> {
+        self.weighted.then_some(self.core.weight)
     }
     fn state(&self) -> &'static str {
         self.core.state()
