@@ -1,11 +1,10 @@
 //! bfifo: droptail FIFO limited in bytes (Linux `bfifo`, Mahimahi `droptail` with `bytes=`).
 
-use super::util::{ctx_buffer_bytes, LINUX_TXQUEUELEN};
+use super::util::{ctx_buffer_bytes, LINUX_TXQUEUELEN, Fifo};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::{Packet, MTU};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
-use std::collections::VecDeque;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
@@ -27,34 +26,30 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         .u64(PARAMS, "limit")?
         .or(ctx_buffer_bytes(ctx))
         .unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
-    Ok(Box::new(Bfifo { q: VecDeque::new(), bytes: 0, limit }))
+    Ok(Box::new(Bfifo { q: Fifo::default(), limit }))
 }
 
 pub struct Bfifo {
-    q: VecDeque<Packet>,
-    bytes: u64,
+    q: Fifo,
     limit: u64,
 }
 
 impl QueueDiscipline for Bfifo {
     fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
-        if self.bytes + pkt.size as u64 > self.limit {
+        if self.q.bytes + pkt.size as u64 > self.limit {
             sink.reject(pkt, DropReason::Overflow);
         } else {
-            self.bytes += pkt.size as u64;
-            self.q.push_back(pkt);
+            self.q.push(pkt);
         }
     }
     fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+        self.q.pop()
     }
     fn len_packets(&self) -> u64 {
-        self.q.len() as u64
+        self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes
     }
 }
 

@@ -8,7 +8,6 @@ use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::Packet;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
-use std::collections::VecDeque;
 
 /// Mahimahi's packet-size threshold (max TUN payload), used instead of the 1500-B MTU.
 pub const MAHIMAHI_PACKET_SIZE: u64 = 1504;
@@ -209,18 +208,11 @@ impl CodelVars {
     }
 }
 
-/// A FIFO packet store with byte accounting.
-#[derive(Default)]
-pub struct Fifo {
-    pub q: VecDeque<Packet>,
-    pub bytes: u64,
-}
+pub use super::util::Fifo;
 
 impl CodelQueue for Fifo {
     fn pop(&mut self) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+        Fifo::pop(self)
     }
     fn backlog(&self) -> u64 {
         self.bytes
@@ -276,8 +268,7 @@ impl QueueDiscipline for Codel {
         if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
             sink.reject(pkt, DropReason::Overflow);
         } else {
-            self.fifo.bytes += pkt.size as u64;
-            self.fifo.q.push_back(pkt);
+            self.fifo.push(pkt);
         }
     }
     fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Packet> {

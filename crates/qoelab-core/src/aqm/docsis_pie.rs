@@ -265,13 +265,11 @@ impl QueueDiscipline for DocsisPie {
             sink.reject(pkt, DropReason::AqmEnqueue);
             return;
         }
-        self.fifo.bytes += pkt.size as u64;
-        self.fifo.q.push_back(pkt);
+        self.fifo.push(pkt);
     }
     fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
         self.catch_up(now);
-        let p = self.fifo.q.pop_front()?;
-        self.fifo.bytes -= p.size as u64;
+        let p = self.fifo.pop()?;
         self.last_sojourn = now - p.enq_at;
         Some(p)
     }

@@ -1,12 +1,11 @@
 //! drophead: FIFO that accepts every arrival and then drops from the head until the queue is
 //! within its limits (Mahimahi `drophead`; Linux `pfifo_head_drop` when limited in packets only).
 
-use super::util::LINUX_TXQUEUELEN;
+use super::util::{LINUX_TXQUEUELEN, Fifo};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
-use std::collections::VecDeque;
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -44,36 +43,31 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
     if lp.is_none() && lb.is_none() {
         return Err(crate::params::perr("limit", "drophead needs a packet or byte limit"));
     }
-    Ok(Box::new(DropHead { q: VecDeque::new(), bytes: 0, limit_pkts: lp.unwrap_or(u64::MAX), limit_bytes: lb.unwrap_or(u64::MAX) }))
+    Ok(Box::new(DropHead { q: Fifo::default(), limit_pkts: lp.unwrap_or(u64::MAX), limit_bytes: lb.unwrap_or(u64::MAX) }))
 }
 
 pub struct DropHead {
-    q: VecDeque<Packet>,
-    bytes: u64,
+    q: Fifo,
     limit_pkts: u64,
     limit_bytes: u64,
 }
 
 impl QueueDiscipline for DropHead {
     fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
-        self.bytes += pkt.size as u64;
-        self.q.push_back(pkt);
-        while self.q.len() as u64 > self.limit_pkts || self.bytes > self.limit_bytes {
-            let h = self.q.pop_front().expect("non-empty");
-            self.bytes -= h.size as u64;
+        self.q.push(pkt);
+        while self.q.len() > self.limit_pkts || self.q.bytes > self.limit_bytes {
+            let h = self.q.pop().expect("non-empty");
             sink.drop_queued(h, DropReason::HeadDrop);
         }
     }
     fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+        self.q.pop()
     }
     fn len_packets(&self) -> u64 {
-        self.q.len() as u64
+        self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes
     }
 }
 

@@ -139,6 +139,9 @@ pub struct AqmBuildCtx {
     pub seed: u64,
 }
 
+/// Builds a discipline from its parameters and context.
+pub type AqmBuildFn = fn(&Params, &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError>;
+
 /// A registered discipline.
 pub struct AqmEntry {
     pub name: &'static str,
@@ -147,7 +150,7 @@ pub struct AqmEntry {
     /// The specification it follows (RFC / paper).
     pub reference: &'static str,
     pub params: &'static [ParamSpec],
-    pub build: fn(&Params, &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError>,
+    pub build: AqmBuildFn,
 }
 
 /// Every discipline, one line each.

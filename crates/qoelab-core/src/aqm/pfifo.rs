@@ -2,10 +2,10 @@
 //! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head).
 
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use super::util::Fifo;
 use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
-use std::collections::VecDeque;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
@@ -28,33 +28,29 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         .or(ctx.limit_packets)
         .or(ctx.limit_bytes.map(|b| (b / crate::packet::MTU as u64).max(1)))
         .unwrap_or(1000);
-    Ok(Box::new(Pfifo { q: VecDeque::new(), bytes: 0, limit }))
+    Ok(Box::new(Pfifo { q: Fifo::default(), limit }))
 }
 
 pub struct Pfifo {
-    q: VecDeque<Packet>,
-    bytes: u64,
+    q: Fifo,
     limit: u64,
 }
 
 impl QueueDiscipline for Pfifo {
     fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
-        if self.q.len() as u64 >= self.limit {
+        if self.q.len() >= self.limit {
             sink.reject(pkt, DropReason::Overflow);
         } else {
-            self.bytes += pkt.size as u64;
-            self.q.push_back(pkt);
+            self.q.push(pkt);
         }
     }
     fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+        self.q.pop()
     }
     fn len_packets(&self) -> u64 {
-        self.q.len() as u64
+        self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes
     }
 }

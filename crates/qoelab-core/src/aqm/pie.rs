@@ -364,8 +364,7 @@ impl QueueDiscipline for Pie {
                 return;
             }
         }
-        self.fifo.bytes += pkt.size as u64;
-        self.fifo.q.push_back(pkt);
+        self.fifo.push(pkt);
     }
 
     fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
@@ -374,8 +373,7 @@ impl QueueDiscipline for Pie {
             self.catch_up(now);
         }
         let before = self.fifo.bytes;
-        let p = self.fifo.q.pop_front()?;
-        self.fifo.bytes -= p.size as u64;
+        let p = self.fifo.pop()?;
         match self.mode {
             Mode::Rfc => {
                 self.last_sojourn = now - p.enq_at;

@@ -2,13 +2,12 @@
 //! `include/net/red.h`). Both entries share this implementation; `ared` turns on the max_p
 //! adaptation every 500 ms.
 
-use super::util::{ctx_buffer_bytes, mark_ce, LINUX_TXQUEUELEN};
+use super::util::{ctx_buffer_bytes, mark_ce, LINUX_TXQUEUELEN, Fifo};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::{Packet, MTU};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
 use crate::time::{Ns, MS, NEVER, SEC};
-use std::collections::VecDeque;
 
 /// ARED adaptation period (Linux: HZ/2).
 pub const ARED_PERIOD: Ns = 500 * MS;
@@ -71,8 +70,7 @@ fn build_ared(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>,
 }
 
 pub struct Red {
-    q: VecDeque<Packet>,
-    bytes: u64,
+    q: Fifo,
     limit: u64,
     min: f64,
     max: f64,
@@ -121,8 +119,7 @@ impl Red {
         }
         let bw = p.u64(PARAMS, "bandwidth")?.filter(|&x| x > 0).unwrap_or(if ctx.link_rate_bps > 0 { ctx.link_rate_bps } else { 10_000_000 });
         Ok(Red {
-            q: VecDeque::new(),
-            bytes: 0,
+            q: Fifo::default(),
             limit: b,
             min: min as f64,
             max: max as f64,
@@ -206,7 +203,7 @@ impl QueueDiscipline for Red {
             self.avg = self.decayed_avg(now);
             self.idle_since = None;
         } else {
-            self.avg += self.w * (self.bytes as f64 - self.avg);
+            self.avg += self.w * (self.q.bytes as f64 - self.avg);
         }
         // red_action
         let action = if self.avg < self.min {
@@ -249,30 +246,26 @@ impl QueueDiscipline for Red {
                 }
             }
         }
-        if self.bytes + pkt.size as u64 > self.limit {
+        if self.q.bytes + pkt.size as u64 > self.limit {
             sink.reject(pkt, DropReason::Overflow);
             return;
         }
-        self.bytes += pkt.size as u64;
-        self.q.push_back(pkt);
+        self.q.push(pkt);
     }
 
     fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
         self.adapt_until(now);
-        let p = self.q.pop_front();
-        if let Some(p) = &p {
-            self.bytes -= p.size as u64;
-        }
+        let p = self.q.pop();
         if self.q.is_empty() && self.idle_since.is_none() {
             self.idle_since = Some(now);
         }
         p
     }
     fn len_packets(&self) -> u64 {
-        self.q.len() as u64
+        self.q.len()
     }
     fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.q.bytes
     }
     fn next_timer(&self) -> Ns {
         if self.adaptive && self.adapt_idle_fixed_point() {
@@ -351,7 +344,6 @@ mod tests {
             since += 1;
             r.enqueue(0, pkt(1500, 1), &mut s);
             r.q.clear();
-            r.bytes = 0;
             if !s.drops.is_empty() {
                 gaps.push(since);
                 since = 0;

@@ -3,8 +3,42 @@
 
 use super::AqmBuildCtx;
 use crate::packet::{ecn, Packet, MTU};
+use std::collections::VecDeque;
 
 /// Linux default queue length in packets (`txqueuelen`).
+/// A FIFO packet store with byte accounting (the storage of every single-queue discipline).
+#[derive(Default)]
+pub struct Fifo {
+    pub q: VecDeque<Packet>,
+    pub bytes: u64,
+}
+
+impl Fifo {
+    #[inline]
+    pub fn push(&mut self, pkt: Packet) {
+        self.bytes += pkt.size as u64;
+        self.q.push_back(pkt);
+    }
+    #[inline]
+    pub fn pop(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    #[inline]
+    pub fn len(&self) -> u64 {
+        self.q.len() as u64
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.q.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.q.clear();
+        self.bytes = 0;
+    }
+}
+
 pub const LINUX_TXQUEUELEN: u64 = 1000;
 
 /// The link buffer in bytes: `limit_bytes`, else `limit_packets` x 1500 B, else None.
