@@ -1,7 +1,7 @@
 //! The algorithms run without the engine: a plain loop with hand-made timestamps drives a queue
 //! discipline and a congestion controller (what the real-network runtime will also do).
 
-use qoelab_core::aqm::{self, AqmBuildCtx, Queue};
+use qoelab_core::aqm::{AqmBuildCtx, Queue};
 use qoelab_core::packet::{Packet, MSS, MTU};
 use qoelab_core::params::Params;
 use qoelab_core::tcp::cc::{self, AckSample, CcBuildCtx, Congestion};

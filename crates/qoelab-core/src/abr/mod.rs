@@ -120,13 +120,16 @@ pub trait Abr: Send {
     }
 }
 
+/// Builds an ABR from its parameters and the video.
+pub type AbrBuildFn = fn(&Params, &Video) -> Result<Box<dyn Abr>, ParamError>;
+
 /// A registered ABR.
 pub struct AbrEntry {
     pub name: &'static str,
     pub summary: &'static str,
     pub reference: &'static str,
     pub params: &'static [ParamSpec],
-    pub build: fn(&Params, &Video) -> Result<Box<dyn Abr>, ParamError>,
+    pub build: AbrBuildFn,
 }
 
 /// Every ABR, one line each.

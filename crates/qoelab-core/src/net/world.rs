@@ -1085,7 +1085,7 @@ impl World {
         let now = self.engine.now();
         let t = crate::time::secs(now);
         let si = crate::time::secs(self.cfg.output.sample_interval);
-        if self.rec.flows.is_some() {
+        if let Some(mut tab) = self.rec.flows.take() {
             for fid in 0..self.flows.len() {
                 let got = self.flow_bytes_received(fid);
                 let f = &mut self.flows[fid];
@@ -1094,12 +1094,12 @@ impl World {
                 if now < f.start {
                     continue;
                 }
-                let tab = self.rec.flows.as_mut().unwrap();
                 tab.f(0, t);
                 tab.i(1, fid as i64);
                 tab.i(2, got as i64);
                 tab.f(3, d as f64 * 8.0 / si);
             }
+            self.rec.flows = Some(tab);
         }
         for f in self.flows.iter_mut() {
             if f.client.is_some() && !f.dead && now >= f.start && f.kind == "video" {

@@ -69,7 +69,8 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
     if c.min_rto == 0 || c.max_rto < c.min_rto {
         return Err(perr("max_rto", "expected 0 < min_rto <= max_rto"));
     }
-    if !(c.pacing_ss_ratio > 0.0) || !(c.pacing_ca_ratio > 0.0) {
+    // Rejects NaN as well as values <= 0.
+    if c.pacing_ss_ratio.is_nan() || c.pacing_ss_ratio <= 0.0 || c.pacing_ca_ratio.is_nan() || c.pacing_ca_ratio <= 0.0 {
         return Err(perr("pacing_ca_ratio", "expected pacing ratios > 0"));
     }
     Ok(c)

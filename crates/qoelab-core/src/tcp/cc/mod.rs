@@ -114,13 +114,16 @@ pub struct CcBuildCtx {
     pub seed: u64,
 }
 
+/// Builds a controller from its parameters and context.
+pub type CcBuildFn = fn(&Params, &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError>;
+
 /// A registered controller.
 pub struct CcEntry {
     pub name: &'static str,
     pub summary: &'static str,
     pub reference: &'static str,
     pub params: &'static [ParamSpec],
-    pub build: fn(&Params, &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError>,
+    pub build: CcBuildFn,
 }
 
 pub mod bbr;
