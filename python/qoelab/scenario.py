@@ -303,7 +303,6 @@ class _Builder:
         self.bottleneck = None
         self.default_rtt = None
         self.access_rate = None
-        self.hostpairs = 0
         self.videos: list[dict] = []
         self.video_keys: dict = {}
         self.clients: list[dict] = []

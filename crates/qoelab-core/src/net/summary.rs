@@ -136,7 +136,8 @@ impl World {
             "links": links,
             "clients": clients,
             "video": video,
-            "packets": {"bottleneck": bottleneck_pkts, "monitored_links": monitored_pkts, "all_links": total_pkts},
+            "packets": {"bottleneck": bottleneck_pkts, "monitored_links": monitored_pkts, "all_links": total_pkts,
+                        "discarded_after_reset": self.dead_drops},
             "events": self.engine.processed(),
             "invariants": "ok",
         })

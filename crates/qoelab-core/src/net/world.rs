@@ -202,7 +202,6 @@ pub struct World {
     /// Queue counters at the previous sample (for interval sojourn means).
     prev_q: Vec<(u64, u128)>,
     pub seed: u64,
-    pub ended: bool,
     /// pcap writers of links with capture enabled (by link index).
     pcaps: Vec<(usize, super::pcap::PcapWriter)>,
     webgens: Vec<WebGen>,
@@ -384,7 +383,6 @@ impl World {
             drops: Vec::new(),
             prev_q: vec![(0, 0); nl],
             seed,
-            ended: false,
             pcaps: Vec::new(),
             webgens: Vec::new(),
             clients: Vec::new(),
@@ -1260,7 +1258,6 @@ impl World {
         if self.cfg.network == "trace" {
             self.run_trace_clients();
             self.engine.advance_to(end);
-            self.ended = true;
             return;
         }
         while let Some(ev) = self.engine.pop_until(end) {
@@ -1277,7 +1274,6 @@ impl World {
             }
         }
         self.engine.advance_to(end);
-        self.ended = true;
     }
 
     /// End-of-run invariants: queue conservation on every link, link packet accounting.
