@@ -21,6 +21,7 @@ pub mod packet;
 pub mod params;
 pub mod player;
 pub mod rng;
+pub mod session;
 pub mod sim;
 pub mod tcp;
 pub mod time;

@@ -157,6 +157,18 @@ pub fn find(name: &str) -> Option<&'static AbrEntry> {
     REGISTRY.iter().find(|e| e.name == name)
 }
 
+/// Randomized ABRs (those with a `seed` parameter, FESTIVE today) draw from a stream derived from
+/// the scenario seed and the client's name, unless the scenario sets `seed` itself.
+pub fn with_default_seed(name: &str, params: Params, scenario_seed: u64, client: &str) -> Params {
+    match find(name) {
+        Some(e) if e.params.iter().any(|p| p.name == "seed") && !params.0.contains_key("seed") => {
+            let seed = crate::rng::Rng::for_component(scenario_seed, &format!("client/{client}/abr")).next_u64();
+            params.with("seed", seed)
+        }
+        _ => params,
+    }
+}
+
 pub fn build(name: &str, params: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     let e = find(name).ok_or_else(|| {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();

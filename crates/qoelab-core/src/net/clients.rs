@@ -1,120 +1,130 @@
-//! Video clients in the packet simulator: a sans-IO [`Player`] + ABR driving HTTP/1.1 over a
-//! persistent simulated TCP connection.
+//! Video clients in the packet simulator: the driver side of the session layer.
 //!
-//! HTTP model: one connection per client = two TCP half-connections (requests client -> server,
-//! responses server -> client). A GET is `request_bytes` on the request half; when the server
-//! has received all of it, it waits `think` and writes `response_header_bytes` + the segment's
-//! bytes on the response half. The connection persists across segments, so cwnd, the RTT
-//! estimate and slow-start-after-idle carry over as on a real host. Abandoning a download resets
-//! the connection (as a browser aborting an HTTP/1.1 request does): the old halves are discarded
-//! (their packets still in flight are dropped on arrival) and a new connection is opened for the
-//! retry. Pure ACKs are not piggybacked on the opposite half's data (one-segment requests make
-//! this immaterial).
+//! Each client is a [`VideoSession`] (player + ABR + HTTP exchanges, sans-IO) whose
+//! [`Transport`] is simulated TCP: one connection = two TCP half-connections (requests client ->
+//! server, responses server -> client). The connection persists across segments, so cwnd, the RTT
+//! estimate and slow-start-after-idle carry over as on a real host. A reset (abandonment)
+//! discards both halves (their packets still in flight are dropped on arrival) and opens a new
+//! connection. Pure ACKs are not piggybacked on the opposite half's data (one-segment requests
+//! make this immaterial).
+//!
+//! The session's writes and resets are buffered during a call and applied in order right after
+//! it, so that a packet delivered synchronously by a write cannot re-enter the session.
 
 use super::config::ClientCfg;
-use super::world::{Ep, World};
+use super::world::{bytes_received, serr, Ep, FlowRt, SimError, World};
 use crate::params::Params;
 use crate::player::{Player, PlayerConfig};
+use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::{Ns, NEVER};
 use std::sync::Arc;
 
-/// The request in flight.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HttpReq {
-    /// End offset of this request in the request half's byte stream.
-    req_end: u64,
-    /// Offset where this response starts in the response half's stream (set when the server
-    /// writes it).
-    resp_start: Option<u64>,
-    body: u64,
-    first_byte: bool,
-    last_progress: Ns,
-    /// When the server writes the response (think time), if pending.
-    serve_at: Ns,
-}
-
-pub(crate) struct VideoClient {
-    pub name: String,
-    pub abr: String,
-    pub player: Player,
+/// A video client of the packet driver.
+pub(crate) struct ClientRt {
+    pub session: VideoSession,
+    pub cfg: ClientCfg,
     /// Flow ids of the current connection's request and response halves.
     pub req_flow: usize,
     pub resp_flow: usize,
     /// Response-half flows of every connection used (the first is the main one).
     pub resp_flows: Vec<usize>,
-    pub cfg: ClientCfg,
-    pub cur: Option<HttpReq>,
-    pub req_written: u64,
-    pub resp_written: u64,
     pub sched: Ns,
     pub started: bool,
-    pub connections: u32,
+}
+
+/// A session operation on the transport, applied after the session call returns.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ConnOp {
+    Write(Dir, u64),
+    Reset,
+}
+
+/// The packet driver's [`Transport`] during one session call.
+struct Buffered<'a> {
+    flows: &'a [FlowRt],
+    eps: &'a [Ep],
+    req: usize,
+    resp: usize,
+    ops: &'a mut Vec<ConnOp>,
+    reset: bool,
+}
+
+impl Transport for Buffered<'_> {
+    fn write(&mut self, _now: Ns, _conn: ConnId, dir: Dir, bytes: u64) {
+        self.ops.push(ConnOp::Write(dir, bytes));
+    }
+    fn delivered(&self, _conn: ConnId, dir: Dir) -> u64 {
+        if self.reset {
+            return 0;
+        }
+        let f = if dir == Dir::Request { self.req } else { self.resp };
+        bytes_received(self.eps, &self.flows[f])
+    }
+    fn reset(&mut self, _now: Ns, _conn: ConnId) {
+        self.ops.push(ConnOp::Reset);
+        self.reset = true;
+    }
 }
 
 impl World {
-    /// Create client `ci` from its config (called at build time).
-    pub(crate) fn add_client(&mut self, ci: usize, c: &ClientCfg) -> Result<(), super::world::SimError> {
-        let p = format!("clients[{ci}]");
-        let video = self
-            .cfg
-            .videos
-            .get(c.video)
-            .ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?
-            .clone();
-        video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
+    /// Build a client's session (player + ABR) from its config entry `p`, checking everything.
+    pub(crate) fn build_session(&self, p: &str, c: &ClientCfg) -> Result<VideoSession, SimError> {
+        let video = self.cfg.videos.get(c.video).ok_or_else(|| serr(format!("{p}.video"), "no such video"))?.clone();
+        video.validate().map_err(|e| serr(format!("{p}.video.{e}"), ""))?;
         let video = Arc::new(video);
-        let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
+        let params = Params::from_value(&c.abr_params).map_err(|e| serr(format!("{p}.abr_params"), e.msg))?;
+        let params = crate::abr::with_default_seed(&c.abr, params, self.seed, &c.name);
         let abr = self.build_abr(&c.abr, &params, &video).map_err(|e| {
             if e.param == "abr" {
-                super::world::serr(format!("{p}.abr"), e.msg)
+                serr(format!("{p}.abr"), e.msg)
             } else {
-                super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg)
+                serr(format!("{p}.abr_params.{}", e.param), e.msg)
             }
         })?;
         let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
-        Player::validate_config(&pcfg, &video).map_err(|e| super::world::serr(format!("{p}.player.{e}"), ""))?;
-        self.check_nodes(&p, c.server, c.client, true)?;
+        Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
         let player = Player::new(pcfg, video, abr, c.start);
-        let (req_flow, resp_flow) = self.open_connection(&p, c, &c.name, 0)?;
-        self.clients.push(VideoClient {
-            name: c.name.clone(),
-            abr: c.abr.clone(),
-            player,
+        Ok(VideoSession::new(c.name.clone(), c.abr.clone(), player, c.http.clone(), c.rtt))
+    }
+
+    /// Create a client from config entry `p` (at build time or when a session arrives).
+    pub(crate) fn add_client(&mut self, p: &str, c: &ClientCfg) -> Result<(), SimError> {
+        let session = self.build_session(p, c)?;
+        self.check_nodes(p, c.server, c.client, true)?;
+        let ci = self.clients.len();
+        let (req_flow, resp_flow) = self.open_connection(p, ci, c, 0, c.start)?;
+        self.clients.push(ClientRt {
+            session,
+            cfg: c.clone(),
             req_flow,
             resp_flow,
             resp_flows: vec![resp_flow],
-            cfg: c.clone(),
-            cur: None,
-            req_written: 0,
-            resp_written: 0,
             sched: NEVER,
             started: false,
-            connections: 1,
         });
-        let t = c.start;
-        self.clients_sched(ci, t);
+        self.clients_sched(ci, c.start);
         Ok(())
     }
 
-    /// Open a connection for a client: (request flow, response flow).
-    fn open_connection(&mut self, p: &str, c: &ClientCfg, name: &str, k: u32) -> Result<(usize, usize), super::world::SimError> {
+    /// Open connection number `k` of client `ci`: (request flow, response flow).
+    fn open_connection(&mut self, p: &str, ci: usize, c: &ClientCfg, k: u32, start: Ns) -> Result<(usize, usize), SimError> {
         let tcfg = super::world::tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| super::world::serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
-        let req = self.add_tcp_flow(p, &format!("{name}/req{suffix}"), "http_req", c.client, c.server, &c.cc, &ccp, &tcfg, c.start)?;
+        let name = &c.name;
+        let req = self.add_tcp_flow(p, &format!("{name}/req{suffix}"), "http_req", c.client, c.server, &c.cc, &ccp, &tcfg, start)?;
         // The response half starts established: the request half's handshake models the
         // connection setup.
         let mut down = tcfg.clone();
         down.handshake = false;
-        let resp = self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", c.server, c.client, &c.cc, &ccp, &down, c.start)?;
-        let ci = self.clients.len() as u32;
-        self.flows[req].client = Some(ci);
-        self.flows[resp].client = Some(ci);
+        let resp = self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", c.server, c.client, &c.cc, &ccp, &down, start)?;
+        self.flows[req].client = Some(ci as u32);
+        self.flows[resp].client = Some(ci as u32);
         Ok((req, resp))
     }
 
     fn clients_sched(&mut self, ci: usize, t: Ns) {
-        if t < self.clients[ci].sched {
+        if t != NEVER && t < self.clients[ci].sched {
             let t = t.max(self.engine.now());
             self.clients[ci].sched = t;
             self.engine.schedule(t, super::world::target(super::world::K_CLIENT, ci));
@@ -128,157 +138,68 @@ impl World {
             return;
         }
         self.clients[ci].sched = NEVER;
-        self.client_step(ci);
-    }
-
-    /// Serve pending response (think time over), poll the player, reschedule.
-    fn client_step(&mut self, ci: usize) {
-        let now = self.engine.now();
         if !self.clients[ci].started {
             self.clients[ci].started = true;
-            let rf = self.clients[ci].req_flow;
-            let tx = self.flows[rf].tx;
+            let tx = self.flows[self.clients[ci].req_flow].tx;
             self.drain_ep(tx);
         }
-        // A response whose think time is over.
-        if let Some(r) = self.clients[ci].cur {
-            if r.resp_start.is_none() && r.serve_at <= now {
-                self.server_respond(ci);
-            }
-        }
-        self.clients[ci].player.advance(now);
-        if self.clients[ci].cur.is_none() {
-            if let Some(req) = self.clients[ci].player.poll(now) {
-                self.client_request(ci, req.bytes);
-            }
-        }
-        let mut t = self.clients[ci].player.poll_at();
-        if let Some(r) = self.clients[ci].cur {
-            if r.resp_start.is_none() && r.serve_at != NEVER {
-                t = t.min(r.serve_at);
-            }
-        }
-        if t != NEVER {
-            let t = t.max(now);
-            if t < self.clients[ci].sched {
-                self.clients[ci].sched = t;
-                self.engine.schedule(t, super::world::target(super::world::K_CLIENT, ci));
-            }
-        }
-    }
-
-    fn client_request(&mut self, ci: usize, body: u64) {
-        let now = self.engine.now();
-        let c = &mut self.clients[ci];
-        c.req_written += c.cfg.http.request_bytes;
-        c.cur = Some(HttpReq { req_end: c.req_written, resp_start: None, body, first_byte: false, last_progress: now, serve_at: NEVER });
-        let tx = self.flows[c.req_flow].tx;
-        let rb = c.cfg.http.request_bytes;
-        if let Ep::TcpTx(s) = &mut self.eps[tx] {
-            s.write(now, rb);
-        }
-        self.drain_ep(tx);
-    }
-
-    fn server_respond(&mut self, ci: usize) {
-        let now = self.engine.now();
-        let c = &mut self.clients[ci];
-        let Some(r) = &mut c.cur else { return };
-        let total = c.cfg.http.response_header_bytes + r.body;
-        r.resp_start = Some(c.resp_written);
-        c.resp_written += total;
-        let tx = self.flows[c.resp_flow].tx;
-        if let Ep::TcpTx(s) = &mut self.eps[tx] {
-            s.write(now, total);
-        }
-        self.drain_ep(tx);
+        self.with_session(ci, |s, now, t| s.on_timer(now, t));
     }
 
     /// A TCP receiver of client `ci`'s connection got a packet (called after on_packet).
     pub(crate) fn client_on_rx(&mut self, ci: usize, fid: usize) {
-        let now = self.engine.now();
-        let (req_flow, resp_flow) = (self.clients[ci].req_flow, self.clients[ci].resp_flow);
-        let Some(mut r) = self.clients[ci].cur else { return };
-        let received = self.flow_bytes_received(fid);
-        if fid == req_flow {
-            // Server side: the whole request arrived?
-            if r.resp_start.is_none() && r.serve_at == NEVER && received >= r.req_end {
-                let think = self.clients[ci].cfg.http.think;
-                r.serve_at = now + think;
-                self.clients[ci].cur = Some(r);
-                if think == 0 {
-                    self.server_respond(ci);
-                } else {
-                    self.clients_sched(ci, now + think);
-                }
-            }
+        let c = &self.clients[ci];
+        let dir = if fid == c.req_flow {
+            Dir::Request
+        } else if fid == c.resp_flow {
+            Dir::Response
+        } else {
             return;
-        }
-        if fid != resp_flow {
-            return;
-        }
-        let Some(start) = r.resp_start else { return };
-        if received <= start {
-            return;
-        }
-        let hdr = self.clients[ci].cfg.http.response_header_bytes;
-        if !r.first_byte {
-            r.first_byte = true;
-            self.clients[ci].player.on_first_byte(now);
-        }
-        let body = (received - start).saturating_sub(hdr).min(r.body);
-        let complete = body >= r.body;
-        let interval = self.clients[ci].cfg.http.progress_interval;
-        if complete || now >= r.last_progress + interval {
-            r.last_progress = now;
-            self.clients[ci].cur = Some(r);
-            if let Some(_ab) = self.clients[ci].player.on_bytes(now, body) {
-                self.client_abandon(ci);
-                self.client_step(ci);
-                return;
-            }
-        }
-        self.clients[ci].cur = Some(r);
-        if complete {
-            self.clients[ci].cur = None;
-            self.clients[ci].player.on_complete(now);
-            self.client_step(ci);
-        }
+        };
+        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(0), dir, t));
     }
 
-    /// Reset the connection after an abandonment: discard both halves, open a new connection.
-    fn client_abandon(&mut self, ci: usize) {
+    /// Call the session with a buffered transport, apply its operations, reschedule its timer.
+    fn with_session(&mut self, ci: usize, f: impl FnOnce(&mut VideoSession, Ns, &mut dyn Transport)) {
+        let now = self.engine.now();
+        let mut ops = std::mem::take(&mut self.conn_ops);
+        let c = &mut self.clients[ci];
+        let mut t = Buffered { flows: &self.flows, eps: &self.eps, req: c.req_flow, resp: c.resp_flow, ops: &mut ops, reset: false };
+        f(&mut c.session, now, &mut t);
+        for op in ops.drain(..) {
+            match op {
+                ConnOp::Write(dir, bytes) => {
+                    let c = &self.clients[ci];
+                    let fid = if dir == Dir::Request { c.req_flow } else { c.resp_flow };
+                    let tx = self.flows[fid].tx;
+                    if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                        s.write(now, bytes);
+                    }
+                    self.drain_ep(tx);
+                }
+                ConnOp::Reset => self.client_reset(ci),
+            }
+        }
+        self.conn_ops = ops;
+        let t = self.clients[ci].session.poll_at();
+        self.clients_sched(ci, t);
+    }
+
+    /// Reset the connection: discard both halves, open a new connection.
+    fn client_reset(&mut self, ci: usize) {
+        let now = self.engine.now();
         let (rq, rs) = (self.clients[ci].req_flow, self.clients[ci].resp_flow);
         self.flows[rq].dead = true;
         self.flows[rs].dead = true;
-        let k = self.clients[ci].connections;
-        self.clients[ci].connections += 1;
+        let k = self.clients[ci].resp_flows.len() as u32;
         let cfg = self.clients[ci].cfg.clone();
-        let name = self.clients[ci].name.clone();
-        // Build the new connection with the client index already registered.
-        let (nq, ns) = self
-            .open_connection_for(ci, &cfg, &name, k)
-            .expect("connection parameters were checked at build");
+        let (nq, ns) = self.open_connection("clients", ci, &cfg, k, now).expect("connection parameters were checked at build");
         let c = &mut self.clients[ci];
         c.req_flow = nq;
         c.resp_flow = ns;
         c.resp_flows.push(ns);
-        c.cur = None;
-        c.req_written = 0;
-        c.resp_written = 0;
-        let now = self.engine.now();
-        for f in [nq, ns] {
-            self.flows[f].start = now;
-        }
         let tx = self.flows[nq].tx;
         self.drain_ep(tx);
-    }
-
-    fn open_connection_for(&mut self, ci: usize, c: &ClientCfg, name: &str, k: u32) -> Result<(usize, usize), super::world::SimError> {
-        let (a, b) = self.open_connection("clients", c, name, k)?;
-        self.flows[a].client = Some(ci as u32);
-        self.flows[b].client = Some(ci as u32);
-        Ok((a, b))
     }
 }
 
@@ -310,13 +231,13 @@ impl World {
             .clients
             .iter()
             .map(|c| ClientView {
-                name: &c.name,
-                abr: &c.abr,
-                video: c.player.video(),
-                log: c.player.log(),
-                summary: c.player.summary(),
-                buffer_max: c.player.buffer_max(),
-                packet: Some((&c.resp_flows, c.connections)),
+                name: &c.session.name,
+                abr: &c.session.abr,
+                video: c.session.player.video(),
+                log: c.session.player.log(),
+                summary: c.session.player.summary(),
+                buffer_max: c.session.player.buffer_max(),
+                packet: Some((&c.resp_flows, c.session.connections())),
                 base_rtt: c.cfg.rtt,
             })
             .collect();

@@ -80,25 +80,7 @@ pub struct ClientCfg {
     pub stop: Option<Ns>,
 }
 
-/// HTTP/1.1 overheads and timing.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HttpCfg {
-    /// Bytes of a GET request (request line + headers).
-    pub request_bytes: u64,
-    /// Bytes of response headers before the body.
-    pub response_header_bytes: u64,
-    /// Server think time between the end of the request and the first response byte (ns).
-    pub think: Ns,
-    /// How often the player is told about download progress (abandonment rules), ns.
-    pub progress_interval: Ns,
-}
-
-impl Default for HttpCfg {
-    fn default() -> Self {
-        HttpCfg { request_bytes: 300, response_header_bytes: 300, think: 0, progress_interval: 50 * MS }
-    }
-}
+pub use crate::session::HttpCfg;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -205,7 +205,9 @@ pub struct World {
     /// pcap writers of links with capture enabled (by link index).
     pcaps: Vec<(usize, super::pcap::PcapWriter)>,
     webgens: Vec<WebGen>,
-    pub(crate) clients: Vec<super::clients::VideoClient>,
+    pub(crate) clients: Vec<super::clients::ClientRt>,
+    /// Scratch buffer of session operations (see `clients::with_session`).
+    pub(crate) conn_ops: Vec<super::clients::ConnOp>,
     /// Trace-mode results per client: (name, abr, video, result).
     pub(crate) trace_results: Vec<super::clients::TraceClient>,
     /// Packets that arrived for discarded connections.
@@ -386,6 +388,7 @@ impl World {
             pcaps: Vec::new(),
             webgens: Vec::new(),
             clients: Vec::new(),
+            conn_ops: Vec::new(),
             trace_results: Vec::new(),
             dead_drops: 0,
             abr_factory,
@@ -405,13 +408,13 @@ impl World {
             "packet" => {
                 for (i, c) in clients.iter().enumerate() {
                     match c.arrival_rate {
-                        None => w.add_client(i, c)?,
+                        None => w.add_client(&format!("clients[{i}]"), c)?,
                         Some(r) => {
                             if !(r.is_finite() && r > 0.0) {
                                 return Err(serr(format!("clients[{i}].arrival_rate"), "expected > 0 sessions per second"));
                             }
                             // Check the entry once (ABR, player, nodes) without keeping a client.
-                            w.check_trace_client(i, c)?;
+                            w.build_session(&format!("clients[{i}]"), c)?;
                             w.check_nodes(&format!("clients[{i}]"), c.server, c.client, true)?;
                             let rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
                             w.session_gens.push((i, rng, 0));
@@ -638,8 +641,7 @@ impl World {
         c.name = format!("{}#{}", c.name, k);
         c.start = now;
         c.arrival_rate = None;
-        let idx = self.clients.len();
-        self.add_client(idx, &c).expect("session parameters were checked at build");
+        self.add_client("clients", &c).expect("session parameters were checked at build");
         self.engine.schedule(now + crate::time::from_secs_f64(gap).max(1), target(K_APP, ai));
     }
 
@@ -1204,11 +1206,7 @@ impl World {
 
     /// Application bytes received by a flow's receiver.
     pub fn flow_bytes_received(&self, fid: usize) -> u64 {
-        match &self.eps[self.flows[fid].rx] {
-            Ep::Sink(s) => s.bytes,
-            Ep::TcpRx(r) => r.bytes_received(),
-            _ => 0,
-        }
+        bytes_received(&self.eps, &self.flows[fid])
     }
 
     /// Hand over the recorded tables (with metadata tables about flows and links).
@@ -1294,7 +1292,7 @@ impl World {
             }
         }
         for c in &self.clients {
-            c.player.check_invariants().map_err(|e| format!("client {}: {e}", c.name))?;
+            c.session.check_invariants().map_err(|e| format!("client {}: {e}", c.session.name))?;
         }
         for t in &self.trace_results {
             if let Some(e) = &t.result.error {
@@ -1354,5 +1352,14 @@ fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
         serr(format!("{p}.cc"), e.msg)
     } else {
         serr(format!("{p}.cc_params.{}", e.param), e.msg)
+    }
+}
+
+/// Application bytes received by a flow's receiver.
+pub(crate) fn bytes_received(eps: &[Ep], f: &FlowRt) -> u64 {
+    match &eps[f.rx] {
+        Ep::Sink(s) => s.bytes,
+        Ep::TcpRx(r) => r.bytes_received(),
+        _ => 0,
     }
 }
