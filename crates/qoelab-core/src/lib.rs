@@ -15,13 +15,16 @@
 
 pub mod abr;
 pub mod aqm;
+pub mod driver;
 pub mod metrics;
 pub mod net;
 pub mod packet;
 pub mod params;
 pub mod player;
+pub mod report;
 pub mod rng;
 pub mod session;
+pub mod sha256;
 pub mod sim;
 pub mod tcp;
 pub mod time;

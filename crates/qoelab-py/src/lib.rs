@@ -7,7 +7,8 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use qoelab_core::abr::{Abr, AbrObs, Decision, DownloadRecord};
 use qoelab_core::net::record::{Column, Table};
 use qoelab_core::net::world::AbrFactory;
-use qoelab_core::net::{SimConfig, World};
+use qoelab_core::driver::{Driver, RunError};
+use qoelab_core::net::SimConfig;
 use std::sync::{Arc, Mutex};
 
 /// A Python object used as an ABR (the `qoelab.abr.Abr` protocol): `choose(obs) -> rung |
@@ -226,17 +227,19 @@ fn run<'py>(py: Python<'py>, config_json: &str, abrs: Option<Bound<'py, PyDict>>
     let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone()));
     let errs = errors.clone();
+    let hash = qoelab_core::report::summary::config_hash(config_json);
     let (summary, tables, pcaps) = py.allow_threads(move || -> Result<_, (String, String)> {
-        let mut w = World::build_with(cfg, factory).map_err(|e| (e.path, e.msg))?;
-        w.run();
+        let mut d = Driver::build(cfg, factory).map_err(|e| (e.path, e.msg))?;
+        let run = d.run_sliced(qoelab_core::time::SEC, None, |_| {});
         if let Some(e) = errs.lock().ok().and_then(|e| e.first().cloned()) {
             return Err(("abr".to_string(), e));
         }
-        w.check_invariants().map_err(|e| ("invariants".to_string(), e))?;
-        let summary = w.summary().to_string();
-        let tables = w.take_tables();
-        let pcaps = w.take_pcaps();
-        Ok((summary, tables, pcaps))
+        let out = run.and_then(|_| d.finish(hash)).map_err(|e| match e {
+            RunError::Config(e) => (e.path, e.msg),
+            RunError::Stopped => ("run".to_string(), "stopped".to_string()),
+            RunError::Invariant(e) => ("invariants".to_string(), e),
+        })?;
+        Ok((out.summary.to_json(), out.tables, out.pcaps))
     })
     .map_err(|(p, m)| config_error(&p, &m))?;
     let d = PyDict::new(py);

@@ -157,6 +157,21 @@ pub fn find(name: &str) -> Option<&'static AbrEntry> {
     REGISTRY.iter().find(|e| e.name == name)
 }
 
+/// Builds ABRs the registry does not know (e.g. `python:...` ABRs from the bindings).
+pub type AbrFactory = Box<dyn Fn(&str, &Params, &Video) -> Result<Box<dyn Abr>, ParamError> + Send>;
+
+/// An ABR by name: the registry, or the factory for "python:" names.
+pub fn build_with(name: &str, params: &Params, video: &Video, factory: Option<&AbrFactory>) -> Result<Box<dyn Abr>, ParamError> {
+    if name.starts_with("python:") {
+        match factory {
+            Some(f) => f(name, params, video),
+            None => Err(crate::params::perr("abr", format!("\"{name}\" needs the Python front (qoelab.run)"))),
+        }
+    } else {
+        build(name, params, video)
+    }
+}
+
 /// Randomized ABRs (those with a `seed` parameter, FESTIVE today) draw from a stream derived from
 /// the scenario seed and the client's name, unless the scenario sets `seed` itself.
 pub fn with_default_seed(name: &str, params: Params, scenario_seed: u64, client: &str) -> Params {

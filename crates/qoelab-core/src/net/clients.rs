@@ -17,7 +17,34 @@ use crate::params::Params;
 use crate::player::{Player, PlayerConfig};
 use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::{Ns, NEVER};
+use crate::report::summary::LossPhaseCounts;
+use crate::report::PacketClientInfo;
 use std::sync::Arc;
+
+/// The parts of a client's session, checked: (video, ABR, player configuration). Randomized
+/// ABRs get a seed derived from the scenario seed and the client's name.
+pub(crate) fn session_parts(
+    p: &str,
+    c: &ClientCfg,
+    cfg: &super::SimConfig,
+    factory: Option<&crate::abr::AbrFactory>,
+) -> Result<(Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig), SimError> {
+    let video = cfg.videos.get(c.video).ok_or_else(|| serr(format!("{p}.video"), "no such video"))?.clone();
+    video.validate().map_err(|e| serr(format!("{p}.video.{e}"), ""))?;
+    let video = Arc::new(video);
+    let params = Params::from_value(&c.abr_params).map_err(|e| serr(format!("{p}.abr_params"), e.msg))?;
+    let params = crate::abr::with_default_seed(&c.abr, params, cfg.seed, &c.name);
+    let abr = crate::abr::build_with(&c.abr, &params, &video, factory).map_err(|e| {
+        if e.param == "abr" {
+            serr(format!("{p}.abr"), e.msg)
+        } else {
+            serr(format!("{p}.abr_params.{}", e.param), e.msg)
+        }
+    })?;
+    let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
+    Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
+    Ok((video, abr, pcfg))
+}
 
 /// A video client of the packet driver.
 pub(crate) struct ClientRt {
@@ -69,20 +96,7 @@ impl Transport for Buffered<'_> {
 impl World {
     /// Build a client's session (player + ABR) from its config entry `p`, checking everything.
     pub(crate) fn build_session(&self, p: &str, c: &ClientCfg) -> Result<VideoSession, SimError> {
-        let video = self.cfg.videos.get(c.video).ok_or_else(|| serr(format!("{p}.video"), "no such video"))?.clone();
-        video.validate().map_err(|e| serr(format!("{p}.video.{e}"), ""))?;
-        let video = Arc::new(video);
-        let params = Params::from_value(&c.abr_params).map_err(|e| serr(format!("{p}.abr_params"), e.msg))?;
-        let params = crate::abr::with_default_seed(&c.abr, params, self.seed, &c.name);
-        let abr = self.build_abr(&c.abr, &params, &video).map_err(|e| {
-            if e.param == "abr" {
-                serr(format!("{p}.abr"), e.msg)
-            } else {
-                serr(format!("{p}.abr_params.{}", e.param), e.msg)
-            }
-        })?;
-        let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
-        Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
+        let (video, abr, pcfg) = session_parts(p, c, &self.cfg, self.abr_factory.as_ref())?;
         let player = Player::new(pcfg, video, abr, c.start);
         Ok(VideoSession::new(c.name.clone(), c.abr.clone(), player, c.http.clone(), c.rtt))
     }
@@ -203,200 +217,35 @@ impl World {
     }
 }
 
-/// A trace-mode client's outcome.
-pub(crate) struct TraceClient {
-    pub name: String,
-    pub abr: String,
-    pub video: Arc<crate::video::Video>,
-    pub buffer_max: Ns,
-    pub result: crate::tracemode::TraceModeResult,
-}
-
-/// What the summary and tables need of a client, in either network mode.
-struct ClientView<'a> {
-    name: &'a str,
-    abr: &'a str,
-    video: &'a crate::video::Video,
-    log: &'a [crate::player::SegmentLog],
-    summary: crate::player::PlayerSummary,
-    buffer_max: Ns,
-    /// Packet mode: (response flows, connections).
-    packet: Option<(&'a [usize], u32)>,
-    base_rtt: Ns,
-}
-
 impl World {
-    fn client_views(&self) -> Vec<ClientView<'_>> {
-        let mut v: Vec<ClientView> = self
-            .clients
-            .iter()
-            .map(|c| ClientView {
-                name: &c.session.name,
-                abr: &c.session.abr,
-                video: c.session.player.video(),
-                log: c.session.player.log(),
-                summary: c.session.player.summary(),
-                buffer_max: c.session.player.buffer_max(),
-                packet: Some((&c.resp_flows, c.session.connections())),
-                base_rtt: c.cfg.rtt,
-            })
-            .collect();
-        v.extend(self.trace_results.iter().map(|t| ClientView {
-            name: &t.name,
-            abr: &t.abr,
-            video: &t.video,
-            log: &t.result.log,
-            summary: t.result.summary.clone(),
-            buffer_max: t.buffer_max,
-            packet: None,
-            base_rtt: self.cfg.clients.iter().find(|c| c.name == t.name).map(|c| c.rtt).unwrap_or(0),
-        }));
-        v
-    }
-
-    /// Trace mode: check a client's config (ABR, player) at build time.
-    pub(crate) fn check_trace_client(&self, ci: usize, c: &ClientCfg) -> Result<(), super::world::SimError> {
-        let p = format!("clients[{ci}]");
-        let video = self.cfg.videos.get(c.video).ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?;
-        video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
-        let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
-        self.build_abr(&c.abr, &params, video).map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
-        let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
-        Player::validate_config(&pcfg, video).map_err(|e| super::world::serr(format!("{p}.player.{e}"), ""))?;
-        Ok(())
-    }
-
-    /// Trace mode: every client alone on the schedule, latency = its base RTT.
-    pub(crate) fn run_trace_clients(&mut self) {
-        use crate::tracemode::{run_trace_mode, Period, Schedule, TraceOpts};
-        let sched = self.cfg.trace_schedule.clone().expect("checked at build");
-        for c in self.cfg.clients.clone() {
-            let video = Arc::new(self.cfg.videos[c.video].clone());
-            let params = Params::from_value(&c.abr_params).expect("checked");
-            let abr = self.build_abr(&c.abr, &params, &video).expect("checked");
-            let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
-            let periods: Vec<Period> = sched.periods().iter().map(|p| Period { latency: c.rtt, ..*p }).collect();
-            let s = Schedule::new(periods).expect("valid schedule");
-            // The scenario's rate is an IP-level link rate: payload flows at rate x MSS/MTU.
-            let opts = TraceOpts {
-                start: c.start,
-                max_time: self.cfg.duration,
-                payload_ppm: crate::packet::MSS as u64 * 1_000_000 / crate::packet::MTU as u64,
-                ..TraceOpts::sabre()
-            };
-            let buffer_max = if pcfg.abr_buffer_max {
-                abr.preferred_buffer_max().unwrap_or(pcfg.buffer_max)
-            } else {
-                pcfg.buffer_max
-            };
-            let result = run_trace_mode(video.clone(), abr, pcfg, &s, &opts);
-            self.trace_results.push(TraceClient { name: c.name.clone(), abr: c.abr.clone(), video, buffer_max, result });
-        }
-    }
-
-    /// The `segments` table: one row per downloaded (or abandoned) segment per client.
-    pub(crate) fn client_tables(&mut self) -> Vec<super::record::Table> {
-        use super::record::Table;
-        let views = self.client_views();
-        if views.is_empty() || !self.cfg.output.tables.iter().any(|t| t == "segments") {
-            return Vec::new();
-        }
-        let mut t = Table::new(
-            "segments",
-            &[
-                ("client", 'i'),
-                ("segment", 'i'),
-                ("rung", 'i'),
-                ("bitrate_bps", 'i'),
-                ("bytes", 'i'),
-                ("quality", 'f'),
-                ("t_request_s", 'f'),
-                ("t_first_byte_s", 'f'),
-                ("t_last_byte_s", 'f'),
-                ("tput_request_bps", 'f'),
-                ("tput_first_byte_bps", 'f'),
-                ("buffer_before_s", 'f'),
-                ("buffer_after_s", 'f'),
-                ("stall_s", 'f'),
-                ("abr_delay_s", 'f'),
-                ("abandoned", 'i'),
-                ("abr_reason", 's'),
-            ],
-        );
-        let s = crate::time::secs;
-        for (ci, c) in views.iter().enumerate() {
-            for l in c.log {
-                t.i(0, ci as i64);
-                t.i(1, l.segment as i64);
-                t.i(2, l.rung as i64);
-                t.i(3, l.bitrate_bps as i64);
-                t.i(4, l.bytes as i64);
-                t.f(5, l.quality.unwrap_or(f64::NAN));
-                t.f(6, s(l.t_request));
-                t.f(7, s(l.t_first_byte));
-                t.f(8, s(l.t_last_byte));
-                t.f(9, l.tput_request_bps);
-                t.f(10, l.tput_first_byte_bps);
-                t.f(11, s(l.buffer_before));
-                t.f(12, s(l.buffer_after));
-                t.f(13, s(l.stall));
-                t.f(14, s(l.abr_delay));
-                t.i(15, l.abandoned as i64);
-                t.s(16, &l.abr_reason);
-            }
-        }
-        vec![t]
-    }
-
-    /// Per-client metrics, video fairness and loss phases for the summary.
-    pub(crate) fn client_summary(&self) -> Option<(serde_json::Value, serde_json::Value)> {
-        use crate::metrics::{ClientMetrics, FairnessMetrics, QoeParams};
-        use serde_json::json;
-        let views = self.client_views();
-        if views.is_empty() {
-            return None;
-        }
+    /// Session views of the clients, with what only the packet network knows of them.
+    pub(crate) fn client_reports(&self) -> Vec<(crate::session::SessionView<'_>, Option<PacketClientInfo>)> {
         let phases = self.loss_phases();
-        let mut all = Vec::new();
-        let mut out = Vec::new();
-        for c in &views {
-            let m = match ClientMetrics::compute(c.log, &c.summary, c.video.n_rungs(), &QoeParams::default()) {
-                Ok(m) => m,
-                Err(e) => {
-                    out.push(json!({"name": c.name, "abr": c.abr, "error": e}));
-                    continue;
-                }
-            };
-            let mut v = serde_json::to_value(&m).unwrap_or(json!({}));
-            if let serde_json::Value::Object(o) = &mut v {
-                o.insert("name".into(), json!(c.name));
-                o.insert("abr".into(), json!(c.abr));
-                o.insert("video".into(), json!(c.video.name));
-                o.insert("buffer_max_s".into(), json!(crate::time::secs(c.buffer_max)));
-                o.insert("base_rtt_ms".into(), json!(c.base_rtt as f64 / 1e6));
-                if let Some((flows, conns)) = c.packet {
-                    let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
-                    o.insert("flow".into(), json!(flows[0]));
-                    o.insert("connections".into(), json!(conns));
-                    o.insert("srtt_mean_ms".into(), if n > 0 { json!((sum / n as f64 / 1e3).round() / 1e3) } else { serde_json::Value::Null });
-                    if let Some(ph) = &phases {
-                        let mut cnt = [0u64; 3];
-                        for (&f, &k) in ph.iter() {
-                            if flows.contains(&(f as usize)) {
-                                cnt[0] += k[0];
-                                cnt[1] += k[1];
-                                cnt[2] += k[2];
-                            }
+        self.clients
+            .iter()
+            .map(|c| {
+                let flows = &c.resp_flows;
+                let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
+                let loss_phases = phases.as_ref().map(|ph| {
+                    let mut k = LossPhaseCounts::default();
+                    for (&f, &x) in ph.iter() {
+                        if flows.contains(&(f as usize)) {
+                            k.b += x[0];
+                            k.t += x[1];
+                            k.c += x[2];
                         }
-                        o.insert("loss_phases".into(), json!({"B": cnt[0], "T": cnt[1], "C": cnt[2]}));
                     }
-                }
-            }
-            out.push(v);
-            all.push(m);
-        }
-        let fair = FairnessMetrics::compute(&all);
-        Some((json!(out), serde_json::to_value(&fair).unwrap_or(json!({}))))
+                    k
+                });
+                let info = PacketClientInfo {
+                    flow: flows[0],
+                    connections: c.session.connections(),
+                    srtt_mean_ms: (n > 0).then(|| (sum / n as f64 / 1e3).round() / 1e3),
+                    loss_phases,
+                };
+                (c.session.view(), Some(info))
+            })
+            .collect()
     }
 
     /// Loss phases of every dropped data packet of a video flow at the monitored links, from the
@@ -409,7 +258,7 @@ impl World {
         let t = self.rec.packets.as_ref()?;
         let col = |name: &str| -> &Vec<i64> {
             match &t.columns.iter().find(|c| c.0 == name).expect("packet log column").1 {
-                super::record::Column::I64(v) => v,
+                crate::report::table::Column::I64(v) => v,
                 _ => unreachable!(),
             }
         };

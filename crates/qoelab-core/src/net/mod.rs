@@ -5,7 +5,10 @@ pub mod config;
 pub mod link;
 pub mod loss;
 pub mod pcap;
-pub mod record;
+/// Output tables (moved to [`crate::report::table`]).
+pub mod record {
+    pub use crate::report::table::*;
+}
 pub mod summary;
 pub mod trace;
 pub mod world;

@@ -1,9 +1,10 @@
-//! The run summary (deterministic: no wall-clock values).
+//! The packet driver's part of the run summary: flows, monitored links, packet counts, and the
+//! clients through the driver-neutral [`crate::report`] functions.
 
 use super::world::World;
 use crate::aqm::DropReason;
+use crate::report::summary::{r6, FlowSummary, LinkSummary, PacketCounts, QueueDelay, Summary};
 use crate::time::secs;
-use serde_json::{json, Map, Value};
 
 /// Jain's fairness index of `x` (1 = equal shares; 1/n = one takes all). None if empty or all 0.
 pub fn jain(x: &[f64]) -> Option<f64> {
@@ -27,14 +28,6 @@ pub fn percentile(sorted: &[u32], q: f64) -> Option<f64> {
     Some(sorted[rank.min(sorted.len()) - 1] as f64)
 }
 
-fn r6(x: f64) -> Value {
-    if x.is_finite() {
-        json!((x * 1e6).round() / 1e6)
-    } else {
-        Value::Null
-    }
-}
-
 impl World {
     /// Active span of a flow within the run (ns): from its start to its stop, completion or the end.
     pub fn flow_span(&self, fid: usize) -> (u64, u64) {
@@ -47,9 +40,28 @@ impl World {
         (f.start.min(end), stop.max(f.start.min(end)))
     }
 
-    pub fn summary(&self) -> Value {
+    /// Queueing delay of a link's queue (ms).
+    fn queue_delay(&self, li: usize) -> QueueDelay {
+        let q = &self.links[li].queue;
+        let mut d = QueueDelay::default();
+        if q.stats.dequeued_pkts > 0 {
+            d.mean = r6(q.stats.sojourn_sum as f64 / q.stats.dequeued_pkts as f64 / 1e6);
+        }
+        if let Some(s) = &q.sojourn_samples {
+            let mut v = s.clone();
+            v.sort_unstable();
+            d.p50 = percentile(&v, 50.0).and_then(|x| r6(x / 1e6));
+            d.p95 = percentile(&v, 95.0).and_then(|x| r6(x / 1e6));
+            d.p99 = percentile(&v, 99.0).and_then(|x| r6(x / 1e6));
+            d.max = v.last().and_then(|x| r6(*x as f64 / 1e6));
+        }
+        d
+    }
+
+    /// The typed run summary; `config_hash` identifies the configuration.
+    pub fn summary(&self, config_hash: String) -> Summary {
         let dur = self.cfg.duration;
-        let mut flows = Vec::new();
+        let mut out = Summary::new(&self.cfg.network, &self.cfg.name, self.seed, dur, config_hash);
         let mut goodputs: Vec<f64> = Vec::new();
         for (fid, f) in self.flows.iter().enumerate() {
             let (a, b) = self.flow_span(fid);
@@ -58,89 +70,64 @@ impl World {
             if f.kind == "bulk" {
                 goodputs.push(gp);
             }
-            let mut m = Map::new();
-            m.insert("id".into(), json!(fid));
-            m.insert("name".into(), json!(f.name));
-            m.insert("kind".into(), json!(f.kind));
-            m.insert("src".into(), json!(self.cfg.nodes[f.src as usize].name));
-            m.insert("dst".into(), json!(self.cfg.nodes[f.dst as usize].name));
-            m.insert("start_s".into(), r6(secs(f.start)));
-            m.insert("active_s".into(), r6(secs(b - a)));
-            m.insert("bytes_received".into(), json!(bytes));
-            m.insert("goodput_bps".into(), r6(gp));
-            if let Some(d) = f.done_at {
-                m.insert("completed_s".into(), r6(secs(d)));
-            }
-            self.flow_summary_extra(fid, &mut m);
-            flows.push(Value::Object(m));
+            out.flows.push(FlowSummary {
+                id: fid,
+                name: f.name.clone(),
+                kind: f.kind,
+                src: self.cfg.nodes[f.src as usize].name.clone(),
+                dst: self.cfg.nodes[f.dst as usize].name.clone(),
+                start_s: r6(secs(f.start)),
+                active_s: r6(secs(b - a)),
+                bytes_received: bytes,
+                goodput_bps: r6(gp),
+                completed_s: f.done_at.and_then(|d| r6(secs(d))),
+                size_bytes: f.size,
+                tcp: self.tcp_flow_summary(fid),
+            });
         }
-        let mut links = Vec::new();
-        // "Bottleneck packets": packets transmitted by the first monitored link (the downstream
-        // bottleneck of a dumbbell, hop 0 of a chain); `monitored` adds the other monitored links.
-        let bottleneck_pkts = self.links.iter().find(|l| l.monitor).map(|l| l.stats.tx_pkts).unwrap_or(0);
+        out.jain_index = jain(&goodputs).and_then(r6);
         let mut monitored_pkts = 0u64;
-        for l in self.links.iter().filter(|l| l.monitor) {
+        for (li, l) in self.links.iter().enumerate().filter(|(_, l)| l.monitor) {
             let q = &l.queue.stats;
             monitored_pkts += l.stats.tx_pkts;
             let cap = l.capacity_bytes(dur);
             let util = if cap > 0 { l.stats.tx_bytes as f64 / cap as f64 } else { f64::NAN };
-            let mut delay = Map::new();
-            if q.dequeued_pkts > 0 {
-                delay.insert("mean".into(), r6(q.sojourn_sum as f64 / q.dequeued_pkts as f64 / 1e6));
-            }
-            if let Some(s) = &l.queue.sojourn_samples {
-                let mut v = s.clone();
-                v.sort_unstable();
-                for (k, p) in [("p50", 50.0), ("p95", 95.0), ("p99", 99.0)] {
-                    if let Some(x) = percentile(&v, p) {
-                        delay.insert(k.into(), r6(x / 1e6));
-                    }
-                }
-                if let Some(x) = v.last() {
-                    delay.insert("max".into(), r6(*x as f64 / 1e6));
-                }
-            }
-            let mut drops = Map::new();
+            let mut drops = std::collections::BTreeMap::new();
             for r in DropReason::ALL {
                 let n = q.dropped_at_enqueue_pkts[r.index()] + q.dropped_later_pkts[r.index()];
                 if n > 0 {
-                    drops.insert(r.name().into(), json!(n));
+                    drops.insert(r.name(), n);
                 }
             }
             if l.stats.lost_pkts > 0 {
-                drops.insert("link_loss".into(), json!(l.stats.lost_pkts));
+                drops.insert("link_loss", l.stats.lost_pkts);
             }
-            links.push(json!({
-                "name": l.name,
-                "aqm": l.queue.kind,
-                "rate_bps": r6(l.nominal_rate_bps()),
-                "utilization": r6(util),
-                "tx_packets": l.stats.tx_pkts,
-                "tx_bytes": l.stats.tx_bytes,
-                "queue_delay_ms": Value::Object(delay),
-                "drops": Value::Object(drops),
-                "dropped_packets": q.dropped_pkts() + l.stats.lost_pkts,
-                "marked_packets": q.marked_pkts,
-                "max_queue_packets": q.max_len_pkts,
-                "max_queue_bytes": q.max_len_bytes,
-            }));
+            out.links.push(LinkSummary {
+                name: l.name.clone(),
+                aqm: l.queue.kind,
+                rate_bps: r6(l.nominal_rate_bps()),
+                utilization: r6(util),
+                tx_packets: l.stats.tx_pkts,
+                tx_bytes: l.stats.tx_bytes,
+                queue_delay_ms: self.queue_delay(li),
+                drops,
+                dropped_packets: q.dropped_pkts() + l.stats.lost_pkts,
+                marked_packets: q.marked_pkts,
+                max_queue_packets: q.max_len_pkts,
+                max_queue_bytes: q.max_len_bytes,
+            });
         }
-        let total_pkts: u64 = self.links.iter().map(|l| l.stats.tx_pkts).sum();
-        let (clients, video) = self.client_summary().unwrap_or((json!([]), Value::Null));
-        json!({
-            "scenario": self.cfg.name,
-            "seed": self.seed,
-            "duration_s": r6(secs(dur)),
-            "flows": flows,
-            "jain_index": jain(&goodputs).map(r6).unwrap_or(Value::Null),
-            "links": links,
-            "clients": clients,
-            "video": video,
-            "packets": {"bottleneck": bottleneck_pkts, "monitored_links": monitored_pkts, "all_links": total_pkts,
-                        "discarded_after_reset": self.dead_drops},
-            "events": self.engine.processed(),
-            "invariants": "ok",
-        })
+        out.packets = PacketCounts {
+            bottleneck: self.links.iter().find(|l| l.monitor).map(|l| l.stats.tx_pkts).unwrap_or(0),
+            monitored_links: monitored_pkts,
+            all_links: self.links.iter().map(|l| l.stats.tx_pkts).sum(),
+            discarded_after_reset: self.dead_drops,
+        };
+        let (clients, video) = crate::report::client_summaries(&self.client_reports());
+        out.clients = clients;
+        out.video = video;
+        out.events = self.engine.processed();
+        out
     }
 }
 

@@ -7,7 +7,7 @@
 use super::config::{FlowCfg, SimConfig};
 use super::link::{Link, LinkStats, Service};
 use super::loss::Loss;
-use super::record::Table;
+use crate::report::table::Table;
 use super::trace::{Opportunities, RateSchedule, TraceCfg};
 use crate::aqm::{AqmBuildCtx, Dropped, Queue};
 use crate::packet::{flags, flow_hash, Packet};
@@ -179,9 +179,7 @@ pub struct Recorder {
     pub packets: Option<Table>,
 }
 
-/// Builds ABRs the core's registry does not know (e.g. `python:...` ABRs from the bindings).
-pub type AbrFactory =
-    Box<dyn Fn(&str, &Params, &crate::video::Video) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> + Send>;
+pub use crate::abr::AbrFactory;
 
 /// The simulated world.
 pub struct World {
@@ -208,11 +206,9 @@ pub struct World {
     pub(crate) clients: Vec<super::clients::ClientRt>,
     /// Scratch buffer of session operations (see `clients::with_session`).
     pub(crate) conn_ops: Vec<super::clients::ConnOp>,
-    /// Trace-mode results per client: (name, abr, video, result).
-    pub(crate) trace_results: Vec<super::clients::TraceClient>,
     /// Packets that arrived for discarded connections.
     pub dead_drops: u64,
-    abr_factory: Option<AbrFactory>,
+    pub(crate) abr_factory: Option<AbrFactory>,
     /// Video session generators: (client config index, arrival stream, sessions so far).
     session_gens: Vec<(usize, Rng, u32)>,
 }
@@ -389,7 +385,6 @@ impl World {
             webgens: Vec::new(),
             clients: Vec::new(),
             conn_ops: Vec::new(),
-            trace_results: Vec::new(),
             dead_drops: 0,
             abr_factory,
             session_gens: Vec::new(),
@@ -404,39 +399,27 @@ impl World {
             w.add_flow(i, f)?;
         }
         let clients = w.cfg.clients.clone();
-        match w.cfg.network.as_str() {
-            "packet" => {
-                for (i, c) in clients.iter().enumerate() {
-                    match c.arrival_rate {
-                        None => w.add_client(&format!("clients[{i}]"), c)?,
-                        Some(r) => {
-                            if !(r.is_finite() && r > 0.0) {
-                                return Err(serr(format!("clients[{i}].arrival_rate"), "expected > 0 sessions per second"));
-                            }
-                            // Check the entry once (ABR, player, nodes) without keeping a client.
-                            w.build_session(&format!("clients[{i}]"), c)?;
-                            w.check_nodes(&format!("clients[{i}]"), c.server, c.client, true)?;
-                            let rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
-                            w.session_gens.push((i, rng, 0));
-                            w.actions.push(AppAction::Session(w.session_gens.len() - 1));
-                            let ai = w.actions.len() - 1;
-                            w.engine.schedule(c.start, target(K_APP, ai));
-                        }
+        if w.cfg.network != "packet" {
+            return Err(serr("network", format!("the packet simulator runs \"packet\" networks, not \"{}\"", w.cfg.network)));
+        }
+        for (i, c) in clients.iter().enumerate() {
+            let p = format!("clients[{i}]");
+            match c.arrival_rate {
+                None => w.add_client(&p, c)?,
+                Some(r) => {
+                    if !(r.is_finite() && r > 0.0) {
+                        return Err(serr(format!("{p}.arrival_rate"), "expected > 0 sessions per second"));
                     }
+                    // Check the entry once (ABR, player, nodes) without keeping a client.
+                    w.build_session(&p, c)?;
+                    w.check_nodes(&p, c.server, c.client, true)?;
+                    let rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
+                    w.session_gens.push((i, rng, 0));
+                    w.actions.push(AppAction::Session(w.session_gens.len() - 1));
+                    let ai = w.actions.len() - 1;
+                    w.engine.schedule(c.start, target(K_APP, ai));
                 }
             }
-            "trace" => {
-                if let Some(i) = clients.iter().position(|c| c.arrival_rate.is_some()) {
-                    return Err(serr(format!("clients[{i}].arrival_rate"), "session arrivals need the packet network"));
-                }
-                if w.cfg.trace_schedule.is_none() {
-                    return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
-                }
-                for (i, c) in clients.iter().enumerate() {
-                    w.check_trace_client(i, c)?;
-                }
-            }
-            other => return Err(serr("network", format!("expected \"packet\" or \"trace\", found \"{other}\""))),
         }
         for i in 0..w.links.len() {
             w.schedule_aqm_timer(i);
@@ -1164,44 +1147,22 @@ impl World {
         }
     }
 
-    /// An ABR by name: the registry, or the factory for "python:" names.
-    pub(crate) fn build_abr(
-        &self,
-        name: &str,
-        params: &Params,
-        video: &crate::video::Video,
-    ) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> {
-        if name.starts_with("python:") {
-            match &self.abr_factory {
-                Some(f) => f(name, params, video),
-                None => Err(crate::params::perr("abr", format!("\"{name}\" needs the Python front (qoelab.run)"))),
-            }
-        } else {
-            crate::abr::build(name, params, video)
-        }
-    }
-
-    /// Per-flow summary fields that depend on the endpoint type (TCP statistics).
-    pub(crate) fn flow_summary_extra(&self, fid: usize, m: &mut serde_json::Map<String, serde_json::Value>) {
-        use serde_json::json;
+    /// TCP statistics of a flow's sender for the summary (None for datagram flows).
+    pub(crate) fn tcp_flow_summary(&self, fid: usize) -> Option<crate::report::summary::TcpFlowSummary> {
         let f = &self.flows[fid];
-        if let Ep::TcpTx(s) = &self.eps[f.tx] {
-            let st = s.stats();
-            let x = s.sample(self.engine.now());
-            m.insert("cc".into(), json!(f.cc));
-            if let Some(w) = s.cc().weight() {
-                m.insert("weight".into(), json!(w));
-            }
-            m.insert("retransmits".into(), json!(st.retransmits));
-            m.insert("fast_recoveries".into(), json!(st.fast_recoveries));
-            m.insert("rto_count".into(), json!(st.rto_count));
-            m.insert("idle_restarts".into(), json!(st.idle_restarts));
-            m.insert("srtt_ms_at_end".into(), json!((x.srtt as f64 / 1e3).round() / 1e3));
-            m.insert("min_rtt_ms".into(), json!((x.min_rtt as f64 / 1e3).round() / 1e3));
-        }
-        if let Some(sz) = f.size {
-            m.insert("size_bytes".into(), json!(sz));
-        }
+        let Ep::TcpTx(s) = &self.eps[f.tx] else { return None };
+        let st = s.stats();
+        let x = s.sample(self.engine.now());
+        Some(crate::report::summary::TcpFlowSummary {
+            cc: f.cc.clone(),
+            weight: s.cc().weight(),
+            retransmits: st.retransmits,
+            fast_recoveries: st.fast_recoveries,
+            rto_count: st.rto_count,
+            idle_restarts: st.idle_restarts,
+            srtt_ms_at_end: (x.srtt as f64 / 1e3).round() / 1e3,
+            min_rtt_ms: (x.min_rtt as f64 / 1e3).round() / 1e3,
+        })
     }
 
     /// Application bytes received by a flow's receiver.
@@ -1241,7 +1202,10 @@ impl World {
         {
             out.push(t);
         }
-        out.extend(self.client_tables());
+        if !self.clients.is_empty() && self.cfg.output.tables.iter().any(|t| t == "segments") {
+            let views: Vec<_> = self.clients.iter().map(|c| c.session.view()).collect();
+            out.push(crate::report::segments_table(&views));
+        }
         out
     }
 
@@ -1252,12 +1216,13 @@ impl World {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
-        let end = self.cfg.duration;
-        if self.cfg.network == "trace" {
-            self.run_trace_clients();
-            self.engine.advance_to(end);
-            return;
-        }
+        self.run_until(self.cfg.duration);
+    }
+
+    /// Run the events up to `until` (capped at the configured duration); the clock ends at
+    /// `until`. Drivers call this in slices to report progress and honour a stop request.
+    pub fn run_until(&mut self, until: Ns) {
+        let end = until.min(self.cfg.duration);
         while let Some(ev) = self.engine.pop_until(end) {
             let idx = (ev.target & IDX_MASK) as usize;
             match ev.target >> 56 {
@@ -1293,11 +1258,6 @@ impl World {
         }
         for c in &self.clients {
             c.session.check_invariants().map_err(|e| format!("client {}: {e}", c.session.name))?;
-        }
-        for t in &self.trace_results {
-            if let Some(e) = &t.result.error {
-                return Err(format!("client {} (trace mode): {e}", t.name));
-            }
         }
         for t in [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten() {
             t.check()?;

@@ -1,0 +1,116 @@
+//! Results, whatever the driver: output tables, the typed run summary (summary.json) and the
+//! per-client metrics and `segments` table computed from session views.
+//!
+//! Drivers (the packet simulator, trace mode, later flow-level and real network) hand
+//! [`crate::session::SessionView`]s and, where they have them, per-client transport facts
+//! ([`PacketClientInfo`]) to these functions; nothing here knows how the bytes were moved.
+
+pub mod summary;
+pub mod table;
+
+use crate::metrics::{ClientMetrics, FairnessMetrics, QoeParams};
+use crate::session::SessionView;
+use summary::{ClientSummary, LossPhaseCounts, PacketClientFields};
+use table::Table;
+
+/// Transport facts about a client that only a packet-level driver has.
+#[derive(Clone, Debug, Default)]
+pub struct PacketClientInfo {
+    /// Flow id of the first response half-connection.
+    pub flow: usize,
+    pub connections: u32,
+    /// Mean smoothed RTT over the response flows' samples (ms).
+    pub srtt_mean_ms: Option<f64>,
+    pub loss_phases: Option<LossPhaseCounts>,
+}
+
+/// Per-client summaries and the fairness metrics across the clients that have metrics.
+pub fn client_summaries(
+    clients: &[(SessionView<'_>, Option<PacketClientInfo>)],
+) -> (Vec<ClientSummary>, Option<FairnessMetrics>) {
+    if clients.is_empty() {
+        return (Vec::new(), None);
+    }
+    let mut all = Vec::new();
+    let mut out = Vec::new();
+    for (c, pk) in clients {
+        let mut row = ClientSummary {
+            name: c.name.to_string(),
+            abr: c.abr.to_string(),
+            error: None,
+            metrics: None,
+            video: None,
+            buffer_max_s: None,
+            base_rtt_ms: None,
+            packet: None,
+        };
+        match ClientMetrics::compute(c.log, &c.summary, c.video.n_rungs(), &QoeParams::default()) {
+            Ok(m) => {
+                all.push(m.clone());
+                row.metrics = Some(m);
+                row.video = Some(c.video.name.clone());
+                row.buffer_max_s = Some(crate::time::secs(c.buffer_max));
+                row.base_rtt_ms = Some(c.base_rtt as f64 / 1e6);
+                row.packet = pk.as_ref().map(|p| PacketClientFields {
+                    flow: p.flow,
+                    connections: p.connections,
+                    srtt_mean_ms: p.srtt_mean_ms,
+                    loss_phases: p.loss_phases,
+                });
+            }
+            Err(e) => row.error = Some(e),
+        }
+        out.push(row);
+    }
+    (out, Some(FairnessMetrics::compute(&all)))
+}
+
+/// The `segments` table: one row per downloaded (or abandoned) segment per client.
+pub fn segments_table(clients: &[SessionView<'_>]) -> Table {
+    let mut t = Table::new(
+        "segments",
+        &[
+            ("client", 'i'),
+            ("segment", 'i'),
+            ("rung", 'i'),
+            ("bitrate_bps", 'i'),
+            ("bytes", 'i'),
+            ("quality", 'f'),
+            ("t_request_s", 'f'),
+            ("t_first_byte_s", 'f'),
+            ("t_last_byte_s", 'f'),
+            ("tput_request_bps", 'f'),
+            ("tput_first_byte_bps", 'f'),
+            ("buffer_before_s", 'f'),
+            ("buffer_after_s", 'f'),
+            ("stall_s", 'f'),
+            ("abr_delay_s", 'f'),
+            ("abandoned", 'i'),
+            ("abr_reason", 's'),
+        ],
+    );
+    let s = crate::time::secs;
+    for (ci, c) in clients.iter().enumerate() {
+        for l in c.log {
+            t.i(0, ci as i64);
+            t.i(1, l.segment as i64);
+            t.i(2, l.rung as i64);
+            t.i(3, l.bitrate_bps as i64);
+            t.i(4, l.bytes as i64);
+            t.f(5, l.quality.unwrap_or(f64::NAN));
+            t.f(6, s(l.t_request));
+            t.f(7, s(l.t_first_byte));
+            t.f(8, s(l.t_last_byte));
+            t.f(9, l.tput_request_bps);
+            t.f(10, l.tput_first_byte_bps);
+            t.f(11, s(l.buffer_before));
+            t.f(12, s(l.buffer_after));
+            t.f(13, s(l.stall));
+            t.f(14, s(l.abr_delay));
+            t.i(15, l.abandoned as i64);
+            t.s(16, &l.abr_reason);
+        }
+    }
+    t
+}
+
