@@ -1069,12 +1069,16 @@ impl World {
         let t = crate::time::secs(now);
         let si = crate::time::secs(self.cfg.output.sample_interval);
         if let Some(mut tab) = self.rec.flows.take() {
+            // Rows only for flows that exist during the interval: started, and not completed,
+            // stopped or reset before it began (unless bytes still arrived).
+            let from = now.saturating_sub(self.cfg.output.sample_interval);
             for fid in 0..self.flows.len() {
                 let got = self.flow_bytes_received(fid);
                 let f = &mut self.flows[fid];
                 let d = got - f.prev_bytes;
                 f.prev_bytes = got;
-                if now < f.start {
+                let ended = f.dead || f.done_at.is_some_and(|x| x <= from) || f.stop.is_some_and(|x| x <= from);
+                if now < f.start || (ended && d == 0) {
                     continue;
                 }
                 tab.f(0, t);
