@@ -15,6 +15,7 @@
 
 pub mod abr;
 pub mod aqm;
+pub mod cc;
 pub mod driver;
 pub mod metrics;
 pub mod net;

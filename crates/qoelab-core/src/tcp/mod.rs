@@ -13,12 +13,13 @@
 //!
 //! See docs/models/tcp.md.
 
-pub mod cc;
+/// Congestion control is transport-neutral: [`crate::cc`].
+pub use crate::cc;
 pub mod config;
-pub mod pacing;
+pub use crate::cc::pacing;
 pub mod params;
 pub mod receiver;
-pub mod rtt;
+pub use crate::cc::rtt;
 pub mod scoreboard;
 pub mod sender;
 #[cfg(test)]

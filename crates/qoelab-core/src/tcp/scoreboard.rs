@@ -34,6 +34,25 @@ pub struct Seg {
 }
 
 impl Seg {
+    /// Delivery-rate fields of the latest transmission.
+    pub fn send_stamp(&self) -> crate::cc::rate::SendStamp {
+        crate::cc::rate::SendStamp {
+            sent_time: self.sent_time,
+            delivered: self.delivered,
+            delivered_time: self.delivered_time,
+            first_sent_time: self.first_sent_time,
+            app_limited: self.app_limited,
+        }
+    }
+    /// Record a (re)transmission's delivery-rate fields.
+    pub fn set_stamp(&mut self, st: &crate::cc::rate::SendStamp) {
+        self.sent_time = st.sent_time;
+        self.delivered = st.delivered;
+        self.delivered_time = st.delivered_time;
+        self.first_sent_time = st.first_sent_time;
+        self.app_limited = st.app_limited;
+    }
+
     #[inline]
     pub fn end(&self) -> u64 {
         self.seq + self.len

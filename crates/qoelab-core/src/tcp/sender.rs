@@ -6,6 +6,7 @@
 //! pacing, delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation), ECN (RFC 3168).
 //! The congestion window itself belongs to the [`CongestionControl`] passed in.
 
+use crate::cc::rate::{RateEstimator, RateSample};
 use super::cc::{AckSample, Congestion, CongestionControl};
 use super::config::{FlowAddr, TcpConfig};
 use super::pacing::{self, Pacer};
@@ -112,46 +113,6 @@ struct Prr {
     cwnd: u64,
 }
 
-/// Connection-level delivery-rate state (draft "C.*").
-#[derive(Clone, Debug, Default)]
-struct RateState {
-    delivered: u64,
-    delivered_time: Ns,
-    first_sent_time: Ns,
-    /// C.app_limited: delivered mark at which the app-limited phase ends (0 = not app-limited).
-    app_limited: u64,
-}
-
-/// Per-ACK rate sample being built (draft "rs.*").
-#[derive(Clone, Debug, Default)]
-struct RateSample {
-    has: bool,
-    prior_delivered: u64,
-    prior_sent_time: Ns,
-    send_elapsed: Ns,
-    ack_elapsed: Ns,
-    is_app_limited: bool,
-}
-
-impl RateState {
-    fn on_delivered(&mut self, rs: &mut RateSample, s: &Seg, now: Ns) {
-        self.delivered += s.len;
-        self.delivered_time = now;
-        let newer = !rs.has
-            || s.delivered > rs.prior_delivered
-            || (s.delivered == rs.prior_delivered && s.sent_time > rs.prior_sent_time);
-        if newer {
-            rs.has = true;
-            rs.prior_delivered = s.delivered;
-            rs.prior_sent_time = s.sent_time;
-            rs.is_app_limited = s.app_limited;
-            rs.send_elapsed = s.sent_time.saturating_sub(s.first_sent_time);
-            rs.ack_elapsed = now.saturating_sub(s.delivered_time);
-            self.first_sent_time = s.sent_time;
-        }
-    }
-}
-
 /// What poll_transmit would send next (ignoring pacing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Next {
@@ -204,8 +165,7 @@ pub struct TcpSender {
     cwr_pending: bool,
     last_data_send: Option<Ns>,
     pacer: Pacer,
-    rate: RateState,
-    last_rate_bps: u64,
+    rate: RateEstimator,
     // cwnd-limited tracking (Linux tcp_cwnd_validate / is_cwnd_limited / max_packets_out)
     cwnd_limited_cur: bool,
     cwnd_limited_prev: bool,
@@ -251,8 +211,7 @@ impl TcpSender {
             cwr_pending: false,
             last_data_send: None,
             pacer: Pacer::new(),
-            rate: RateState::default(),
-            last_rate_bps: 0,
+            rate: RateEstimator::default(),
             cwnd_limited_cur: false,
             cwnd_limited_prev: false,
             max_pipe_cur: 0,
@@ -331,7 +290,7 @@ impl TcpSender {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             delivered: self.rate.delivered,
-            delivery_rate_bps: self.last_rate_bps,
+            delivery_rate_bps: self.rate.last_rate_bps,
             retransmits: self.stats.retransmits,
             rto_count: self.stats.rto_count,
             pacing_rate_bps: self.pacing_rate().unwrap_or(0),
@@ -526,7 +485,7 @@ impl TcpSender {
                 // draft-cheng 3.4 CheckIfApplicationLimited (send buffer empty, pipe < cwnd, no
                 // retransmission pending)
                 if self.pipe() < self.send_window() && self.sb.lost_pending_bytes() == 0 {
-                    self.rate.app_limited = (self.rate.delivered + self.pipe()).max(1);
+                    self.rate.set_app_limited(self.pipe());
                 }
                 return None;
             }
@@ -556,8 +515,7 @@ impl TcpSender {
                 if self.sb.is_empty() {
                     self.maybe_idle_restart(now);
                     // draft-cheng 3.2: nothing in flight -> restart the rate interval
-                    self.rate.first_sent_time = now;
-                    self.rate.delivered_time = now;
+                    self.rate.restart_interval(now);
                 }
                 let s = Seg {
                     seq: self.snd_nxt,
@@ -610,15 +568,8 @@ impl TcpSender {
     }
 
     fn stamp(&mut self, i: usize, now: Ns) {
-        let r = &self.rate;
-        let (d, dt, ft, al) = (r.delivered, r.delivered_time, r.first_sent_time, r.app_limited != 0);
-        self.sb.stamp(i, |s| {
-            s.sent_time = now;
-            s.delivered = d;
-            s.delivered_time = dt;
-            s.first_sent_time = ft;
-            s.app_limited = al;
-        });
+        let st = self.rate.stamp(now);
+        self.sb.stamp(i, |s| s.set_stamp(&st));
     }
 
     /// Linux tcp_cwnd_restart: after an idle period longer than the RTO, the window is halved once
@@ -751,7 +702,7 @@ impl TcpSender {
         let mut retx_acked = false;
         let rate = &mut self.rate;
         let newly_cum = self.sb.ack_cum(ack, |s| {
-            rate.on_delivered(&mut rs, s, now);
+            rate.on_delivered(&mut rs, s.len, &s.send_stamp(), now);
             if s.ever_retrans {
                 retx_acked = true;
             } else if karn_first.is_none() {
@@ -769,7 +720,7 @@ impl TcpSender {
                 }
                 let rate = &mut self.rate;
                 newly_sacked +=
-                    self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg, now));
+                    self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg.len, &seg.send_stamp(), now));
             }
         }
 
@@ -901,24 +852,11 @@ impl TcpSender {
         }
 
         // --- delivery-rate sample (draft-cheng 3.3)
-        if self.rate.app_limited != 0 && self.rate.delivered > self.rate.app_limited {
-            self.rate.app_limited = 0;
-        }
         let acked_bytes = newly_cum + newly_sacked;
         // PRR: DeliveredData includes NewReno's dupack estimate (and its correction on partial ACKs)
         let prr_delivered = (acked_bytes + self.reno_sacked).saturating_sub(reno_before);
         self.prr_update(prr_delivered, newly_lost, ack > prior_una);
-        let mut delivery_rate = None;
-        if rs.has {
-            let interval = rs.send_elapsed.max(rs.ack_elapsed);
-            let d = self.rate.delivered - rs.prior_delivered;
-            let min_rtt = self.rtt.min_rtt().unwrap_or(0);
-            if interval > 0 && interval >= min_rtt {
-                let bps = (d as u128 * 8 * 1_000_000_000 / interval as u128) as u64;
-                delivery_rate = Some(bps);
-                self.last_rate_bps = bps;
-            }
-        }
+        let delivery_rate = self.rate.sample(&rs, self.rtt.min_rtt().unwrap_or(0));
         if acked_bytes > 0 {
             let s = AckSample {
                 now,

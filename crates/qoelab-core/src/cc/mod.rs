@@ -132,6 +132,10 @@ pub mod fast;
 pub mod multcp;
 pub mod newreno;
 pub mod wcubic;
+
+pub mod pacing;
+pub mod rate;
+pub mod rtt;
 #[cfg(test)]
 pub(crate) mod testutil;
 
