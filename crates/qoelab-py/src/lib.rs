@@ -5,9 +5,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use qoelab_core::abr::{Abr, AbrObs, Decision, DownloadRecord};
+use qoelab_core::driver::{Driver, RunError};
 use qoelab_core::net::record::{Column, Table};
 use qoelab_core::net::world::AbrFactory;
-use qoelab_core::driver::{Driver, RunError};
 use qoelab_core::net::SimConfig;
 use std::sync::{Arc, Mutex};
 
@@ -81,12 +81,25 @@ impl Abr for PyAbr {
             } else if let Ok((x, dl)) = out.extract::<(i64, f64)>() {
                 (x, dl, "python".into())
             } else if let Ok(m) = out.downcast::<PyDict>() {
-                let x: i64 = m.get_item("rung").ok().flatten().and_then(|v| v.extract().ok()).ok_or("choose() returned a dict without an int \"rung\"")?;
+                let x: i64 = m
+                    .get_item("rung")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.extract().ok())
+                    .ok_or("choose() returned a dict without an int \"rung\"")?;
                 let dl: f64 = m.get_item("delay_s").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or(0.0);
-                let rs: String = m.get_item("reason").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or_else(|| "python".into());
+                let rs: String = m
+                    .get_item("reason")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.extract().ok())
+                    .unwrap_or_else(|| "python".into());
                 (x, dl, rs)
             } else {
-                return Err(format!("choose() returned {}, expected a rung (int), (rung, delay_s) or a dict", out.repr().map(|r| r.to_string()).unwrap_or_default()));
+                return Err(format!(
+                    "choose() returned {}, expected a rung (int), (rung, delay_s) or a dict",
+                    out.repr().map(|r| r.to_string()).unwrap_or_default()
+                ));
             };
             if rung < 0 || rung as usize >= n {
                 return Err(format!("choose() returned rung {rung}, expected 0..{}", n - 1));
@@ -122,12 +135,9 @@ impl Abr for PyAbr {
 fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>) -> AbrFactory {
     Box::new(move |name, params, _video| {
         Python::with_gil(|py| {
-            let cls = classes
-                .bind(py)
-                .get_item(name)
-                .ok()
-                .flatten()
-                .ok_or_else(|| qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\"")))?;
+            let cls = classes.bind(py).get_item(name).ok().flatten().ok_or_else(|| {
+                qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\""))
+            })?;
             let kw = PyDict::new(py);
             let json = py.import("json").map_err(|e| qoelab_core::params::perr("abr", e.to_string()))?;
             let pv = json
@@ -155,7 +165,12 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-fn entry_json(name: &str, summary: &str, reference: &str, params: &[qoelab_core::params::ParamSpec]) -> serde_json::Value {
+fn entry_json(
+    name: &str,
+    summary: &str,
+    reference: &str,
+    params: &[qoelab_core::params::ParamSpec],
+) -> serde_json::Value {
     serde_json::json!({"name": name, "summary": summary, "reference": reference,
                        "params": qoelab_core::params::specs_json(params)})
 }
@@ -164,9 +179,16 @@ fn entry_json(name: &str, summary: &str, reference: &str, params: &[qoelab_core:
 #[pyfunction]
 fn describe(family: &str) -> PyResult<String> {
     let v: Vec<serde_json::Value> = match family {
-        "aqm" => qoelab_core::aqm::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
-        "cc" => qoelab_core::tcp::cc::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
-        "abr" => qoelab_core::abr::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
+        "aqm" => {
+            qoelab_core::aqm::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect()
+        }
+        "cc" => qoelab_core::tcp::cc::REGISTRY
+            .iter()
+            .map(|e| entry_json(e.name, e.summary, e.reference, e.params))
+            .collect(),
+        "abr" => {
+            qoelab_core::abr::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect()
+        }
         other => return Err(PyValueError::new_err(format!("unknown model family {other:?}; expected aqm, cc or abr"))),
     };
     Ok(serde_json::Value::Array(v).to_string())
@@ -182,10 +204,12 @@ fn describe_tcp() -> String {
 /// description (segments, rungs, duration, quality tables). Raises ValueError(path, message).
 #[pyfunction]
 fn check_video(video_json: &str) -> PyResult<String> {
-    let v: qoelab_core::video::Video = serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
+    let v: qoelab_core::video::Video =
+        serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
     v.validate().map_err(|e| config_error("video", &e))?;
     Ok(serde_json::json!({"name": v.name, "segments": v.n_segments(), "rungs": v.n_rungs(),
-        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()}).to_string())
+        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()})
+    .to_string())
 }
 
 /// Error raised for a config the core rejects: args (path, message).
@@ -222,26 +246,31 @@ fn table_to_py<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> 
 /// The GIL is released while simulating.
 #[pyfunction]
 #[pyo3(signature = (config_json, abrs=None))]
-fn run<'py>(py: Python<'py>, config_json: &str, abrs: Option<Bound<'py, PyDict>>) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+fn run<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    abrs: Option<Bound<'py, PyDict>>,
+) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
     let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone()));
     let errs = errors.clone();
     let hash = qoelab_core::report::summary::config_hash(config_json);
-    let (summary, tables, pcaps) = py.allow_threads(move || -> Result<_, (String, String)> {
-        let mut d = Driver::build(cfg, factory).map_err(|e| (e.path, e.msg))?;
-        let run = d.run_sliced(qoelab_core::time::SEC, None, |_| {});
-        if let Some(e) = errs.lock().ok().and_then(|e| e.first().cloned()) {
-            return Err(("abr".to_string(), e));
-        }
-        let out = run.and_then(|_| d.finish(hash)).map_err(|e| match e {
-            RunError::Config(e) => (e.path, e.msg),
-            RunError::Stopped => ("run".to_string(), "stopped".to_string()),
-            RunError::Invariant(e) => ("invariants".to_string(), e),
-        })?;
-        Ok((out.summary.to_json(), out.tables, out.pcaps))
-    })
-    .map_err(|(p, m)| config_error(&p, &m))?;
+    let (summary, tables, pcaps) = py
+        .allow_threads(move || -> Result<_, (String, String)> {
+            let mut d = Driver::build(cfg, factory).map_err(|e| (e.path, e.msg))?;
+            let run = d.run_sliced(qoelab_core::time::SEC, None, |_| {});
+            if let Some(e) = errs.lock().ok().and_then(|e| e.first().cloned()) {
+                return Err(("abr".to_string(), e));
+            }
+            let out = run.and_then(|_| d.finish(hash)).map_err(|e| match e {
+                RunError::Config(e) => (e.path, e.msg),
+                RunError::Stopped => ("run".to_string(), "stopped".to_string()),
+                RunError::Invariant(e) => ("invariants".to_string(), e),
+            })?;
+            Ok((out.summary.to_json(), out.tables, out.pcaps))
+        })
+        .map_err(|(p, m)| config_error(&p, &m))?;
     let d = PyDict::new(py);
     for t in &tables {
         d.set_item(&t.name, table_to_py(py, t)?)?;

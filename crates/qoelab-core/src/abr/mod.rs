@@ -161,7 +161,12 @@ pub fn find(name: &str) -> Option<&'static AbrEntry> {
 pub type AbrFactory = Box<dyn Fn(&str, &Params, &Video) -> Result<Box<dyn Abr>, ParamError> + Send>;
 
 /// An ABR by name: the registry, or the factory for "python:" names.
-pub fn build_with(name: &str, params: &Params, video: &Video, factory: Option<&AbrFactory>) -> Result<Box<dyn Abr>, ParamError> {
+pub fn build_with(
+    name: &str,
+    params: &Params,
+    video: &Video,
+    factory: Option<&AbrFactory>,
+) -> Result<Box<dyn Abr>, ParamError> {
     if name.starts_with("python:") {
         match factory {
             Some(f) => f(name, params, video),
@@ -224,7 +229,13 @@ mod tests {
         (r, st)
     }
 
-    fn fluid_run_reasons(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64, Vec<String>) {
+    fn fluid_run_reasons(
+        abr: &mut dyn Abr,
+        v: &Video,
+        rate_bps: f64,
+        latency: Ns,
+        default_max: Ns,
+    ) -> (Vec<usize>, f64, Vec<String>) {
         use crate::time::{secs, SEC};
         let bmax = abr.preferred_buffer_max().unwrap_or(default_max);
         let (mut t, mut buf, mut stall): (Ns, Ns, f64) = (0, 0, 0.0);
@@ -239,7 +250,16 @@ mod tests {
                 t += w;
                 buf -= w;
             }
-            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: last, playing: seg > 0, history: &hist };
+            let obs = AbrObs {
+                now: t,
+                video: v,
+                segment: seg,
+                buffer: buf,
+                buffer_max: bmax,
+                last_rung: last,
+                playing: seg > 0,
+                history: &hist,
+            };
             let dec = abr.choose(&obs);
             assert!(dec.rung < v.n_rungs());
             assert!(dec.delay < 1000 * SEC, "{}: delay {}", abr.name(), dec.delay);
@@ -247,14 +267,31 @@ mod tests {
             buf = buf.saturating_sub(dec.delay);
             let bytes = v.size(seg, dec.rung);
             let dl = latency + crate::time::from_secs_f64(bytes as f64 * 8.0 / rate_bps);
-            let rec = DownloadRecord { segment: seg, rung: dec.rung, bytes, t_request: t, t_first_byte: t + latency, t_last_byte: t + dl, abandoned: false };
+            let rec = DownloadRecord {
+                segment: seg,
+                rung: dec.rung,
+                bytes,
+                t_request: t,
+                t_first_byte: t + latency,
+                t_last_byte: t + dl,
+                abandoned: false,
+            };
             if seg > 0 && dl > buf {
                 stall += secs(dl - buf);
             }
             buf = buf.saturating_sub(dl) + d;
             t += dl;
             hist.push(rec);
-            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: Some(dec.rung), playing: true, history: &hist };
+            let obs = AbrObs {
+                now: t,
+                video: v,
+                segment: seg,
+                buffer: buf,
+                buffer_max: bmax,
+                last_rung: Some(dec.rung),
+                playing: true,
+                history: &hist,
+            };
             abr.on_download(&obs, &rec);
             last = Some(dec.rung);
             rungs.push(dec.rung);
@@ -346,7 +383,13 @@ mod tests {
                 crate::params::Unit::Choice(c) => c.join(" \\| "),
                 u => u.name().to_string(),
             };
-            out.push_str(&format!("| `{}` | {} | {} | {} |\n", p.name, unit, default_text(p), p.doc.replace('|', "\\|")));
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                p.name,
+                unit,
+                default_text(p),
+                p.doc.replace('|', "\\|")
+            ));
         }
         out
     }

@@ -140,14 +140,8 @@ pub mod rtt;
 pub(crate) mod testutil;
 
 /// Every controller, one line each.
-pub static REGISTRY: &[CcEntry] = &[
-    newreno::ENTRY,
-    cubic::ENTRY,
-    multcp::ENTRY,
-    wcubic::ENTRY,
-    fast::ENTRY,
-    bbr::ENTRY,
-];
+pub static REGISTRY: &[CcEntry] =
+    &[newreno::ENTRY, cubic::ENTRY, multcp::ENTRY, wcubic::ENTRY, fast::ENTRY, bbr::ENTRY];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {
     REGISTRY.iter().find(|e| e.name == name)
@@ -156,7 +150,10 @@ pub fn find(name: &str) -> Option<&'static CcEntry> {
 pub fn build(name: &str, params: &Params, ctx: &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError> {
     let e = find(name).ok_or_else(|| {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        crate::params::perr("cc", format!("unknown congestion control \"{name}\"; expected one of: {}", names.join(", ")))
+        crate::params::perr(
+            "cc",
+            format!("unknown congestion control \"{name}\"; expected one of: {}", names.join(", ")),
+        )
     })?;
     params.check_known(e.params)?;
     (e.build)(params, ctx)

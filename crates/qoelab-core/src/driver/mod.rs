@@ -80,7 +80,12 @@ impl Driver {
 
     /// Run to the end in slices of `slice` simulated ns, calling `between(now)` after each;
     /// stops early (Err(Stopped)) when `stop` is raised.
-    pub fn run_sliced(&mut self, slice: Ns, stop: Option<&AtomicBool>, mut between: impl FnMut(Ns)) -> Result<(), RunError> {
+    pub fn run_sliced(
+        &mut self,
+        slice: Ns,
+        stop: Option<&AtomicBool>,
+        mut between: impl FnMut(Ns),
+    ) -> Result<(), RunError> {
         let end = self.duration();
         let slice = slice.max(1);
         while self.now() < end {
@@ -112,8 +117,13 @@ impl Driver {
 }
 
 /// Parse, build, run and finish a normalized configuration (JSON).
-pub fn run_json(config_json: &str, factory: Option<AbrFactory>, stop: Option<&AtomicBool>) -> Result<RunOutput, RunError> {
-    let cfg = SimConfig::from_json(config_json).map_err(|e| RunError::Config(SimError { path: "config".into(), msg: e }))?;
+pub fn run_json(
+    config_json: &str,
+    factory: Option<AbrFactory>,
+    stop: Option<&AtomicBool>,
+) -> Result<RunOutput, RunError> {
+    let cfg =
+        SimConfig::from_json(config_json).map_err(|e| RunError::Config(SimError { path: "config".into(), msg: e }))?;
     let hash = config_hash(config_json);
     let mut d = Driver::build(cfg, factory).map_err(RunError::Config)?;
     d.run_sliced(crate::time::SEC, stop, |_| {})?;

@@ -84,8 +84,11 @@ impl TraceDriver {
                 payload_ppm: crate::packet::MSS as u64 * 1_000_000 / crate::packet::MTU as u64,
                 ..TraceOpts::sabre()
             };
-            let buffer_max =
-                if pcfg.abr_buffer_max { abr.preferred_buffer_max().unwrap_or(pcfg.buffer_max) } else { pcfg.buffer_max };
+            let buffer_max = if pcfg.abr_buffer_max {
+                abr.preferred_buffer_max().unwrap_or(pcfg.buffer_max)
+            } else {
+                pcfg.buffer_max
+            };
             let result = run_trace_mode(video.clone(), abr, pcfg, &s, &opts);
             self.clients.push(TraceClient {
                 name: c.name.clone(),

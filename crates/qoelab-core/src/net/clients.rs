@@ -15,10 +15,10 @@ use super::config::ClientCfg;
 use super::world::{bytes_received, serr, Ep, FlowRt, SimError, World};
 use crate::params::Params;
 use crate::player::{Player, PlayerConfig};
-use crate::session::{ConnId, Dir, Transport, VideoSession};
-use crate::time::{Ns, NEVER};
 use crate::report::summary::LossPhaseCounts;
 use crate::report::PacketClientInfo;
+use crate::session::{ConnId, Dir, Transport, VideoSession};
+use crate::time::{Ns, NEVER};
 use std::sync::Arc;
 
 /// The parts of a client's session, checked: (video, ABR, player configuration). Randomized
@@ -121,17 +121,44 @@ impl World {
     }
 
     /// Open connection number `k` of client `ci`: (request flow, response flow).
-    fn open_connection(&mut self, p: &str, ci: usize, c: &ClientCfg, k: u32, start: Ns) -> Result<(usize, usize), SimError> {
+    fn open_connection(
+        &mut self,
+        p: &str,
+        ci: usize,
+        c: &ClientCfg,
+        k: u32,
+        start: Ns,
+    ) -> Result<(usize, usize), SimError> {
         let tcfg = super::world::tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| super::world::serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
         let name = &c.name;
-        let req = self.add_tcp_flow(p, &format!("{name}/req{suffix}"), "http_req", c.client, c.server, &c.cc, &ccp, &tcfg, start)?;
+        let req = self.add_tcp_flow(
+            p,
+            &format!("{name}/req{suffix}"),
+            "http_req",
+            c.client,
+            c.server,
+            &c.cc,
+            &ccp,
+            &tcfg,
+            start,
+        )?;
         // The response half starts established: the request half's handshake models the
         // connection setup.
         let mut down = tcfg.clone();
         down.handshake = false;
-        let resp = self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", c.server, c.client, &c.cc, &ccp, &down, start)?;
+        let resp = self.add_tcp_flow(
+            p,
+            &format!("{name}/resp{suffix}"),
+            "video",
+            c.server,
+            c.client,
+            &c.cc,
+            &ccp,
+            &down,
+            start,
+        )?;
         self.flows[req].client = Some(ci as u32);
         self.flows[resp].client = Some(ci as u32);
         Ok((req, resp))
@@ -178,7 +205,14 @@ impl World {
         let now = self.engine.now();
         let mut ops = std::mem::take(&mut self.conn_ops);
         let c = &mut self.clients[ci];
-        let mut t = Buffered { flows: &self.flows, eps: &self.eps, req: c.req_flow, resp: c.resp_flow, ops: &mut ops, reset: false };
+        let mut t = Buffered {
+            flows: &self.flows,
+            eps: &self.eps,
+            req: c.req_flow,
+            resp: c.resp_flow,
+            ops: &mut ops,
+            reset: false,
+        };
         f(&mut c.session, now, &mut t);
         for op in ops.drain(..) {
             match op {
@@ -207,7 +241,8 @@ impl World {
         self.flows[rs].dead = true;
         let k = self.clients[ci].resp_flows.len() as u32;
         let cfg = self.clients[ci].cfg.clone();
-        let (nq, ns) = self.open_connection("clients", ci, &cfg, k, now).expect("connection parameters were checked at build");
+        let (nq, ns) =
+            self.open_connection("clients", ci, &cfg, k, now).expect("connection parameters were checked at build");
         let c = &mut self.clients[ci];
         c.req_flow = nq;
         c.resp_flow = ns;
@@ -225,7 +260,8 @@ impl World {
             .iter()
             .map(|c| {
                 let flows = &c.resp_flows;
-                let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
+                let (sum, n) =
+                    flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
                 let loss_phases = phases.as_ref().map(|ph| {
                     let mut k = LossPhaseCounts::default();
                     for (&f, &x) in ph.iter() {
@@ -262,7 +298,8 @@ impl World {
                 _ => unreachable!(),
             }
         };
-        let (tm, link, ev, flow, seq, ack, payload) = (col("time_ns"), col("link"), col("event"), col("flow"), col("seq"), col("ack"), col("payload"));
+        let (tm, link, ev, flow, seq, ack, payload) =
+            (col("time_ns"), col("link"), col("event"), col("flow"), col("seq"), col("ack"), col("payload"));
         let video: std::collections::BTreeSet<i64> =
             self.flows.iter().enumerate().filter(|(_, f)| f.kind == "video").map(|(i, _)| i as i64).collect();
         let mut events: Vec<PktEvent> = Vec::new();
@@ -275,7 +312,11 @@ impl World {
             let is_data = payload[i] > 0;
             match ev[i] {
                 0 => {
-                    let kind = if is_data { PktKind::Data { seq: seq[i] as u64 } } else { PktKind::Ack { ack: ack[i] as u64 } };
+                    let kind = if is_data {
+                        PktKind::Data { seq: seq[i] as u64 }
+                    } else {
+                        PktKind::Ack { ack: ack[i] as u64 }
+                    };
                     if is_data {
                         last.insert((link[i], flow[i], seq[i]), events.len());
                     }

@@ -113,4 +113,3 @@ pub fn segments_table(clients: &[SessionView<'_>]) -> Table {
     }
     t
 }
-

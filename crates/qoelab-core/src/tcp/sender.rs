@@ -6,12 +6,12 @@
 //! pacing, delivery-rate estimation (draft-cheng-iccrg-delivery-rate-estimation), ECN (RFC 3168).
 //! The congestion window itself belongs to the [`CongestionControl`] passed in.
 
-use crate::cc::rate::{RateEstimator, RateSample};
 use super::cc::{AckSample, Congestion, CongestionControl};
 use super::config::{FlowAddr, TcpConfig};
 use super::pacing::{self, Pacer};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Seg};
+use crate::cc::rate::{RateEstimator, RateSample};
 use crate::packet::{ecn, flags, flow_hash, Packet};
 use crate::time::{Ns, NEVER};
 
@@ -719,8 +719,9 @@ impl TcpSender {
                     continue;
                 }
                 let rate = &mut self.rate;
-                newly_sacked +=
-                    self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| rate.on_delivered(&mut rs, seg.len, &seg.send_stamp(), now));
+                newly_sacked += self.sb.sack(s.max(ack), e.min(self.snd_nxt), |seg| {
+                    rate.on_delivered(&mut rs, seg.len, &seg.send_stamp(), now)
+                });
             }
         }
 
