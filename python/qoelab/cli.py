@@ -9,11 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, Terminated
 
 EXIT_INPUT = 2
+EXIT_SIGINT = 130    # 128 + SIGINT
+EXIT_SIGTERM = 143   # 128 + SIGTERM
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,8 +26,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_run(args):
-    from qoelab import results
-    res = results.run(args.scenario, seed=args.seed)
+    from qoelab import outdir, results
+    outdir.check(args.out, force=args.force)     # refuse before simulating, not after
+    res = results.run(args.scenario, seed=args.seed, progress=True)
     out = res.write(args.out, force=args.force)
     if args.json:
         print(json.dumps(res.summary, indent=2))
@@ -156,23 +161,40 @@ def _version():
         return "qoelab"
 
 
+def _on_sigterm(signum, frame):
+    raise Terminated(signum)
+
+
 def main(argv=None):
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:   # `qoelab` alone: the usage line and the commands, exit 2
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
     args = parser.parse_args(argv)
+    prev = None
+    if threading.current_thread() is threading.main_thread():
+        prev = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return args.func(args)
     except InputError as e:
         print(f"qoelab {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
+    except Terminated:
+        print(f"qoelab {args.cmd}: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_SIGTERM
     except KeyboardInterrupt:
-        print("qoelab: interrupted", file=sys.stderr)
-        return 130
+        print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
+        return EXIT_SIGINT
     except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
         if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
             raise
         print(f"qoelab {args.cmd}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "
               "please report it)", file=sys.stderr)
         return 1
+    finally:
+        if prev is not None:
+            signal.signal(signal.SIGTERM, prev)
 
 
 if __name__ == "__main__":

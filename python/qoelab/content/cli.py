@@ -134,6 +134,9 @@ def cmd_prepare(a) -> int:
     from qoelab.content import measure as meas
     from qoelab.content import pipeline as pl
 
+    from qoelab import outdir
+
+    outdir.check(a.out, force=True)        # a file in the way is refused before encoding
     rungs = lad.parse(a.ladder)
     w, h = a.display or (max(r.width for r in rungs), max(r.height for r in rungs))
     if a.vmaf_subsample < 1:

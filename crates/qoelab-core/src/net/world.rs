@@ -1254,13 +1254,21 @@ impl World {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
+        while !self.run_until(self.cfg.duration) {}
+    }
+
+    /// Process the events up to simulated time `t` (capped at the configured duration); returns
+    /// true once the run is complete (then do not call it again). Running in slices gives exactly
+    /// the events and results of `run()`; the bindings use it to check for signals in between.
+    pub fn run_until(&mut self, t: Ns) -> bool {
         let end = self.cfg.duration;
         if self.cfg.network == "trace" {
             self.run_trace_clients();
             self.engine.advance_to(end);
-            return;
+            return true;
         }
-        while let Some(ev) = self.engine.pop_until(end) {
+        let until = t.min(end);
+        while let Some(ev) = self.engine.pop_until(until) {
             let idx = (ev.target & IDX_MASK) as usize;
             match ev.target >> 56 {
                 K_TX => self.on_tx(idx),
@@ -1273,7 +1281,11 @@ impl World {
                 k => unreachable!("event kind {k}"),
             }
         }
+        if until < end {
+            return false;
+        }
         self.engine.advance_to(end);
+        true
     }
 
     /// End-of-run invariants: queue conservation on every link, link packet accounting.
