@@ -51,28 +51,18 @@ fn main() {
     let (mut buffer_max, mut gp, mut per_segment, mut full_log) = (25.0f64, 5.0f64, false, false);
     let mut networks = Vec::new();
     while let Some(a) = args.next() {
-        let mut val = |name: &str| {
-            args.next()
-                .unwrap_or_else(|| usage(&format!("{name}: expected a value")))
-        };
+        let mut val = |name: &str| args.next().unwrap_or_else(|| usage(&format!("{name}: expected a value")));
         match a.as_str() {
             "--video" => video_path = Some(val("--video")),
             "--abr" => abr_name = Some(val("--abr")),
             "--params" => {
                 let t = val("--params");
-                params =
-                    serde_json::from_str(&t).unwrap_or_else(|e| usage(&format!("--params: {e}")))
+                params = serde_json::from_str(&t).unwrap_or_else(|e| usage(&format!("--params: {e}")))
             }
             "--buffer-max" => {
-                buffer_max = val("--buffer-max")
-                    .parse()
-                    .unwrap_or_else(|e| usage(&format!("--buffer-max: {e}")))
+                buffer_max = val("--buffer-max").parse().unwrap_or_else(|e| usage(&format!("--buffer-max: {e}")))
             }
-            "--gp" => {
-                gp = val("--gp")
-                    .parse()
-                    .unwrap_or_else(|e| usage(&format!("--gp: {e}")))
-            }
+            "--gp" => gp = val("--gp").parse().unwrap_or_else(|e| usage(&format!("--gp: {e}"))),
             "--segments" => per_segment = true,
             "--log" => full_log = true,
             s if s.starts_with("--") => usage(&format!("unknown option {s}")),
@@ -84,11 +74,9 @@ fn main() {
     if networks.is_empty() {
         usage("expected at least one NETWORK.json");
     }
-    let video: Video = serde_json::from_str(&read(&video_path))
-        .unwrap_or_else(|e| usage(&format!("{video_path}: {e}")));
-    video
-        .validate()
-        .unwrap_or_else(|e| usage(&format!("{video_path}: {e}")));
+    let video: Video =
+        serde_json::from_str(&read(&video_path)).unwrap_or_else(|e| usage(&format!("{video_path}: {e}")));
+    video.validate().unwrap_or_else(|e| usage(&format!("{video_path}: {e}")));
     let video = Arc::new(video);
     let params = Params::from_value(&params).unwrap_or_else(|e| usage(&format!("--params: {e}")));
     let cfg = PlayerConfig {
@@ -99,24 +87,13 @@ fn main() {
     let seg_s = video.segment_duration as f64 / SEC as f64;
     let b0 = video.bitrates_bps[0] as f64;
     for net in &networks {
-        let schedule = Schedule::from_sabre_json(&read(net), 1.0)
-            .unwrap_or_else(|e| usage(&format!("{net}: {e}")));
-        let a =
-            abr::build(&abr_name, &params, &video).unwrap_or_else(|e| usage(&format!("abr: {e}")));
-        let r = run_trace_mode(
-            video.clone(),
-            a,
-            cfg.clone(),
-            &schedule,
-            &TraceOpts::sabre(),
-        );
+        let schedule = Schedule::from_sabre_json(&read(net), 1.0).unwrap_or_else(|e| usage(&format!("{net}: {e}")));
+        let a = abr::build(&abr_name, &params, &video).unwrap_or_else(|e| usage(&format!("abr: {e}")));
+        let r = run_trace_mode(video.clone(), a, cfg.clone(), &schedule, &TraceOpts::sabre());
         let played: Vec<_> = r.log.iter().filter(|l| !l.abandoned).collect();
         let n = played.len();
         let sum_kbps: f64 = played.iter().map(|l| l.bitrate_bps as f64 / 1000.0).sum();
-        let utility: f64 = played
-            .iter()
-            .map(|l| (l.bitrate_bps as f64 / b0).ln())
-            .sum();
+        let utility: f64 = played.iter().map(|l| (l.bitrate_bps as f64 / b0).ln()).sum();
         let mut switches = 0usize;
         let mut change_kbps = 0.0;
         for w in played.windows(2) {

@@ -116,10 +116,7 @@ impl Params {
         Ok(())
     }
     fn spec<'a>(specs: &'a [ParamSpec], name: &str) -> &'a ParamSpec {
-        specs
-            .iter()
-            .find(|s| s.name == name)
-            .unwrap_or_else(|| panic!("model bug: parameter {name} not declared"))
+        specs.iter().find(|s| s.name == name).unwrap_or_else(|| panic!("model bug: parameter {name} not declared"))
     }
     /// Integer value (durations ns, rates bit/s, bytes, packets, ints); default from the spec.
     pub fn u64(&self, specs: &[ParamSpec], name: &str) -> Result<Option<u64>, ParamError> {

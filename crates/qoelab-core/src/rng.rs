@@ -38,12 +38,7 @@ impl Rng {
 
     pub fn from_seed(seed: u64) -> Rng {
         let mut st = seed;
-        let s = [
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-            splitmix64(&mut st),
-        ];
+        let s = [splitmix64(&mut st), splitmix64(&mut st), splitmix64(&mut st), splitmix64(&mut st)];
         Rng { s }
     }
 

@@ -101,7 +101,8 @@ fn bad_configs_name_the_field() {
         "name": "x", "duration": 1000,
         "nodes": [{"name": "a"}, {"name": "b"}],
         "links": [{"name": "l", "from": 0, "to": 1, "rate_bps": 1000, "aqm": "nope"}],
-    })).unwrap();
+    }))
+    .unwrap();
     let e = World::build(cfg).err().unwrap();
     assert_eq!(e.path, "links[0].aqm");
     assert!(e.msg.contains("unknown queue discipline"), "{}", e.msg);
@@ -110,7 +111,8 @@ fn bad_configs_name_the_field() {
         "nodes": [{"name": "a"}, {"name": "b"}],
         "links": [{"name": "l", "from": 0, "to": 1, "rate_bps": 1000}],
         "flows": [{"kind": "cbr", "name": "c", "src": 1, "dst": 0, "rate_bps": 1000}],
-    })).unwrap();
+    }))
+    .unwrap();
     let e = World::build(cfg).err().unwrap();
     assert_eq!(e.path, "flows[0].dst");
 }

@@ -99,18 +99,35 @@ impl Abr for PyAbr {
         }
         let r: Result<Decision, String> = Python::with_gil(|py| {
             let d = obs_dict(py, obs).map_err(|e| classify(py, e, &self.interrupt, "building obs"))?;
-            let out = self.obj.bind(py).call_method1("choose", (d,)).map_err(|e| classify(py, e, &self.interrupt, "choose()"))?;
+            let out = self
+                .obj
+                .bind(py)
+                .call_method1("choose", (d,))
+                .map_err(|e| classify(py, e, &self.interrupt, "choose()"))?;
             let (rung, delay, reason): (i64, f64, String) = if let Ok(x) = out.extract::<i64>() {
                 (x, 0.0, "python".into())
             } else if let Ok((x, dl)) = out.extract::<(i64, f64)>() {
                 (x, dl, "python".into())
             } else if let Ok(m) = out.downcast::<PyDict>() {
-                let x: i64 = m.get_item("rung").ok().flatten().and_then(|v| v.extract().ok()).ok_or("choose() returned a dict without an int \"rung\"")?;
+                let x: i64 = m
+                    .get_item("rung")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.extract().ok())
+                    .ok_or("choose() returned a dict without an int \"rung\"")?;
                 let dl: f64 = m.get_item("delay_s").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or(0.0);
-                let rs: String = m.get_item("reason").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or_else(|| "python".into());
+                let rs: String = m
+                    .get_item("reason")
+                    .ok()
+                    .flatten()
+                    .and_then(|v| v.extract().ok())
+                    .unwrap_or_else(|| "python".into());
                 (x, dl, rs)
             } else {
-                return Err(format!("choose() returned {}, expected a rung (int), (rung, delay_s) or a dict", out.repr().map(|r| r.to_string()).unwrap_or_default()));
+                return Err(format!(
+                    "choose() returned {}, expected a rung (int), (rung, delay_s) or a dict",
+                    out.repr().map(|r| r.to_string()).unwrap_or_default()
+                ));
             };
             if rung < 0 || rung as usize >= n {
                 return Err(format!("choose() returned rung {rung}, expected 0..{}", n - 1));
@@ -153,12 +170,9 @@ impl Abr for PyAbr {
 fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>, interrupt: Interrupt) -> AbrFactory {
     Box::new(move |name, params, _video| {
         Python::with_gil(|py| {
-            let cls = classes
-                .bind(py)
-                .get_item(name)
-                .ok()
-                .flatten()
-                .ok_or_else(|| qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\"")))?;
+            let cls = classes.bind(py).get_item(name).ok().flatten().ok_or_else(|| {
+                qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\""))
+            })?;
             let kw = PyDict::new(py);
             let json = py.import("json").map_err(|e| qoelab_core::params::perr("abr", e.to_string()))?;
             let pv = json
@@ -175,7 +189,12 @@ fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>, interrupt: I
             if !obj.hasattr("choose").unwrap_or(false) {
                 return Err(qoelab_core::params::perr("abr", format!("{name} has no choose(obs) method")));
             }
-            Ok(Box::new(PyAbr { obj: obj.unbind(), errors: errors.clone(), interrupt: interrupt.clone(), label: name.to_string() }) as Box<dyn Abr>)
+            Ok(Box::new(PyAbr {
+                obj: obj.unbind(),
+                errors: errors.clone(),
+                interrupt: interrupt.clone(),
+                label: name.to_string(),
+            }) as Box<dyn Abr>)
         })
     })
 }
@@ -186,7 +205,12 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
-fn entry_json(name: &str, summary: &str, reference: &str, params: &[qoelab_core::params::ParamSpec]) -> serde_json::Value {
+fn entry_json(
+    name: &str,
+    summary: &str,
+    reference: &str,
+    params: &[qoelab_core::params::ParamSpec],
+) -> serde_json::Value {
     serde_json::json!({"name": name, "summary": summary, "reference": reference,
                        "params": qoelab_core::params::specs_json(params)})
 }
@@ -195,9 +219,16 @@ fn entry_json(name: &str, summary: &str, reference: &str, params: &[qoelab_core:
 #[pyfunction]
 fn describe(family: &str) -> PyResult<String> {
     let v: Vec<serde_json::Value> = match family {
-        "aqm" => qoelab_core::aqm::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
-        "cc" => qoelab_core::tcp::cc::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
-        "abr" => qoelab_core::abr::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect(),
+        "aqm" => {
+            qoelab_core::aqm::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect()
+        }
+        "cc" => qoelab_core::tcp::cc::REGISTRY
+            .iter()
+            .map(|e| entry_json(e.name, e.summary, e.reference, e.params))
+            .collect(),
+        "abr" => {
+            qoelab_core::abr::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect()
+        }
         other => return Err(PyValueError::new_err(format!("unknown model family {other:?}; expected aqm, cc or abr"))),
     };
     Ok(serde_json::Value::Array(v).to_string())
@@ -213,10 +244,12 @@ fn describe_tcp() -> String {
 /// description (segments, rungs, duration, quality tables). Raises ValueError(path, message).
 #[pyfunction]
 fn check_video(video_json: &str) -> PyResult<String> {
-    let v: qoelab_core::video::Video = serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
+    let v: qoelab_core::video::Video =
+        serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
     v.validate().map_err(|e| config_error("video", &e))?;
     Ok(serde_json::json!({"name": v.name, "segments": v.n_segments(), "rungs": v.n_rungs(),
-        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()}).to_string())
+        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()})
+    .to_string())
 }
 
 /// Error raised for a config the core rejects: args (path, message).

@@ -36,10 +36,7 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     if cushion <= 0.0 {
         return Err(crate::params::perr("cushion", "expected > 0"));
     }
-    Ok(Box::new(Bb {
-        reservoir: s(p.req_u64(PARAMS, "reservoir")?),
-        cushion,
-    }))
+    Ok(Box::new(Bb { reservoir: s(p.req_u64(PARAMS, "reservoir")?), cushion }))
 }
 
 pub struct Bb {
@@ -64,11 +61,7 @@ impl Abr for Bb {
         Decision {
             rung: q.min(top),
             delay: 0,
-            reason: format!(
-                "B {b:.2}s in [{}, {}] -> rung {q}",
-                self.reservoir,
-                self.reservoir + self.cushion
-            ),
+            reason: format!("B {b:.2}s in [{}, {}] -> rung {q}", self.reservoir, self.reservoir + self.cushion),
         }
     }
 }

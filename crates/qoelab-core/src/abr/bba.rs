@@ -76,12 +76,9 @@ const AGGRESSIVE: ParamSpec = ParamSpec {
 const P0: &[ParamSpec] = &[RESERVOIR, CUSHION, BUFFER_MAX];
 const P1: &[ParamSpec] = &[CUSHION, BUFFER_MAX, LOOKAHEAD, RES_MIN, RES_MAX];
 const P2: &[ParamSpec] = &[CUSHION, BUFFER_MAX, LOOKAHEAD, RES_MIN, RES_MAX, SAMPLE];
-const P3: &[ParamSpec] = &[
-    CUSHION, BUFFER_MAX, LOOKAHEAD, RES_MIN, RES_MAX, SAMPLE, AGGRESSIVE,
-];
+const P3: &[ParamSpec] = &[CUSHION, BUFFER_MAX, LOOKAHEAD, RES_MIN, RES_MAX, SAMPLE, AGGRESSIVE];
 
-const REF: &str =
-    "Huang et al. SIGCOMM'14; testbed constants of serl/vlc httplive (Livi et al. HAS-over-AQM)";
+const REF: &str = "Huang et al. SIGCOMM'14; testbed constants of serl/vlc httplive (Livi et al. HAS-over-AQM)";
 
 pub const BBA0: AbrEntry = AbrEntry {
     name: "bba0",
@@ -92,8 +89,7 @@ pub const BBA0: AbrEntry = AbrEntry {
 };
 pub const BBA1: AbrEntry = AbrEntry {
     name: "bba1",
-    summary:
-        "BBA-1: dynamic reservoir (X = 480 s), chunk map on actual next-segment sizes, +-1 level",
+    summary: "BBA-1: dynamic reservoir (X = 480 s), chunk map on actual next-segment sizes, +-1 level",
     reference: REF,
     params: P1,
     build: |p, v| build(p, v, 1, P1),
@@ -113,12 +109,7 @@ pub const BBA3: AbrEntry = AbrEntry {
     build: |p, v| build(p, v, 3, P3),
 };
 
-fn build(
-    p: &Params,
-    _v: &Video,
-    variant: u8,
-    specs: &[ParamSpec],
-) -> Result<Box<dyn Abr>, ParamError> {
+fn build(p: &Params, _v: &Video, variant: u8, specs: &[ParamSpec]) -> Result<Box<dyn Abr>, ParamError> {
     let get = |n: &str| -> Result<f64, ParamError> {
         if specs.iter().any(|x| x.name == n) {
             Ok(s(p.req_u64(specs, n)?))
@@ -134,10 +125,7 @@ fn build(
         let a = p.req_u64(specs, "reservoir_min_segments")? as f64;
         let b = p.req_u64(specs, "reservoir_max_segments")? as f64;
         if a > b {
-            return Err(crate::params::perr(
-                "reservoir_min_segments",
-                "expected <= reservoir_max_segments",
-            ));
+            return Err(crate::params::perr("reservoir_min_segments", "expected <= reservoir_max_segments"));
         }
         (a, b)
     } else {
@@ -151,11 +139,7 @@ fn build(
         lookahead: get("lookahead")?,
         res_min_segs: rmin,
         res_max_segs: rmax,
-        sample: if variant >= 2 {
-            Sample::from_name(p.choice(specs, "sample")?)
-        } else {
-            Sample::Request
-        },
+        sample: if variant >= 2 { Sample::from_name(p.choice(specs, "sample")?) } else { Sample::Request },
         aggressive: variant == 3 && p.bool(specs, "aggressive")?,
         startup: variant >= 2,
         prev_buffer: None,
@@ -232,9 +216,7 @@ impl Bba {
     /// The actual rates (bit/s) of segment `seg` at each rung.
     fn seg_rates(v: &Video, seg: usize) -> Vec<f64> {
         let d = s(v.seg_duration(seg));
-        (0..v.n_rungs())
-            .map(|q| v.size(seg, q) as f64 * 8.0 / d)
-            .collect()
+        (0..v.n_rungs()).map(|q| v.size(seg, q) as f64 * 8.0 / d).collect()
     }
 
     /// Rates averaged over segments seg..seg+l (clipped at the end of the video).
@@ -272,11 +254,7 @@ impl Abr for Bba {
             return Decision {
                 rung: q,
                 delay: 0,
-                reason: format!(
-                    "B {b:.2}s r {:.0}s f(B) {} prev {prev} -> {q}",
-                    self.reservoir,
-                    mbps(f)
-                ),
+                reason: format!("B {b:.2}s r {:.0}s f(B) {} prev {prev} -> {q}", self.reservoir, mbps(f)),
             };
         }
         let mut res = self.dynamic_reservoir(v, seg);
@@ -287,10 +265,7 @@ impl Abr for Bba {
         let rates = Self::seg_rates(v, seg);
         let (raw, f) = bba_rule(b, res, self.cushion, &rates, prev);
         let bba1 = Self::limit1(raw, prev);
-        let mut reason = format!(
-            "B {b:.2}s r {res:.2}s f(B) {} prev {prev} -> bba1 {bba1}",
-            mbps(f)
-        );
+        let mut reason = format!("B {b:.2}s r {res:.2}s f(B) {} prev {prev} -> bba1 {bba1}", mbps(f));
         let mut q = bba1;
 
         if self.variant >= 2 {
@@ -307,14 +282,9 @@ impl Abr for Bba {
                     None => 0,
                     Some(r) => {
                         let tput = self.sample.of(r).0;
-                        let rate_last = r.bytes as f64 * 8.0
-                            / s(v.seg_duration(r.segment.min(v.n_segments() - 1)));
+                        let rate_last = r.bytes as f64 * 8.0 / s(v.seg_duration(r.segment.min(v.n_segments() - 1)));
                         let sf = 8.0 - 6.0 * (b / (res + self.cushion)).min(1.0);
-                        let st = if tput > sf * rate_last {
-                            (prev + 1).min(top)
-                        } else {
-                            prev
-                        };
+                        let st = if tput > sf * rate_last { (prev + 1).min(top) } else { prev };
                         reason.push_str(&format!(
                             "; startup tput {} vs {sf:.3}*{} -> {st}",
                             mbps(tput),
@@ -343,11 +313,7 @@ impl Abr for Bba {
             }
             self.prev_buffer = Some(obs.buffer);
         }
-        Decision {
-            rung: q,
-            delay: 0,
-            reason,
-        }
+        Decision { rung: q, delay: 0, reason }
     }
 
     fn preferred_buffer_max(&self) -> Option<Ns> {
@@ -374,9 +340,7 @@ mod tests {
         assert!((rate_map(153.0, 90.0, 126.0, &rates) - 1_550_000.0).abs() < 1e-6);
         let mut a = build(&Params::new(), &v, 0, P0).unwrap();
         assert_eq!(a.preferred_buffer_max(), Some(240 * SEC));
-        let d = |a: &mut Box<dyn Abr>, b: u64, prev| {
-            a.choose(&obs(&v, 3, b * SEC, Some(prev), &[])).rung
-        };
+        let d = |a: &mut Box<dyn Abr>, b: u64, prev| a.choose(&obs(&v, 3, b * SEC, Some(prev), &[])).rung;
         // at the reservoir edge (B = 90 s) -> rung 0 from anywhere
         assert_eq!(d(&mut a, 90, 5), 0);
         // at r + cu = 216 s -> top

@@ -76,10 +76,7 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     }
     let buffer_size = p.req_u64(PARAMS, "buffer_size")?;
     if buffer_size <= v.segment_duration {
-        return Err(crate::params::perr(
-            "buffer_size",
-            "expected more than one segment duration",
-        ));
+        return Err(crate::params::perr("buffer_size", "expected more than one segment duration"));
     }
     Ok(Box::new(Bola::new(variant, gp, buffer_size)))
 }
@@ -101,22 +98,13 @@ impl Bola {
             latency_aware: true,
             lat: CountEwma::new(1.0, 2.0),
         };
-        Bola {
-            variant,
-            gp,
-            buffer_size,
-            rate,
-            abandoned_for: None,
-        }
+        Bola { variant, gp, buffer_size, rate, abandoned_for: None }
     }
 }
 
 /// ln(b_q / b_0) for every rung.
 pub fn log_utilities(bitrates: &[u64]) -> Vec<f64> {
-    bitrates
-        .iter()
-        .map(|b| (*b as f64 / bitrates[0] as f64).ln())
-        .collect()
+    bitrates.iter().map(|b| (*b as f64 / bitrates[0] as f64).ln()).collect()
 }
 
 /// argmax_q (vp (u_q + gp) - q_buf) / b_q; ties go to the lower rung.
@@ -182,8 +170,7 @@ impl Abr for Bola {
                         qt
                     };
                     if capped != q {
-                        reason
-                            .push_str(&format!("; up-switch capped by tput rung {qt} -> {capped}"));
+                        reason.push_str(&format!("; up-switch capped by tput rung {qt} -> {capped}"));
                     }
                     if self.variant == Variant::O && capped == qt && capped < q {
                         let lvl = switch_level(&u, br, vp, self.gp, capped, capped + 1);
@@ -198,11 +185,7 @@ impl Abr for Bola {
         if delay > 0.0 {
             reason.push_str(&format!("; wait {delay:.3}s"));
         }
-        Decision {
-            rung: q,
-            delay: from_secs_f64(delay),
-            reason,
-        }
+        Decision { rung: q, delay: from_secs_f64(delay), reason }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         self.rate.on_download(rec);
@@ -287,11 +270,7 @@ mod tests {
             // (larger than the no-positive-score wait 18 - 16.4415 = 1.5585 s).
             let x = a.choose(&obs(&v, 50, 18 * SEC, Some(0), &[r]));
             assert_eq!(x.rung, rung, "{variant}: {}", x.reason);
-            assert!(
-                (x.delay as f64 / 1e9 - delay_s).abs() < 1e-6,
-                "{variant}: {}",
-                x.delay
-            );
+            assert!((x.delay as f64 / 1e9 - delay_s).abs() < 1e-6, "{variant}: {}", x.delay);
             // down or equal picks are not capped: B = 10 -> 0
             assert_eq!(a.choose(&obs(&v, 50, 10 * SEC, Some(2), &[r])).rung, 0);
         }

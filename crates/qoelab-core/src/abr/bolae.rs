@@ -151,20 +151,13 @@ impl BolaE {
         let n = br.len();
         let span = (br[n - 1] as f64 / br[0] as f64).ln();
         let u: Vec<f64> = match cfg.metric {
-            None => br
-                .iter()
-                .map(|b| (*b as f64 / br[0] as f64).ln() + 1.0)
-                .collect(),
+            None => br.iter().map(|b| (*b as f64 / br[0] as f64).ln() + 1.0).collect(),
             Some(m) => {
                 let t = v.quality.get(m).ok_or_else(|| {
-                    crate::params::perr(
-                        "utility",
-                        format!("video {} has no \"{m}\" quality table", v.name),
-                    )
+                    crate::params::perr("utility", format!("video {} has no \"{m}\" quality table", v.name))
                 })?;
-                let mean: Vec<f64> = (0..n)
-                    .map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64)
-                    .collect();
+                let mean: Vec<f64> =
+                    (0..n).map(|q| t.iter().map(|row| row[q]).sum::<f64>() / t.len().max(1) as f64).collect();
                 if n > 1 && mean[n - 1].partial_cmp(&mean[0]) != Some(std::cmp::Ordering::Greater) {
                     return Err(crate::params::perr(
                         "utility",
@@ -172,25 +165,13 @@ impl BolaE {
                     ));
                 }
                 mean.iter()
-                    .map(|x| {
-                        if n > 1 {
-                            1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span
-                        } else {
-                            1.0
-                        }
-                    })
+                    .map(|x| if n > 1 { 1.0 + (x - mean[0]) / (mean[n - 1] - mean[0]) * span } else { 1.0 })
                     .collect()
             }
         };
-        let target = cfg
-            .buffer_target
-            .max(cfg.min_buffer + cfg.per_level * n as f64);
+        let target = cfg.buffer_target.max(cfg.min_buffer + cfg.per_level * n as f64);
         let umax = u[n - 1];
-        let gp = if n > 1 {
-            (umax - 1.0) / (target / cfg.min_buffer - 1.0)
-        } else {
-            1.0
-        };
+        let gp = if n > 1 { (umax - 1.0) / (target / cfg.min_buffer - 1.0) } else { 1.0 };
         let vp = cfg.min_buffer / gp;
         let rate = RateRule {
             est: Estimator::Ewma(Ewma::new(3.0, 8.0)),
@@ -244,11 +225,7 @@ impl Abr for BolaE {
         let br = &v.bitrates_bps;
         let top = br.len() - 1;
         if top == 0 {
-            return Decision {
-                rung: 0,
-                delay: 0,
-                reason: "single rung".into(),
-            };
+            return Decision { rung: 0, delay: 0, reason: "single rung".into() };
         }
         let b = s(obs.buffer);
         let seg = obs.segment.min(v.n_segments() - 1);
@@ -270,9 +247,7 @@ impl Abr for BolaE {
         let mut delay = 0.0;
         let (mut q, mut reason);
         if !self.steady {
-            q = tput
-                .map(|t| rung_for_rate(br, self.cfg.safety * t))
-                .unwrap_or(0);
+            q = tput.map(|t| rung_for_rate(br, self.cfg.safety * t)).unwrap_or(0);
             self.placeholder = (self.min_level(br, q) - b).max(0.0);
             reason = format!(
                 "startup: tput {} -> {q}, placeholder {:.2}s",
@@ -316,21 +291,13 @@ impl Abr for BolaE {
                     q -= 1;
                 }
                 if q < q0 {
-                    reason.push_str(&format!(
-                        "; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}",
-                        self.ibr_safety,
-                        mbps(t)
-                    ));
+                    reason.push_str(&format!("; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}", self.ibr_safety, mbps(t)));
                 }
                 self.ibr_safety = (self.ibr_safety * 0.9).max(self.cfg.ibr_safety_min);
             }
         }
         self.last_delay = delay;
-        Decision {
-            rung: q,
-            delay: from_secs_f64(delay),
-            reason,
-        }
+        Decision { rung: q, delay: from_secs_f64(delay), reason }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         if rec.abandoned {
@@ -357,9 +324,7 @@ mod tests {
     #[test]
     fn startup_placeholder_steady_cap_and_delay() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
-        let p = Params::new()
-            .with("ibr", false)
-            .with("placeholder_decay", 1.0);
+        let p = Params::new().with("ibr", false).with("placeholder_decay", 1.0);
         let mut a = build(&p, &v).unwrap();
         assert_eq!(a.preferred_buffer_max(), Some(25 * SEC));
         assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
@@ -375,11 +340,7 @@ mod tests {
         a.on_download(&obs(&v, 1, 0, None, &[]), &h2[1]);
         let d = a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h2));
         assert_eq!((d.rung, d.delay), (1, 0), "{}", d.reason);
-        assert!(
-            d.reason.starts_with("startup") && d.reason.contains("placeholder 7.32"),
-            "{}",
-            d.reason
-        );
+        assert!(d.reason.starts_with("startup") && d.reason.contains("placeholder 7.32"), "{}", d.reason);
         // third download; the decision comes 5 s after its last byte (player idle): placeholder
         // 7.3202 + 5 = 12.3202; B = 10: Q = 22.3202: scores -1.5, 6/2 = 3.0, 13.5/4 = 3.375 -> 2,
         // but the up-switch is capped at the tput rung 1 (0.9*2.5 = 2.25) -> 1. Q < 28.32: no delay.
@@ -396,12 +357,7 @@ mod tests {
         o.now += 5 * SEC;
         let d = a.choose(&o);
         assert_eq!(d.rung, 1);
-        assert!(
-            (d.delay as f64 / 1e9 - 11.6798).abs() < 1e-3,
-            "{} {}",
-            d.delay,
-            d.reason
-        );
+        assert!((d.delay as f64 / 1e9 - 11.6798).abs() < 1e-3, "{} {}", d.delay, d.reason);
     }
 
     /// With playback starting after one segment (Sabre, dash.js VOD), the first decision with a
@@ -411,9 +367,7 @@ mod tests {
     #[test]
     fn first_decision_at_one_segment_is_the_startup_pick() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
-        let p = Params::new()
-            .with("ibr", false)
-            .with("placeholder_decay", 1.0);
+        let p = Params::new().with("ibr", false).with("placeholder_decay", 1.0);
         let mut a = build(&p, &v).unwrap();
         assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 0);
         // 1.25 MB in 4 s after 100 ms ttfb -> 2.5 Mbit/s; 0.9*2.5 = 2.25 -> rung 1. B = 4 s (one
@@ -423,11 +377,7 @@ mod tests {
         let d = a.choose(&obs(&v, 1, 4 * SEC, Some(0), &h1));
         assert_eq!(d.rung, 1, "{}", d.reason);
         // placeholder = min level of rung 1 (13.3202) - 4 = 9.3202
-        assert!(
-            d.reason.starts_with("startup") && d.reason.contains("placeholder 9.32"),
-            "{}",
-            d.reason
-        );
+        assert!(d.reason.starts_with("startup") && d.reason.contains("placeholder 9.32"), "{}", d.reason);
         // next decision is BOLA's: B = 6 s, no idle: Q = 15.3202: scores (20.82-15.32)/1 = 5.5,
         // (28.32-15.32)/2 = 6.5, (35.82-15.32)/4 = 5.125 -> rung 1
         let h2 = [h1[0], rec(1, 1, 1_250_000, 5 * SEC, 100, 4000)];
@@ -456,10 +406,7 @@ mod tests {
     #[test]
     fn quality_table_utilities() {
         let mut v = cbr(&[1000, 2000, 4000], 4, 2);
-        v.quality.insert(
-            "vmaf".into(),
-            vec![vec![40.0, 70.0, 90.0], vec![60.0, 70.0, 90.0]],
-        );
+        v.quality.insert("vmaf".into(), vec![vec![40.0, 70.0, 90.0], vec![60.0, 70.0, 90.0]]);
         // means 50, 70, 90 -> u = 1 + (0, 0.5, 1) * ln 4 = 1, 1.6931, 2.3863 (same as log here)
         let a = BolaE::new(
             BolaECfg {
@@ -478,12 +425,6 @@ mod tests {
         .unwrap();
         assert!((a.u[1] - (1.0 + 0.5 * 4f64.ln())).abs() < 1e-12);
         assert!((a.max_level(2) - 35.8202128).abs() < 1e-6);
-        assert_eq!(
-            build(&Params::new().with("utility", "ssim"), &v)
-                .err()
-                .unwrap()
-                .param,
-            "utility"
-        );
+        assert_eq!(build(&Params::new().with("utility", "ssim"), &v).err().unwrap().param, "utility");
     }
 }

@@ -35,11 +35,7 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     if step <= 0.0 {
         return Err(crate::params::perr("step", "expected > 0"));
     }
-    Ok(Box::new(BufferStep {
-        step,
-        rung: 0,
-        anchor: 0.0,
-    }))
+    Ok(Box::new(BufferStep { step, rung: 0, anchor: 0.0 }))
 }
 
 pub struct BufferStep {
@@ -66,10 +62,7 @@ impl Abr for BufferStep {
         Decision {
             rung: self.rung,
             delay: 0,
-            reason: format!(
-                "B {b:.2}s anchor {:.0}s step {:.0}s: {from} -> {}",
-                self.anchor, self.step, self.rung
-            ),
+            reason: format!("B {b:.2}s anchor {:.0}s step {:.0}s: {from} -> {}", self.anchor, self.step, self.rung),
         }
     }
 }

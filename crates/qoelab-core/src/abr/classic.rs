@@ -46,8 +46,7 @@ const PARAMS2: &[ParamSpec] = &params("first_byte");
 
 pub const CLASSIC1: AbrEntry = AbrEntry {
     name: "classic1",
-    summary:
-        "VLC rate-based: EWMA(0.8) of 0.8 x request-to-last-byte throughput, one level per segment",
+    summary: "VLC rate-based: EWMA(0.8) of 0.8 x request-to-last-byte throughput, one level per segment",
     reference: "Livi et al., HAS over AQM testbed (serl/hls-bba-testbed, VLC httplive 'classic')",
     params: PARAMS1,
     build: build1,
@@ -68,12 +67,7 @@ fn build2(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     build(p, v, PARAMS2, "classic2")
 }
 
-fn build(
-    p: &Params,
-    _v: &Video,
-    specs: &[ParamSpec],
-    name: &'static str,
-) -> Result<Box<dyn Abr>, ParamError> {
+fn build(p: &Params, _v: &Video, specs: &[ParamSpec], name: &'static str) -> Result<Box<dyn Abr>, ParamError> {
     Ok(Box::new(Classic {
         name,
         damping: float_in(p, specs, "damping", 0.0, 10.0)?,
@@ -99,11 +93,7 @@ impl Abr for Classic {
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
         let Some(avg) = self.avg else {
-            return Decision {
-                rung: 0,
-                delay: 0,
-                reason: "no throughput sample yet -> rung 0".into(),
-            };
+            return Decision { rung: 0, delay: 0, reason: "no throughput sample yet -> rung 0".into() };
         };
         let target = rung_for_rate(&obs.video.bitrates_bps, avg);
         let last = obs.last_rung.unwrap_or(0);
@@ -117,10 +107,7 @@ impl Abr for Classic {
         Decision {
             rung: q,
             delay: 0,
-            reason: format!(
-                "avg {} -> target {target}, from {last} one step -> {q}",
-                mbps(avg)
-            ),
+            reason: format!("avg {} -> target {target}, from {last} one step -> {q}", mbps(avg)),
         }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {

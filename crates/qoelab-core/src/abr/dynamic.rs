@@ -122,16 +122,7 @@ impl Dynamic {
             },
             v,
         )?;
-        Ok(Dynamic {
-            seg: v.segment_duration,
-            on,
-            off,
-            using_bola: false,
-            tput,
-            bola,
-            ibr,
-            abandon,
-        })
+        Ok(Dynamic { seg: v.segment_duration, on, off, using_bola: false, tput, bola, ibr, abandon })
     }
 }
 
@@ -168,11 +159,7 @@ impl Abr for Dynamic {
                 }
             }
         }
-        Decision {
-            rung: q,
-            delay,
-            reason,
-        }
+        Decision { rung: q, delay, reason }
     }
     fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
         // obs.buffer is the level right after this segment arrived
@@ -208,11 +195,7 @@ mod tests {
             (a.using_bola, d)
         };
         let (b, d) = step(10_000);
-        assert!(
-            !b && d.reason.starts_with("[throughput]") && d.rung == 1,
-            "{}",
-            d.reason
-        );
+        assert!(!b && d.reason.starts_with("[throughput]") && d.rung == 1, "{}", d.reason);
         assert!(!step(17_999).0); // below 18 s: still throughput
         let (b, d) = step(18_000); // >= 18 s: BOLA
         assert!(b && d.reason.starts_with("[bola]"), "{}", d.reason);
@@ -222,22 +205,11 @@ mod tests {
         assert!(!b && d.reason.starts_with("[throughput]"), "{}", d.reason);
         assert!(!step(17_000).0);
         // v4 thresholds through params: 12 s / 6 s
-        let p = Params::new()
-            .with("switch_on", 12 * SEC)
-            .with("switch_off", 6 * SEC);
+        let p = Params::new().with("switch_on", 12 * SEC).with("switch_off", 6 * SEC);
         let mut a = build(&p, &v).unwrap();
-        assert!(a
-            .choose(&obs(&v, 1, 12 * SEC, Some(1), &h))
-            .reason
-            .starts_with("[bola]"));
-        assert!(a
-            .choose(&obs(&v, 1, 6 * SEC, Some(1), &h))
-            .reason
-            .starts_with("[bola]"));
-        assert!(a
-            .choose(&obs(&v, 1, 5 * SEC, Some(1), &h))
-            .reason
-            .starts_with("[throughput]"));
+        assert!(a.choose(&obs(&v, 1, 12 * SEC, Some(1), &h)).reason.starts_with("[bola]"));
+        assert!(a.choose(&obs(&v, 1, 6 * SEC, Some(1), &h)).reason.starts_with("[bola]"));
+        assert!(a.choose(&obs(&v, 1, 5 * SEC, Some(1), &h)).reason.starts_with("[throughput]"));
     }
 
     #[test]
@@ -246,10 +218,7 @@ mod tests {
         let mut a = build(&Params::new(), &v).unwrap();
         // two samples of 5 Mbit/s (2.5 MB in 4 s) -> tput rule 4.5 -> rung 2; IBR applies after 2
         // segments: cap = 5*0.7*B/4 s; B = 2 s -> 1.75 Mbit/s -> rung 0.
-        let h = [
-            rec(0, 0, 2_500_000, 0, 100, 4000),
-            rec(1, 0, 2_500_000, 5 * SEC, 100, 4000),
-        ];
+        let h = [rec(0, 0, 2_500_000, 0, 100, 4000), rec(1, 0, 2_500_000, 5 * SEC, 100, 4000)];
         a.on_download(&obs(&v, 0, 0, None, &[]), &h[0]);
         a.on_download(&obs(&v, 1, 0, None, &[]), &h[1]);
         assert_eq!(a.choose(&obs(&v, 2, 8 * SEC, Some(2), &h)).rung, 2); // 5*0.7*2 = 7 >= 4

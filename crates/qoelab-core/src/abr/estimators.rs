@@ -28,11 +28,7 @@ pub struct Ewma {
 impl Ewma {
     /// Half-lives in seconds (dash.js/Sabre: fast 3, slow 8).
     pub fn new(fast_s: f64, slow_s: f64) -> Ewma {
-        Ewma {
-            half_lives: [fast_s, slow_s],
-            est: [0.0; 2],
-            total_weight: 0.0,
-        }
+        Ewma { half_lives: [fast_s, slow_s], est: [0.0; 2], total_weight: 0.0 }
     }
     pub fn push(&mut self, x_bps: f64, weight_s: f64) {
         let w = weight_s.max(1e-9);
@@ -81,10 +77,7 @@ pub struct SlidingWindow {
 
 impl SlidingWindow {
     pub fn new(n: usize) -> SlidingWindow {
-        SlidingWindow {
-            n: n.max(1),
-            xs: VecDeque::new(),
-        }
+        SlidingWindow { n: n.max(1), xs: VecDeque::new() }
     }
     pub fn push(&mut self, x: f64) {
         self.xs.push_back(x);
@@ -115,10 +108,7 @@ pub struct HarmonicMean {
 
 impl HarmonicMean {
     pub fn new(n: usize) -> HarmonicMean {
-        HarmonicMean {
-            n: n.max(1),
-            xs: VecDeque::new(),
-        }
+        HarmonicMean { n: n.max(1), xs: VecDeque::new() }
     }
     pub fn push(&mut self, x: f64) {
         self.xs.push_back(x.max(1e-9));
@@ -146,11 +136,7 @@ pub struct Robust {
 
 impl Robust {
     pub fn new(n: usize, err_n: usize) -> Robust {
-        Robust {
-            hm: HarmonicMean::new(n),
-            err_n: err_n.max(1),
-            errs: VecDeque::new(),
-        }
+        Robust { hm: HarmonicMean::new(n), err_n: err_n.max(1), errs: VecDeque::new() }
     }
     pub fn push(&mut self, x: f64) {
         if let Some(pred) = self.hm.estimate() {
@@ -222,14 +208,8 @@ impl Sample {
     /// (throughput bit/s, duration s) of a record.
     pub fn of(self, r: &DownloadRecord) -> (f64, f64) {
         match self {
-            Sample::Request => (
-                r.tput_request_bps(),
-                secs(r.t_last_byte.saturating_sub(r.t_request).max(1)),
-            ),
-            Sample::FirstByte => (
-                r.tput_first_byte_bps(),
-                secs(r.t_last_byte.saturating_sub(r.t_first_byte).max(1)),
-            ),
+            Sample::Request => (r.tput_request_bps(), secs(r.t_last_byte.saturating_sub(r.t_request).max(1))),
+            Sample::FirstByte => (r.tput_first_byte_bps(), secs(r.t_last_byte.saturating_sub(r.t_first_byte).max(1))),
         }
     }
 }
@@ -264,19 +244,10 @@ pub fn dur_param(p: &Params, specs: &[ParamSpec], name: &str) -> Result<f64, Par
 }
 
 /// A float parameter that must be within [lo, hi].
-pub fn float_in(
-    p: &Params,
-    specs: &[ParamSpec],
-    name: &str,
-    lo: f64,
-    hi: f64,
-) -> Result<f64, ParamError> {
+pub fn float_in(p: &Params, specs: &[ParamSpec], name: &str, lo: f64, hi: f64) -> Result<f64, ParamError> {
     let v = p.f64(specs, name)?;
     if !(v >= lo && v <= hi) {
-        return Err(crate::params::perr(
-            name,
-            format!("expected a value in [{lo}, {hi}], found {v}"),
-        ));
+        return Err(crate::params::perr(name, format!("expected a value in [{lo}, {hi}], found {v}")));
     }
     Ok(v)
 }
@@ -329,10 +300,7 @@ pub fn build_estimator(p: &Params, specs: &[ParamSpec]) -> Result<Estimator, Par
     let fast = dur_param(p, specs, "fast_half_life")?;
     let slow = dur_param(p, specs, "slow_half_life")?;
     if fast <= 0.0 || slow <= 0.0 {
-        return Err(crate::params::perr(
-            "fast_half_life",
-            "half-lives must be > 0",
-        ));
+        return Err(crate::params::perr("fast_half_life", "half-lives must be > 0"));
     }
     let window = count_param(p, specs, "window")?;
     let hw = count_param(p, specs, "harmonic_window")?;
@@ -353,9 +321,7 @@ pub(crate) mod testutil {
     /// A CBR video: `n` segments of `seg_s` seconds, sizes = bitrate * duration / 8.
     pub fn cbr(bitrates_kbps: &[u64], seg_s: u64, n: usize) -> Video {
         let bitrates_bps: Vec<u64> = bitrates_kbps.iter().map(|k| k * 1000).collect();
-        let sizes = (0..n)
-            .map(|_| bitrates_bps.iter().map(|b| b * seg_s / 8).collect())
-            .collect();
+        let sizes = (0..n).map(|_| bitrates_bps.iter().map(|b| b * seg_s / 8).collect()).collect();
         Video {
             name: "test".into(),
             segment_duration: seg_s * SEC,
@@ -367,13 +333,7 @@ pub(crate) mod testutil {
         }
     }
 
-    pub fn obs<'a>(
-        v: &'a Video,
-        seg: usize,
-        buffer: Ns,
-        last: Option<usize>,
-        h: &'a [DownloadRecord],
-    ) -> AbrObs<'a> {
+    pub fn obs<'a>(v: &'a Video, seg: usize, buffer: Ns, last: Option<usize>, h: &'a [DownloadRecord]) -> AbrObs<'a> {
         let now = h.last().map(|r| r.t_last_byte).unwrap_or(0);
         AbrObs {
             now,
@@ -389,14 +349,7 @@ pub(crate) mod testutil {
 
     /// A record: `bytes` downloaded, request at `t0`, first byte `lat_ms` later, last byte
     /// `dur_ms` after the first byte.
-    pub fn rec(
-        seg: usize,
-        rung: usize,
-        bytes: u64,
-        t0: Ns,
-        lat_ms: u64,
-        dur_ms: u64,
-    ) -> DownloadRecord {
+    pub fn rec(seg: usize, rung: usize, bytes: u64, t0: Ns, lat_ms: u64, dur_ms: u64) -> DownloadRecord {
         DownloadRecord {
             segment: seg,
             rung,
@@ -435,11 +388,7 @@ mod tests {
         assert!(close(e.corrected(0).unwrap(), 2.0e6));
         let a = 0.5f64.powf(0.375);
         let slow = (a * (1.0 - a) * 4.0 + (1.0 - a)) / (1.0 - 0.5f64.powf(0.75)) * 1e6;
-        assert!(
-            (e.corrected(1).unwrap() - 2.306143e6).abs() < 1.0,
-            "{}",
-            e.corrected(1).unwrap()
-        );
+        assert!((e.corrected(1).unwrap() - 2.306143e6).abs() < 1.0, "{}", e.corrected(1).unwrap());
         assert!(close(e.corrected(1).unwrap(), slow));
         // min(fast, slow) = 2.0 Mbit/s
         assert!(close(e.estimate().unwrap(), 2.0e6));

@@ -13,9 +13,7 @@
 //!   uniformly in [target_buffer - segment, target_buffer + segment) for each request (a seeded
 //!   stream: set `seed` per client), the request waits until the buffer drains to it.
 
-use super::estimators::{
-    count_param, float_in, mbps, rung_for_rate, s, HarmonicMean, Sample, SAMPLE_CHOICES,
-};
+use super::estimators::{count_param, float_in, mbps, rung_for_rate, s, HarmonicMean, Sample, SAMPLE_CHOICES};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
@@ -64,7 +62,8 @@ const PARAMS: &[ParamSpec] = &[
         name: "target_buffer",
         unit: Unit::Duration,
         default: Default::Int(30_000_000_000),
-        doc: "buffer around which requests are randomized (FESTIVE 30 s); the player buffer must exceed it by a segment",
+        doc:
+            "buffer around which requests are randomized (FESTIVE 30 s); the player buffer must exceed it by a segment",
     },
     ParamSpec {
         name: "seed",
@@ -153,11 +152,7 @@ impl Abr for Festive {
             let eff = (br[b] as f64 / w.min(rref) - 1.0).abs();
             stab + self.alpha * eff
         };
-        let q = if b_ref != cur && score(b_ref) < score(cur) {
-            b_ref
-        } else {
-            cur
-        };
+        let q = if b_ref != cur && score(b_ref) < score(cur) { b_ref } else { cur };
         let reason = format!(
             "hm {}*{} -> target {target}, ups {}, b_ref {b_ref}: score(ref) {:.3} vs score(cur) {:.3} -> {q}{}",
             mbps(est),
@@ -174,11 +169,7 @@ impl Abr for Festive {
         while self.switches.len() > self.switch_window {
             self.switches.pop_front();
         }
-        Decision {
-            rung: q,
-            delay: from_secs_f64(delay),
-            reason,
-        }
+        Decision { rung: q, delay: from_secs_f64(delay), reason }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         if !rec.abandoned {
@@ -198,10 +189,7 @@ mod tests {
         let v = cbr(&[300, 750, 1200, 1850, 2850, 4300], 4, 50);
         let mut a = build(&Params::new().with("random_scheduling", false), &v).unwrap();
         // samples 2 and 6 Mbit/s: hm = 2/(1/2 + 1/6) = 3 Mbit/s; w = 0.85*3 = 2.55 -> target rung 3.
-        let h = [
-            rec(0, 0, 1_000_000, 0, 0, 4000),
-            rec(1, 0, 3_000_000, 5 * SEC, 0, 4000),
-        ];
+        let h = [rec(0, 0, 1_000_000, 0, 0, 4000), rec(1, 0, 3_000_000, 5 * SEC, 0, 4000)];
         for r in &h {
             a.on_download(&obs(&v, 0, 0, None, &[]), r);
         }
@@ -229,9 +217,7 @@ mod tests {
         let v = cbr(&[300, 750], 4, 50);
         let run = |seed: u64| {
             let mut a = build(&Params::new().with("seed", seed), &v).unwrap();
-            (0..5)
-                .map(|_| a.choose(&obs(&v, 1, 40 * SEC, None, &[])).delay)
-                .collect::<Vec<_>>()
+            (0..5).map(|_| a.choose(&obs(&v, 1, 40 * SEC, None, &[])).delay).collect::<Vec<_>>()
         };
         let x = run(7);
         assert_eq!(x, run(7));

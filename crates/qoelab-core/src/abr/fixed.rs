@@ -11,21 +11,13 @@ const PARAMS: &[ParamSpec] = &[ParamSpec {
     doc: "the rung of every segment (0 = lowest bitrate)",
 }];
 
-pub const ENTRY: AbrEntry = AbrEntry {
-    name: "fixed",
-    summary: "fixed rung, no adaptation",
-    reference: "-",
-    params: PARAMS,
-    build,
-};
+pub const ENTRY: AbrEntry =
+    AbrEntry { name: "fixed", summary: "fixed rung, no adaptation", reference: "-", params: PARAMS, build };
 
 fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     let rung = p.req_u64(PARAMS, "rung")? as usize;
     if rung >= v.n_rungs() {
-        return Err(crate::params::perr(
-            "rung",
-            format!("expected < {} (rungs of video {})", v.n_rungs(), v.name),
-        ));
+        return Err(crate::params::perr("rung", format!("expected < {} (rungs of video {})", v.n_rungs(), v.name)));
     }
     Ok(Box::new(Fixed { rung }))
 }
@@ -39,11 +31,7 @@ impl Abr for Fixed {
         "fixed"
     }
     fn choose(&mut self, _obs: &AbrObs) -> Decision {
-        Decision {
-            rung: self.rung,
-            delay: 0,
-            reason: format!("fixed rung {}", self.rung),
-        }
+        Decision { rung: self.rung, delay: 0, reason: format!("fixed rung {}", self.rung) }
     }
 }
 
@@ -57,12 +45,6 @@ mod tests {
         let v = cbr(&[300, 750, 1200], 4, 3);
         let mut a = build(&Params::new().with("rung", 2), &v).unwrap();
         assert_eq!(a.choose(&obs(&v, 0, 0, None, &[])).rung, 2);
-        assert_eq!(
-            build(&Params::new().with("rung", 3), &v)
-                .err()
-                .unwrap()
-                .param,
-            "rung"
-        );
+        assert_eq!(build(&Params::new().with("rung", 3), &v).err().unwrap().param, "rung");
     }
 }

@@ -197,7 +197,13 @@ mod tests {
         (r, st)
     }
 
-    fn fluid_run_reasons(abr: &mut dyn Abr, v: &Video, rate_bps: f64, latency: Ns, default_max: Ns) -> (Vec<usize>, f64, Vec<String>) {
+    fn fluid_run_reasons(
+        abr: &mut dyn Abr,
+        v: &Video,
+        rate_bps: f64,
+        latency: Ns,
+        default_max: Ns,
+    ) -> (Vec<usize>, f64, Vec<String>) {
         use crate::time::{secs, SEC};
         let bmax = abr.preferred_buffer_max().unwrap_or(default_max);
         let (mut t, mut buf, mut stall): (Ns, Ns, f64) = (0, 0, 0.0);
@@ -212,7 +218,16 @@ mod tests {
                 t += w;
                 buf -= w;
             }
-            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: last, playing: seg > 0, history: &hist };
+            let obs = AbrObs {
+                now: t,
+                video: v,
+                segment: seg,
+                buffer: buf,
+                buffer_max: bmax,
+                last_rung: last,
+                playing: seg > 0,
+                history: &hist,
+            };
             let dec = abr.choose(&obs);
             assert!(dec.rung < v.n_rungs());
             assert!(dec.delay < 1000 * SEC, "{}: delay {}", abr.name(), dec.delay);
@@ -220,14 +235,31 @@ mod tests {
             buf = buf.saturating_sub(dec.delay);
             let bytes = v.size(seg, dec.rung);
             let dl = latency + crate::time::from_secs_f64(bytes as f64 * 8.0 / rate_bps);
-            let rec = DownloadRecord { segment: seg, rung: dec.rung, bytes, t_request: t, t_first_byte: t + latency, t_last_byte: t + dl, abandoned: false };
+            let rec = DownloadRecord {
+                segment: seg,
+                rung: dec.rung,
+                bytes,
+                t_request: t,
+                t_first_byte: t + latency,
+                t_last_byte: t + dl,
+                abandoned: false,
+            };
             if seg > 0 && dl > buf {
                 stall += secs(dl - buf);
             }
             buf = buf.saturating_sub(dl) + d;
             t += dl;
             hist.push(rec);
-            let obs = AbrObs { now: t, video: v, segment: seg, buffer: buf, buffer_max: bmax, last_rung: Some(dec.rung), playing: true, history: &hist };
+            let obs = AbrObs {
+                now: t,
+                video: v,
+                segment: seg,
+                buffer: buf,
+                buffer_max: bmax,
+                last_rung: Some(dec.rung),
+                playing: true,
+                history: &hist,
+            };
             abr.on_download(&obs, &rec);
             last = Some(dec.rung);
             rungs.push(dec.rung);
@@ -319,7 +351,13 @@ mod tests {
                 crate::params::Unit::Choice(c) => c.join(" \\| "),
                 u => u.name().to_string(),
             };
-            out.push_str(&format!("| `{}` | {} | {} | {} |\n", p.name, unit, default_text(p), p.doc.replace('|', "\\|")));
+            out.push_str(&format!(
+                "| `{}` | {} | {} | {} |\n",
+                p.name,
+                unit,
+                default_text(p),
+                p.doc.replace('|', "\\|")
+            ));
         }
         out
     }

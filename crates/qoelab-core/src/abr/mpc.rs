@@ -11,9 +11,7 @@
 //! met first in lexicographic order, i.e. lower rungs). Before any sample: rung 0. Branches that
 //! cannot beat the best sequence found so far are pruned (exact: penalties are non-negative).
 
-use super::estimators::{
-    count_param, float_in, mbps, s, HarmonicMean, Robust, Sample, SAMPLE_CHOICES,
-};
+use super::estimators::{count_param, float_in, mbps, s, HarmonicMean, Robust, Sample, SAMPLE_CHOICES};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::video::Video;
@@ -70,10 +68,7 @@ pub const ROBUSTMPC: AbrEntry = AbrEntry {
 fn build(p: &Params, _v: &Video, robust: bool) -> Result<Box<dyn Abr>, ParamError> {
     let horizon = count_param(p, PARAMS, "horizon")?;
     if horizon > 8 {
-        return Err(crate::params::perr(
-            "horizon",
-            "expected <= 8 (the search is n_rungs^horizon)",
-        ));
+        return Err(crate::params::perr("horizon", "expected <= 8 (the search is n_rungs^horizon)"));
     }
     let n = count_param(p, PARAMS, "window")?;
     Ok(Box::new(Mpc {
@@ -153,17 +148,8 @@ pub fn mpc_search(
     rebuf: f64,
     smooth: f64,
 ) -> (usize, f64) {
-    let mut st = Search {
-        v,
-        start,
-        depth,
-        pred_bps,
-        rebuf,
-        smooth,
-        seq: vec![],
-        best: f64::NEG_INFINITY,
-        best_first: 0,
-    };
+    let mut st =
+        Search { v, start, depth, pred_bps, rebuf, smooth, seq: vec![], best: f64::NEG_INFINITY, best_first: 0 };
     st.go(0, buffer_s, prev, 0.0);
     (st.best_first, st.best)
 }
@@ -177,44 +163,20 @@ impl Abr for Mpc {
         }
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
-        let pred = if self.robust {
-            self.rob.estimate()
-        } else {
-            self.hm.estimate()
-        };
+        let pred = if self.robust { self.rob.estimate() } else { self.hm.estimate() };
         let Some(pred) = pred else {
-            return Decision {
-                rung: 0,
-                delay: 0,
-                reason: "no throughput sample yet -> rung 0".into(),
-            };
+            return Decision { rung: 0, delay: 0, reason: "no throughput sample yet -> rung 0".into() };
         };
         let v = obs.video;
         let start = obs.segment.min(v.n_segments() - 1);
         let depth = self.horizon.min(v.n_segments() - start);
         let prev = obs.last_rung.unwrap_or(0).min(v.n_rungs() - 1);
-        let (q, best) = mpc_search(
-            v,
-            start,
-            depth,
-            s(obs.buffer),
-            prev,
-            pred,
-            self.rebuf,
-            self.smooth,
-        );
-        let extra = if self.robust {
-            format!(" (hm / (1 + {:.3}))", self.rob.max_error())
-        } else {
-            String::new()
-        };
+        let (q, best) = mpc_search(v, start, depth, s(obs.buffer), prev, pred, self.rebuf, self.smooth);
+        let extra = if self.robust { format!(" (hm / (1 + {:.3}))", self.rob.max_error()) } else { String::new() };
         Decision {
             rung: q,
             delay: 0,
-            reason: format!(
-                "pred {}{extra}, horizon {depth}: best QoE {best:.3} -> {q}",
-                mbps(pred)
-            ),
+            reason: format!("pred {}{extra}, horizon {depth}: best QoE {best:.3} -> {q}", mbps(pred)),
         }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
@@ -261,14 +223,9 @@ mod tests {
         //   2.667/2 = 1.333 Mbit/s: rung 1 takes 9 s, rung 0 3 s. B = 10:
         //   (0,0): 2; (0,1): 1 + (3 - 2) = 2 (B 11 >= 9); (1,0): 1 + (1 - 2) = 0 (B 5);
         //   (1,1): 1, B 5, dl 9 -> rebuf 4: 3 - 17.2 -> -13.2 => rung 0.
-        let h = [
-            rec(0, 0, 2_000_000, 0, 0, 4000),
-            rec(1, 0, 1_000_000, 5 * SEC, 0, 4000),
-        ];
+        let h = [rec(0, 0, 2_000_000, 0, 0, 4000), rec(1, 0, 1_000_000, 5 * SEC, 0, 4000)];
         for (name, want) in [("mpc", 1), ("robustmpc", 0)] {
-            let mut a =
-                (super::super::find(name).unwrap().build)(&Params::new().with("horizon", 2), &v)
-                    .unwrap();
+            let mut a = (super::super::find(name).unwrap().build)(&Params::new().with("horizon", 2), &v).unwrap();
             for r in &h {
                 a.on_download(&obs(&v, 0, 0, None, &[]), r);
             }
@@ -291,14 +248,7 @@ mod tests {
     }
 
     /// Plain enumeration without pruning, to check that the bound never changes the answer.
-    fn brute(
-        v: &Video,
-        start: usize,
-        depth: usize,
-        b0: f64,
-        prev0: usize,
-        pred: f64,
-    ) -> (usize, f64) {
+    fn brute(v: &Video, start: usize, depth: usize, b0: f64, prev0: usize, pred: f64) -> (usize, f64) {
         let n = v.n_rungs();
         let mut best = (0, f64::NEG_INFINITY);
         for code in 0..n.pow(depth as u32) {

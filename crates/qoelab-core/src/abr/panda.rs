@@ -118,11 +118,7 @@ impl Abr for Panda {
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
         let Some(mut x_hat) = self.x_hat else {
-            return Decision {
-                rung: 0,
-                delay: 0,
-                reason: "no throughput sample yet -> rung 0".into(),
-            };
+            return Decision { rung: 0, delay: 0, reason: "no throughput sample yet -> rung 0".into() };
         };
         let v = obs.video;
         let br = &v.bitrates_bps;
@@ -145,8 +141,8 @@ impl Abr for Panda {
             r_down
         };
         let b = (s(obs.buffer) - delay).max(0.0);
-        self.t_hat = br[q] as f64 * s(v.seg_duration(obs.segment.min(v.n_segments() - 1))) / y
-            + self.beta * (b - self.bmin);
+        self.t_hat =
+            br[q] as f64 * s(v.seg_duration(obs.segment.min(v.n_segments() - 1))) / y + self.beta * (b - self.bmin);
         Decision {
             rung: q,
             delay: from_secs_f64(delay),
@@ -205,12 +201,7 @@ mod tests {
         let h3 = [h2[0], h2[1], rec(2, 1, 250_000, 1_500 * MS, 0, 500)];
         a.on_download(&obs(&v, 2, 0, None, &[]), &h3[2]);
         let d = a.choose(&obs(&v, 3, 36 * SEC, Some(1), &h3));
-        assert!(
-            (d.delay as f64 / 1e9 - 2.49895).abs() < 1e-4,
-            "{} {}",
-            d.delay,
-            d.reason
-        );
+        assert!((d.delay as f64 / 1e9 - 2.49895).abs() < 1e-4, "{} {}", d.delay, d.reason);
         // T = 2.99895 s; x~ = 4: x^ = 2.021 + 2.99895*0.14*(0.3 - 0) = 2.021 + 0.12596 = 2.14696;
         // y^ = 2.0021 - min(0.5998, 1)*(2.0021 - 2.14696) = 2.0021 + 0.08689 = 2.08899;
         // dead zone [rung(1.7756) = 1, rung(2.089) = 2] -> stay 1

@@ -8,8 +8,8 @@
 //! [`Abandon`] and is shared with `dynamic`.
 
 use super::estimators::{
-    build_estimator, count_param, dur_param, float_in, mbps, rung_for_rate, s, CountEwma,
-    Estimator, Sample, ESTIMATOR_PARAMS, SAMPLE_CHOICES,
+    build_estimator, count_param, dur_param, float_in, mbps, rung_for_rate, s, CountEwma, Estimator, Sample,
+    ESTIMATOR_PARAMS, SAMPLE_CHOICES,
 };
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Progress};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
@@ -37,17 +37,7 @@ impl DashIbr {
         let seg = s(obs.video.seg_duration(obs.segment));
         let cap_bps = t * self.factor * s(obs.buffer) / seg;
         let q = rung_for_rate(&obs.video.bitrates_bps, cap_bps);
-        Some((
-            q,
-            format!(
-                "IBR cap {}*{}*{:.2}s/{:.2}s={}",
-                mbps(t),
-                self.factor,
-                s(obs.buffer),
-                seg,
-                mbps(cap_bps)
-            ),
-        ))
+        Some((q, format!("IBR cap {}*{}*{:.2}s/{:.2}s={}", mbps(t), self.factor, s(obs.buffer), seg, mbps(cap_bps))))
     }
 }
 
@@ -72,23 +62,8 @@ pub struct Abandon {
 }
 
 impl Abandon {
-    pub fn new(
-        multiplier: f64,
-        grace: Ns,
-        min_samples: usize,
-        safety: f64,
-        buffer_limit: Option<Ns>,
-    ) -> Abandon {
-        Abandon {
-            multiplier,
-            grace,
-            min_samples,
-            safety,
-            buffer_limit,
-            seg: None,
-            samples: 0,
-            fired_for: None,
-        }
+    pub fn new(multiplier: f64, grace: Ns, min_samples: usize, safety: f64, buffer_limit: Option<Ns>) -> Abandon {
+        Abandon { multiplier, grace, min_samples, safety, buffer_limit, seg: None, samples: 0, fired_for: None }
     }
 
     pub fn check(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
@@ -164,11 +139,7 @@ pub const ABANDON_PARAMS: [ParamSpec; 5] = [
     },
 ];
 
-pub fn build_abandon(
-    p: &Params,
-    specs: &[ParamSpec],
-    safety: f64,
-) -> Result<Option<Abandon>, ParamError> {
+pub fn build_abandon(p: &Params, specs: &[ParamSpec], safety: f64) -> Result<Option<Abandon>, ParamError> {
     if !p.bool(specs, "abandon")? {
         return Ok(None);
     }
@@ -246,7 +217,8 @@ const PARAMS: &[ParamSpec] = &[
 
 pub const ENTRY: AbrEntry = AbrEntry {
     name: "throughput",
-    summary: "rate rule: highest rung <= 0.9 x throughput estimate (EWMA/sliding/harmonic), dash.js IBR and abandonment",
+    summary:
+        "rate rule: highest rung <= 0.9 x throughput estimate (EWMA/sliding/harmonic), dash.js IBR and abandonment",
     reference: "dash.js v5 ThroughputRule/InsufficientBufferRule/AbandonRequestsRule; Spiteri et al. MMSys'18 (Sabre)",
     params: PARAMS,
     build,
@@ -290,15 +262,7 @@ impl RateRule {
                     q = i;
                 }
             }
-            (
-                q,
-                format!(
-                    "tput {}*{} latency {:.3}s -> rung {q}",
-                    mbps(t),
-                    self.safety,
-                    lat
-                ),
-            )
+            (q, format!("tput {}*{} latency {:.3}s -> rung {q}", mbps(t), self.safety, lat))
         } else {
             let q = rung_for_rate(b, self.safety * t);
             (q, format!("tput {}*{} -> rung {q}", mbps(t), self.safety))
@@ -343,11 +307,7 @@ impl Abr for Throughput {
                 }
             }
         }
-        Decision {
-            rung: q,
-            delay: 0,
-            reason,
-        }
+        Decision { rung: q, delay: 0, reason }
     }
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
         self.rule.on_download(rec);
@@ -389,10 +349,7 @@ mod tests {
     #[test]
     fn sliding_and_latency_aware() {
         let v = cbr(&[500, 1000, 2000, 4000], 2, 10);
-        let p = Params::new()
-            .with("estimator", "sliding")
-            .with("window", 3)
-            .with("ibr", false);
+        let p = Params::new().with("estimator", "sliding").with("window", 3).with("ibr", false);
         let mut a = build(&p, &v).unwrap();
         // samples (first to last byte): 1, 2, 3, 6 Mbit/s (250/500/750/1500 kB in 2 s)
         let mut h = vec![];

@@ -1,6 +1,6 @@
 //! bfifo: droptail FIFO limited in bytes (Linux `bfifo`, Mahimahi `droptail` with `bytes=`).
 
-use super::util::{ctx_buffer_bytes, LINUX_TXQUEUELEN, Fifo};
+use super::util::{ctx_buffer_bytes, Fifo, LINUX_TXQUEUELEN};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::{Packet, MTU};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
@@ -22,10 +22,7 @@ pub const BFIFO: AqmEntry = AqmEntry {
 };
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
-    let limit = p
-        .u64(PARAMS, "limit")?
-        .or(ctx_buffer_bytes(ctx))
-        .unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
+    let limit = p.u64(PARAMS, "limit")?.or(ctx_buffer_bytes(ctx)).unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
     Ok(Box::new(Bfifo { q: Fifo::default(), limit }))
 }
 

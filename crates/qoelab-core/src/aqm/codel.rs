@@ -13,13 +13,48 @@ use crate::time::{Ns, MS};
 pub const MAHIMAHI_PACKET_SIZE: u64 = 1504;
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "target", unit: Unit::Duration, default: Default::Int(5 * MS as i64), doc: "acceptable standing sojourn time (RFC 8289 TARGET, 5 ms)" },
-    ParamSpec { name: "interval", unit: Unit::Duration, default: Default::Int(100 * MS as i64), doc: "sliding-minimum window and control-law base (RFC 8289 INTERVAL, 100 ms)" },
-    ParamSpec { name: "limit", unit: Unit::Packets, default: Default::Context("link buffer in packets, else 1000 (Linux codel)"), doc: "maximum packets queued (arrivals beyond are dropped)" },
-    ParamSpec { name: "limit_bytes", unit: Unit::Bytes, default: Default::Context("link buffer in bytes, else none"), doc: "maximum bytes queued (0 = none)" },
-    ParamSpec { name: "mtu", unit: Unit::Bytes, default: Default::Context("1500 (rfc) or 1504 (mahimahi)"), doc: "never drop while at most this many bytes remain queued (RFC 8289 MAXPACKET)" },
-    ParamSpec { name: "ecn", unit: Unit::Bool, default: Default::Bool(false), doc: "CE-mark ECT packets instead of dropping them (Linux codel default: off)" },
-    ParamSpec { name: "mode", unit: Unit::Choice(&["rfc", "mahimahi"]), default: Default::Str("rfc"), doc: "rfc = RFC 8289; mahimahi = Mahimahi's codel (ms clock, 1504 B, drops the packets after the one returned)" },
+    ParamSpec {
+        name: "target",
+        unit: Unit::Duration,
+        default: Default::Int(5 * MS as i64),
+        doc: "acceptable standing sojourn time (RFC 8289 TARGET, 5 ms)",
+    },
+    ParamSpec {
+        name: "interval",
+        unit: Unit::Duration,
+        default: Default::Int(100 * MS as i64),
+        doc: "sliding-minimum window and control-law base (RFC 8289 INTERVAL, 100 ms)",
+    },
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Packets,
+        default: Default::Context("link buffer in packets, else 1000 (Linux codel)"),
+        doc: "maximum packets queued (arrivals beyond are dropped)",
+    },
+    ParamSpec {
+        name: "limit_bytes",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer in bytes, else none"),
+        doc: "maximum bytes queued (0 = none)",
+    },
+    ParamSpec {
+        name: "mtu",
+        unit: Unit::Bytes,
+        default: Default::Context("1500 (rfc) or 1504 (mahimahi)"),
+        doc: "never drop while at most this many bytes remain queued (RFC 8289 MAXPACKET)",
+    },
+    ParamSpec {
+        name: "ecn",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "CE-mark ECT packets instead of dropping them (Linux codel default: off)",
+    },
+    ParamSpec {
+        name: "mode",
+        unit: Unit::Choice(&["rfc", "mahimahi"]),
+        default: Default::Str("rfc"),
+        doc: "rfc = RFC 8289; mahimahi = Mahimahi's codel (ms clock, 1504 B, drops the packets after the one returned)",
+    },
 ];
 
 pub const CODEL: AqmEntry = AqmEntry {
@@ -49,7 +84,13 @@ pub struct CodelParams {
 
 impl CodelParams {
     pub fn rfc_default() -> CodelParams {
-        CodelParams { target: 5 * MS, interval: 100 * MS, mtu: crate::packet::MTU as u64, ecn: false, mode: CodelMode::Rfc }
+        CodelParams {
+            target: 5 * MS,
+            interval: 100 * MS,
+            mtu: crate::packet::MTU as u64,
+            ecn: false,
+            mode: CodelMode::Rfc,
+        }
     }
 }
 
@@ -124,7 +165,13 @@ impl CodelVars {
     }
 
     /// RFC 8289 dequeue(): returns the packet to send; drops go to `sink` (reason AqmDequeue).
-    pub fn dequeue(&mut self, now: Ns, cp: &CodelParams, q: &mut dyn CodelQueue, sink: &mut DropSink) -> Option<Packet> {
+    pub fn dequeue(
+        &mut self,
+        now: Ns,
+        cp: &CodelParams,
+        q: &mut dyn CodelQueue,
+        sink: &mut DropSink,
+    ) -> Option<Packet> {
         let now = match cp.mode {
             CodelMode::Rfc => now,
             CodelMode::Mahimahi => now / MS * MS,
@@ -177,7 +224,14 @@ impl CodelVars {
 
     /// Mahimahi's variant: the inner `dodequeue` results shadow the outer one, so the packet
     /// returned is the first one dequeued and the packets dequeued after it are dropped.
-    fn dequeue_mahimahi(&mut self, now: Ns, cp: &CodelParams, q: &mut dyn CodelQueue, sink: &mut DropSink, r: DoDeq) -> Option<Packet> {
+    fn dequeue_mahimahi(
+        &mut self,
+        now: Ns,
+        cp: &CodelParams,
+        q: &mut dyn CodelQueue,
+        sink: &mut DropSink,
+        r: DoDeq,
+    ) -> Option<Packet> {
         if self.dropping {
             if !r.ok_to_drop {
                 self.dropping = false;
@@ -308,7 +362,16 @@ mod tests {
     }
     impl Loop {
         fn new(q: Queue, dt: Ns, prefill: u64, ect: bool) -> Loop {
-            let mut l = Loop { q, t: 0, dt, seq: 0, drop_times: vec![], mark_times: vec![], events: vec![], max_sojourn_delivered: 0 };
+            let mut l = Loop {
+                q,
+                t: 0,
+                dt,
+                seq: 0,
+                drop_times: vec![],
+                mark_times: vec![],
+                events: vec![],
+                max_sojourn_delivered: 0,
+            };
             for _ in 0..prefill {
                 l.arrive(ect);
             }
@@ -404,7 +467,12 @@ mod tests {
 
     #[test]
     fn codel_ecn_marks_instead_of_dropping() {
-        let mut l = Loop::new(queue("codel", Params::new().with("limit", 100_000).with("ecn", true), &ctx()), 10 * US, 1000, true);
+        let mut l = Loop::new(
+            queue("codel", Params::new().with("limit", 100_000).with("ecn", true), &ctx()),
+            10 * US,
+            1000,
+            true,
+        );
         l.run(1_200 * MS, 1, 1, true);
         assert_eq!(l.q.stats.dropped_pkts(), 0);
         // With marking nothing leaves the queue, so the schedule is the pure control law.

@@ -16,19 +16,84 @@ pub const PROB_LOW: f64 = 0.85;
 pub const PROB_HIGH: f64 = 8.5;
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "target", unit: Unit::Duration, default: Default::Int(10 * MS as i64), doc: "LATENCY_TARGET (RFC 8034: 10 ms)" },
-    ParamSpec { name: "alpha", unit: Unit::Float, default: Default::Float(0.25), doc: "gain on (qdelay - target), 1/s (RFC 8034: 0.25)" },
-    ParamSpec { name: "beta", unit: Unit::Float, default: Default::Float(2.5), doc: "gain on (qdelay - qdelay_old), 1/s (RFC 8034: 2.5)" },
-    ParamSpec { name: "tupdate", unit: Unit::Duration, default: Default::Int(16 * MS as i64), doc: "drop-probability update INTERVAL (RFC 8034: 16 ms)" },
-    ParamSpec { name: "max_burst", unit: Unit::Duration, default: Default::Int(142 * MS as i64), doc: "MAX_BURST (RFC 8034: 142 ms)" },
-    ParamSpec { name: "burst_reset_timeout", unit: Unit::Duration, default: Default::Int(SEC as i64), doc: "quiet time in QUIESCENT before returning to INACTIVE, i.e. before a new burst allowance (RFC 8034: 1 s)" },
-    ParamSpec { name: "mean_pktsize", unit: Unit::Bytes, default: Default::Int(1024), doc: "MEAN_PKTSIZE: drop_prob is per packet of this size (RFC 8034: 1024 B)" },
-    ParamSpec { name: "min_pktsize", unit: Unit::Bytes, default: Default::Int(64), doc: "MIN_PKTSIZE: smaller packets are scaled as this size (RFC 8034: 64 B)" },
-    ParamSpec { name: "latency_low", unit: Unit::Duration, default: Default::Int(5 * MS as i64), doc: "both delays below: drop_prob x 0.98 (RFC 8034: 5 ms)" },
-    ParamSpec { name: "latency_high", unit: Unit::Duration, default: Default::Int(200 * MS as i64), doc: "delay above: drop_prob + 0.02 (RFC 8034: 200 ms)" },
-    ParamSpec { name: "rate", unit: Unit::Rate, default: Default::Context("link rate; 0 (trace links) = per-packet timestamps"), doc: "drain rate for the queue-delay estimate backlog / rate" },
-    ParamSpec { name: "limit", unit: Unit::Packets, default: Default::Context("link buffer in packets, else 1000"), doc: "maximum packets queued (0 = none)" },
-    ParamSpec { name: "limit_bytes", unit: Unit::Bytes, default: Default::Context("link buffer in bytes, else none"), doc: "maximum bytes queued (0 = none)" },
+    ParamSpec {
+        name: "target",
+        unit: Unit::Duration,
+        default: Default::Int(10 * MS as i64),
+        doc: "LATENCY_TARGET (RFC 8034: 10 ms)",
+    },
+    ParamSpec {
+        name: "alpha",
+        unit: Unit::Float,
+        default: Default::Float(0.25),
+        doc: "gain on (qdelay - target), 1/s (RFC 8034: 0.25)",
+    },
+    ParamSpec {
+        name: "beta",
+        unit: Unit::Float,
+        default: Default::Float(2.5),
+        doc: "gain on (qdelay - qdelay_old), 1/s (RFC 8034: 2.5)",
+    },
+    ParamSpec {
+        name: "tupdate",
+        unit: Unit::Duration,
+        default: Default::Int(16 * MS as i64),
+        doc: "drop-probability update INTERVAL (RFC 8034: 16 ms)",
+    },
+    ParamSpec {
+        name: "max_burst",
+        unit: Unit::Duration,
+        default: Default::Int(142 * MS as i64),
+        doc: "MAX_BURST (RFC 8034: 142 ms)",
+    },
+    ParamSpec {
+        name: "burst_reset_timeout",
+        unit: Unit::Duration,
+        default: Default::Int(SEC as i64),
+        doc: "quiet time in QUIESCENT before returning to INACTIVE, i.e. before a new burst allowance (RFC 8034: 1 s)",
+    },
+    ParamSpec {
+        name: "mean_pktsize",
+        unit: Unit::Bytes,
+        default: Default::Int(1024),
+        doc: "MEAN_PKTSIZE: drop_prob is per packet of this size (RFC 8034: 1024 B)",
+    },
+    ParamSpec {
+        name: "min_pktsize",
+        unit: Unit::Bytes,
+        default: Default::Int(64),
+        doc: "MIN_PKTSIZE: smaller packets are scaled as this size (RFC 8034: 64 B)",
+    },
+    ParamSpec {
+        name: "latency_low",
+        unit: Unit::Duration,
+        default: Default::Int(5 * MS as i64),
+        doc: "both delays below: drop_prob x 0.98 (RFC 8034: 5 ms)",
+    },
+    ParamSpec {
+        name: "latency_high",
+        unit: Unit::Duration,
+        default: Default::Int(200 * MS as i64),
+        doc: "delay above: drop_prob + 0.02 (RFC 8034: 200 ms)",
+    },
+    ParamSpec {
+        name: "rate",
+        unit: Unit::Rate,
+        default: Default::Context("link rate; 0 (trace links) = per-packet timestamps"),
+        doc: "drain rate for the queue-delay estimate backlog / rate",
+    },
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Packets,
+        default: Default::Context("link buffer in packets, else 1000"),
+        doc: "maximum packets queued (0 = none)",
+    },
+    ParamSpec {
+        name: "limit_bytes",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer in bytes, else none"),
+        doc: "maximum bytes queued (0 = none)",
+    },
 ];
 
 pub const DOCSIS_PIE: AqmEntry = AqmEntry {
@@ -188,7 +253,10 @@ impl DocsisPie {
             }
             self.drop_prob = self.drop_prob.clamp(0.0, self.prob_max());
         }
-        let quiet = cur < self.target / 2 && self.qdelay_old < self.target / 2 && self.drop_prob == 0.0 && self.burst_allowance == 0;
+        let quiet = cur < self.target / 2
+            && self.qdelay_old < self.target / 2
+            && self.drop_prob == 0.0
+            && self.burst_allowance == 0;
         match self.state {
             State::Active if quiet => {
                 self.state = State::Quiescent;
@@ -213,7 +281,11 @@ impl DocsisPie {
     /// True when an update would leave the state unchanged (INACTIVE, empty queue, drop_prob 0,
     /// previous delay 0, no allowance): no timer needed, skipped updates are no-ops.
     fn quiet_fixed_point(&self) -> bool {
-        self.state == State::Inactive && self.fifo.q.is_empty() && self.drop_prob == 0.0 && self.qdelay_old == 0 && self.burst_allowance == 0
+        self.state == State::Inactive
+            && self.fifo.q.is_empty()
+            && self.drop_prob == 0.0
+            && self.qdelay_old == 0
+            && self.burst_allowance == 0
     }
 
     fn catch_up(&mut self, now: Ns) {
@@ -333,7 +405,8 @@ mod tests {
 
     #[test]
     fn docsis_ladder_and_update_rules() {
-        let cases = [(0.0, 1.0 / 2048.0), (5e-3, 0.125), (0.05, 0.5), (0.5, 1.0), (2.0, 2.0), (12.0, 8.0), (200.0, 32.0)];
+        let cases =
+            [(0.0, 1.0 / 2048.0), (5e-3, 0.125), (0.05, 0.5), (0.5, 1.0), (2.0, 2.0), (12.0, 8.0), (200.0, 32.0)];
         for (p, f) in cases {
             assert_eq!(docsis_factor(p), f, "{p}");
         }
@@ -444,7 +517,12 @@ mod tests {
         let fd = first_drop.unwrap();
         let th = third.unwrap();
         let mean = delays.iter().sum::<u64>() as f64 / delays.len() as f64 / 1e6;
-        eprintln!("docsis queue at BUFFER/3 at {} ms, first drop {} ms; prob {}; mean delay 3-5 s {mean} ms", th / 1_000_000, fd / 1_000_000, q.probe());
+        eprintln!(
+            "docsis queue at BUFFER/3 at {} ms, first drop {} ms; prob {}; mean delay 3-5 s {mean} ms",
+            th / 1_000_000,
+            fd / 1_000_000,
+            q.probe()
+        );
         // INACTIVE until BUFFER/3 (~100 packets at 2x overload: ~120 ms), then 142 ms allowance
         assert!(fd >= th + 142 * MS, "{th} {fd}");
         assert!(mean > 5.0 && mean < 30.0, "{mean}");

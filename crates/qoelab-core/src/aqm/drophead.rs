@@ -1,7 +1,7 @@
 //! drophead: FIFO that accepts every arrival and then drops from the head until the queue is
 //! within its limits (Mahimahi `drophead`; Linux `pfifo_head_drop` when limited in packets only).
 
-use super::util::{LINUX_TXQUEUELEN, Fifo};
+use super::util::{Fifo, LINUX_TXQUEUELEN};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
@@ -43,7 +43,11 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
     if lp.is_none() && lb.is_none() {
         return Err(crate::params::perr("limit", "drophead needs a packet or byte limit"));
     }
-    Ok(Box::new(DropHead { q: Fifo::default(), limit_pkts: lp.unwrap_or(u64::MAX), limit_bytes: lb.unwrap_or(u64::MAX) }))
+    Ok(Box::new(DropHead {
+        q: Fifo::default(),
+        limit_pkts: lp.unwrap_or(u64::MAX),
+        limit_bytes: lb.unwrap_or(u64::MAX),
+    }))
 }
 
 pub struct DropHead {

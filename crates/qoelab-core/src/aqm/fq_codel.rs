@@ -9,16 +9,66 @@ use crate::time::{Ns, MS};
 use std::collections::VecDeque;
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "flows", unit: Unit::Int, default: Default::Int(1024), doc: "number of flow queues (RFC 8290 / Linux: 1024)" },
-    ParamSpec { name: "quantum", unit: Unit::Bytes, default: Default::Int(1514), doc: "DRR quantum (Linux: 1514 = 1500-B MTU + 14-B Ethernet header)" },
-    ParamSpec { name: "l2_overhead", unit: Unit::Bytes, default: Default::Int(0), doc: "bytes added to each packet's IP length when charged against the deficit (14 = Linux's L2 accounting)" },
-    ParamSpec { name: "limit", unit: Unit::Packets, default: Default::Context("link buffer in packets, else 10240 (Linux fq_codel)"), doc: "total packets queued; above it packets are dropped from the fattest flow" },
-    ParamSpec { name: "limit_bytes", unit: Unit::Bytes, default: Default::Context("link buffer in bytes, else none"), doc: "total bytes queued (stands in for Linux memory_limit)" },
-    ParamSpec { name: "target", unit: Unit::Duration, default: Default::Int(5 * MS as i64), doc: "CoDel target per flow (5 ms)" },
-    ParamSpec { name: "interval", unit: Unit::Duration, default: Default::Int(100 * MS as i64), doc: "CoDel interval per flow (100 ms)" },
-    ParamSpec { name: "mtu", unit: Unit::Bytes, default: Default::Int(1500), doc: "CoDel MAXPACKET: no drop while at most this many bytes are queued in total" },
-    ParamSpec { name: "ecn", unit: Unit::Bool, default: Default::Bool(true), doc: "CE-mark ECT packets instead of dropping (Linux fq_codel default: on)" },
-    ParamSpec { name: "drop_batch", unit: Unit::Int, default: Default::Int(64), doc: "maximum packets dropped from the fattest flow per overflow (Linux: 64)" },
+    ParamSpec {
+        name: "flows",
+        unit: Unit::Int,
+        default: Default::Int(1024),
+        doc: "number of flow queues (RFC 8290 / Linux: 1024)",
+    },
+    ParamSpec {
+        name: "quantum",
+        unit: Unit::Bytes,
+        default: Default::Int(1514),
+        doc: "DRR quantum (Linux: 1514 = 1500-B MTU + 14-B Ethernet header)",
+    },
+    ParamSpec {
+        name: "l2_overhead",
+        unit: Unit::Bytes,
+        default: Default::Int(0),
+        doc: "bytes added to each packet's IP length when charged against the deficit (14 = Linux's L2 accounting)",
+    },
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Packets,
+        default: Default::Context("link buffer in packets, else 10240 (Linux fq_codel)"),
+        doc: "total packets queued; above it packets are dropped from the fattest flow",
+    },
+    ParamSpec {
+        name: "limit_bytes",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer in bytes, else none"),
+        doc: "total bytes queued (stands in for Linux memory_limit)",
+    },
+    ParamSpec {
+        name: "target",
+        unit: Unit::Duration,
+        default: Default::Int(5 * MS as i64),
+        doc: "CoDel target per flow (5 ms)",
+    },
+    ParamSpec {
+        name: "interval",
+        unit: Unit::Duration,
+        default: Default::Int(100 * MS as i64),
+        doc: "CoDel interval per flow (100 ms)",
+    },
+    ParamSpec {
+        name: "mtu",
+        unit: Unit::Bytes,
+        default: Default::Int(1500),
+        doc: "CoDel MAXPACKET: no drop while at most this many bytes are queued in total",
+    },
+    ParamSpec {
+        name: "ecn",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "CE-mark ECT packets instead of dropping (Linux fq_codel default: on)",
+    },
+    ParamSpec {
+        name: "drop_batch",
+        unit: Unit::Int,
+        default: Default::Int(64),
+        doc: "maximum packets dropped from the fattest flow per overflow (Linux: 64)",
+    },
 ];
 
 pub const FQ_CODEL: AqmEntry = AqmEntry {
@@ -180,7 +230,8 @@ impl QueueDiscipline for FqCodel {
                 continue;
             }
             let mut cv = std::mem::take(&mut f.cv);
-            let mut view = FlowView { q: &mut f.q, fbytes: &mut f.bytes, tbytes: &mut self.bytes, tpkts: &mut self.pkts };
+            let mut view =
+                FlowView { q: &mut f.q, fbytes: &mut f.bytes, tbytes: &mut self.bytes, tpkts: &mut self.pkts };
             let p = cv.dequeue(now, &self.cp, &mut view, sink);
             f.cv = cv;
             match p {
@@ -251,7 +302,12 @@ mod tests {
         }
         let smax = *sparse_soj.iter().max().unwrap();
         let bmean = bulk_soj.iter().sum::<u64>() / bulk_soj.len() as u64;
-        eprintln!("fq sparse n {} max sojourn {} us; bulk mean {} ms", sparse_soj.len(), smax / 1000, bmean / 1_000_000);
+        eprintln!(
+            "fq sparse n {} max sojourn {} us; bulk mean {} ms",
+            sparse_soj.len(),
+            smax / 1000,
+            bmean / 1_000_000
+        );
         assert_eq!(sparse_soj.len(), 125);
         assert!(smax <= svc / 2, "{smax}");
         assert!(bmean > 50 * MS);

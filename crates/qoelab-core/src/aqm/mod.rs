@@ -31,9 +31,9 @@ pub mod fq_codel;
 pub mod pfifo;
 pub mod pie;
 pub mod red;
-pub mod util;
 #[cfg(test)]
 mod registry_tests;
+pub mod util;
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -174,7 +174,10 @@ pub fn find(name: &str) -> Option<&'static AqmEntry> {
 pub fn build(name: &str, params: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
     let e = find(name).ok_or_else(|| {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        crate::params::perr("kind", format!("unknown queue discipline \"{name}\"; expected one of: {}", names.join(", ")))
+        crate::params::perr(
+            "kind",
+            format!("unknown queue discipline \"{name}\"; expected one of: {}", names.join(", ")),
+        )
     })?;
     params.check_known(e.params)?;
     (e.build)(params, ctx)
@@ -232,7 +235,8 @@ impl Queue {
 
     /// Build from the registry.
     pub fn build(name: &str, params: &Params, ctx: &AqmBuildCtx) -> Result<Queue, ParamError> {
-        let e = find(name).ok_or_else(|| crate::params::perr("kind", format!("unknown queue discipline \"{name}\"")))?;
+        let e =
+            find(name).ok_or_else(|| crate::params::perr("kind", format!("unknown queue discipline \"{name}\"")))?;
         Ok(Queue::new(e.name, build(name, params, ctx)?))
     }
 

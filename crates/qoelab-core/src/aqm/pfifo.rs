@@ -1,8 +1,8 @@
 //! pfifo: droptail FIFO limited in packets (Linux `pfifo`, Mahimahi `droptail` with `packets=`).
 //! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head).
 
-use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use super::util::Fifo;
+use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
@@ -10,7 +10,9 @@ use crate::time::Ns;
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
     unit: Unit::Packets,
-    default: Default::Context("link buffer in packets (a byte buffer counts as bytes / 1500), else 1000 (Linux txqueuelen)"),
+    default: Default::Context(
+        "link buffer in packets (a byte buffer counts as bytes / 1500), else 1000 (Linux txqueuelen)",
+    ),
     doc: "maximum packets queued",
 }];
 

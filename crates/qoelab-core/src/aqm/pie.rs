@@ -17,19 +17,84 @@ use crate::time::{Ns, MS, NEVER, SEC};
 const MM_PACKET_SIZE: u64 = 1504;
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "qdelay_ref", unit: Unit::Duration, default: Default::Int(15 * MS as i64), doc: "target queue delay (RFC 8033 QDELAY_REF, 15 ms)" },
-    ParamSpec { name: "tupdate", unit: Unit::Duration, default: Default::Context("15 ms (rfc, RFC 8033 T_UPDATE) or 30 ms (mahimahi)"), doc: "drop-probability update period" },
-    ParamSpec { name: "alpha", unit: Unit::Float, default: Default::Float(0.125), doc: "gain on (qdelay - qdelay_ref), 1/s (RFC 8033: 0.125)" },
-    ParamSpec { name: "beta", unit: Unit::Float, default: Default::Float(1.25), doc: "gain on (qdelay - qdelay_old), 1/s (RFC 8033: 1.25)" },
-    ParamSpec { name: "max_burst", unit: Unit::Duration, default: Default::Int(150 * MS as i64), doc: "burst allowance (RFC 8033 MAX_BURST, 150 ms)" },
-    ParamSpec { name: "dq_threshold", unit: Unit::Bytes, default: Default::Int(16384), doc: "departure-rate measurement cycle (RFC 8033 DQ_THRESHOLD, 2^14 B)" },
-    ParamSpec { name: "mean_pktsize", unit: Unit::Bytes, default: Default::Int(1500), doc: "no early drop while the queue holds <= 2 x this (RFC 8033 safeguard; 1500 B = MTU as Linux)" },
-    ParamSpec { name: "limit", unit: Unit::Packets, default: Default::Context("link buffer in packets, else 1000 (Linux pie)"), doc: "maximum packets queued (0 = none)" },
-    ParamSpec { name: "limit_bytes", unit: Unit::Bytes, default: Default::Context("link buffer in bytes, else none"), doc: "maximum bytes queued (0 = none)" },
-    ParamSpec { name: "ecn", unit: Unit::Bool, default: Default::Bool(false), doc: "CE-mark ECT packets instead of dropping while drop_prob <= 10% (RFC 8033 5.1)" },
-    ParamSpec { name: "derandomize", unit: Unit::Bool, default: Default::Bool(false), doc: "RFC 8033 5.4 de-randomisation (accu_prob: no drop below 0.85, forced at 8.5)" },
-    ParamSpec { name: "estimator", unit: Unit::Choice(&["timestamp", "rate"]), default: Default::Str("timestamp"), doc: "queue delay from per-packet timestamps (ns-3 default) or Little's law with the departure-rate estimator" },
-    ParamSpec { name: "mode", unit: Unit::Choice(&["rfc", "mahimahi"]), default: Default::Str("rfc"), doc: "rfc = RFC 8033; mahimahi = Mahimahi's pie (ms units, 30 ms, /128 /32 /16, burst allowance from 0)" },
+    ParamSpec {
+        name: "qdelay_ref",
+        unit: Unit::Duration,
+        default: Default::Int(15 * MS as i64),
+        doc: "target queue delay (RFC 8033 QDELAY_REF, 15 ms)",
+    },
+    ParamSpec {
+        name: "tupdate",
+        unit: Unit::Duration,
+        default: Default::Context("15 ms (rfc, RFC 8033 T_UPDATE) or 30 ms (mahimahi)"),
+        doc: "drop-probability update period",
+    },
+    ParamSpec {
+        name: "alpha",
+        unit: Unit::Float,
+        default: Default::Float(0.125),
+        doc: "gain on (qdelay - qdelay_ref), 1/s (RFC 8033: 0.125)",
+    },
+    ParamSpec {
+        name: "beta",
+        unit: Unit::Float,
+        default: Default::Float(1.25),
+        doc: "gain on (qdelay - qdelay_old), 1/s (RFC 8033: 1.25)",
+    },
+    ParamSpec {
+        name: "max_burst",
+        unit: Unit::Duration,
+        default: Default::Int(150 * MS as i64),
+        doc: "burst allowance (RFC 8033 MAX_BURST, 150 ms)",
+    },
+    ParamSpec {
+        name: "dq_threshold",
+        unit: Unit::Bytes,
+        default: Default::Int(16384),
+        doc: "departure-rate measurement cycle (RFC 8033 DQ_THRESHOLD, 2^14 B)",
+    },
+    ParamSpec {
+        name: "mean_pktsize",
+        unit: Unit::Bytes,
+        default: Default::Int(1500),
+        doc: "no early drop while the queue holds <= 2 x this (RFC 8033 safeguard; 1500 B = MTU as Linux)",
+    },
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Packets,
+        default: Default::Context("link buffer in packets, else 1000 (Linux pie)"),
+        doc: "maximum packets queued (0 = none)",
+    },
+    ParamSpec {
+        name: "limit_bytes",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer in bytes, else none"),
+        doc: "maximum bytes queued (0 = none)",
+    },
+    ParamSpec {
+        name: "ecn",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "CE-mark ECT packets instead of dropping while drop_prob <= 10% (RFC 8033 5.1)",
+    },
+    ParamSpec {
+        name: "derandomize",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "RFC 8033 5.4 de-randomisation (accu_prob: no drop below 0.85, forced at 8.5)",
+    },
+    ParamSpec {
+        name: "estimator",
+        unit: Unit::Choice(&["timestamp", "rate"]),
+        default: Default::Str("timestamp"),
+        doc: "queue delay from per-packet timestamps (ns-3 default) or Little's law with the departure-rate estimator",
+    },
+    ParamSpec {
+        name: "mode",
+        unit: Unit::Choice(&["rfc", "mahimahi"]),
+        default: Default::Str("rfc"),
+        doc: "rfc = RFC 8033; mahimahi = Mahimahi's pie (ms units, 30 ms, /128 /32 /16, burst allowance from 0)",
+    },
 ];
 
 pub const PIE: AqmEntry = AqmEntry {
@@ -223,7 +288,11 @@ impl Pie {
     /// True when an update would leave the state unchanged (empty queue, drop_prob 0, previous
     /// delay 0, full burst allowance): the timer is then not needed and skipped updates are no-ops.
     fn quiet_fixed_point(&self) -> bool {
-        self.fifo.q.is_empty() && self.drop_prob == 0.0 && self.qdelay_old == 0 && self.burst_allowance == self.max_burst && self.qdelay_ref > 0
+        self.fifo.q.is_empty()
+            && self.drop_prob == 0.0
+            && self.qdelay_old == 0
+            && self.burst_allowance == self.max_burst
+            && self.qdelay_ref > 0
     }
 
     fn catch_up(&mut self, now: Ns) {
@@ -289,7 +358,11 @@ impl Pie {
             }
             self.mm_burst = self.mm_burst.saturating_sub(self.mm_tupdate);
             self.mm_last_update += self.mm_tupdate;
-            if self.drop_prob == 0.0 && self.mm_cur < self.mm_ref / 2 && self.mm_old < self.mm_ref / 2 && self.mm_avg_dq_rate > 0 {
+            if self.drop_prob == 0.0
+                && self.mm_cur < self.mm_ref / 2
+                && self.mm_old < self.mm_ref / 2
+                && self.mm_avg_dq_rate > 0
+            {
                 self.mm_dq_count = None;
                 self.mm_avg_dq_rate = 0;
                 self.mm_burst = self.mm_max_burst;
@@ -388,7 +461,11 @@ impl QueueDiscipline for Pie {
                         if self.dq_count >= self.dq_threshold {
                             let dq_int = (now - self.dq_tstamp) as f64;
                             let w = (self.dq_threshold as f64 / 65536.0).min(1.0);
-                            self.avg_dq_time = if self.avg_dq_time == 0.0 { dq_int } else { dq_int * w + self.avg_dq_time * (1.0 - w) };
+                            self.avg_dq_time = if self.avg_dq_time == 0.0 {
+                                dq_int
+                            } else {
+                                dq_int * w + self.avg_dq_time * (1.0 - w)
+                            };
                             self.in_measurement = false;
                         }
                     }
@@ -487,7 +564,17 @@ mod tests {
 
     #[test]
     fn pie_autotune_ladder() {
-        let cases = [(0.0, 2048.0), (5e-7, 2048.0), (5e-6, 512.0), (5e-5, 128.0), (5e-4, 32.0), (5e-3, 8.0), (0.05, 2.0), (0.1, 1.0), (0.7, 1.0)];
+        let cases = [
+            (0.0, 2048.0),
+            (5e-7, 2048.0),
+            (5e-6, 512.0),
+            (5e-5, 128.0),
+            (5e-4, 32.0),
+            (5e-3, 8.0),
+            (0.05, 2.0),
+            (0.1, 1.0),
+            (0.7, 1.0),
+        ];
         for (p, d) in cases {
             assert_eq!(autotune_divisor(p), d, "p={p}");
         }
@@ -498,7 +585,8 @@ mod tests {
 
     fn raw(p: Params) -> Pie {
         build(&p, &ctx()).unwrap();
-        let mode = if p.0.get("mode").and_then(|v| v.as_str()) == Some("mahimahi") { Mode::Mahimahi } else { Mode::Rfc };
+        let mode =
+            if p.0.get("mode").and_then(|v| v.as_str()) == Some("mahimahi") { Mode::Mahimahi } else { Mode::Rfc };
         Pie {
             mode,
             fifo: Fifo::default(),
@@ -644,7 +732,11 @@ mod tests {
         r.run(400 * MS, Some(600 * US), true);
         // Marks happen; early drops only once drop_prob > 0.1.
         r.run(5000 * MS, Some(600 * US), true);
-        eprintln!("pie ecn marks {} early drops {}", r.marks, r.drops.iter().filter(|d| d.1 == DropReason::AqmEnqueue).count());
+        eprintln!(
+            "pie ecn marks {} early drops {}",
+            r.marks,
+            r.drops.iter().filter(|d| d.1 == DropReason::AqmEnqueue).count()
+        );
         assert!(r.marks > 0);
         assert_eq!(r.ecn_violations, 0);
         assert!(r.q.probe() > 0.1);

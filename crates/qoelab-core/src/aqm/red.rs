@@ -2,7 +2,7 @@
 //! `include/net/red.h`). Both entries share this implementation; `ared` turns on the max_p
 //! adaptation every 500 ms.
 
-use super::util::{ctx_buffer_bytes, mark_ce, LINUX_TXQUEUELEN, Fifo};
+use super::util::{ctx_buffer_bytes, mark_ce, Fifo, LINUX_TXQUEUELEN};
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::packet::{Packet, MTU};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -16,16 +16,66 @@ pub const MAX_P_MIN: f64 = 0.01;
 pub const MAX_P_MAX: f64 = 0.5;
 
 const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "limit", unit: Unit::Bytes, default: Default::Context("link buffer B in bytes (packets x 1500 B), else 1000 x 1500 B"), doc: "hard byte limit of the queue" },
-    ParamSpec { name: "min", unit: Unit::Bytes, default: Default::Context("B/6 (HAS testbed rule)"), doc: "min threshold on the average queue (bytes)" },
-    ParamSpec { name: "max", unit: Unit::Bytes, default: Default::Context("B/2 (HAS testbed rule)"), doc: "max threshold on the average queue (bytes); above it every packet is dropped/marked" },
-    ParamSpec { name: "avpkt", unit: Unit::Bytes, default: Default::Int(1000), doc: "average packet size, for burst/Wlog and the idle decay (tc-red; HAS testbed 1000)" },
-    ParamSpec { name: "burst", unit: Unit::Packets, default: Default::Context("(2 min + max) / (3 avpkt), the tc default"), doc: "burst tolerated by the EWMA; determines Wlog as tc does" },
-    ParamSpec { name: "wlog", unit: Unit::Int, default: Default::Context("from burst by tc's rule"), doc: "EWMA weight w_q = 2^-wlog" },
-    ParamSpec { name: "probability", unit: Unit::Float, default: Default::Float(0.02), doc: "max_p: drop probability at avg = max (tc default 0.02; ARED's initial value)" },
-    ParamSpec { name: "bandwidth", unit: Unit::Rate, default: Default::Context("link rate, else 10 Mbit/s (tc default)"), doc: "rate used to decay the average during idle time" },
-    ParamSpec { name: "ecn", unit: Unit::Bool, default: Default::Bool(false), doc: "CE-mark ECT packets instead of dropping (also above max unless harddrop)" },
-    ParamSpec { name: "harddrop", unit: Unit::Bool, default: Default::Bool(false), doc: "with ecn: drop instead of mark when avg >= max (tc-red harddrop)" },
+    ParamSpec {
+        name: "limit",
+        unit: Unit::Bytes,
+        default: Default::Context("link buffer B in bytes (packets x 1500 B), else 1000 x 1500 B"),
+        doc: "hard byte limit of the queue",
+    },
+    ParamSpec {
+        name: "min",
+        unit: Unit::Bytes,
+        default: Default::Context("B/6 (HAS testbed rule)"),
+        doc: "min threshold on the average queue (bytes)",
+    },
+    ParamSpec {
+        name: "max",
+        unit: Unit::Bytes,
+        default: Default::Context("B/2 (HAS testbed rule)"),
+        doc: "max threshold on the average queue (bytes); above it every packet is dropped/marked",
+    },
+    ParamSpec {
+        name: "avpkt",
+        unit: Unit::Bytes,
+        default: Default::Int(1000),
+        doc: "average packet size, for burst/Wlog and the idle decay (tc-red; HAS testbed 1000)",
+    },
+    ParamSpec {
+        name: "burst",
+        unit: Unit::Packets,
+        default: Default::Context("(2 min + max) / (3 avpkt), the tc default"),
+        doc: "burst tolerated by the EWMA; determines Wlog as tc does",
+    },
+    ParamSpec {
+        name: "wlog",
+        unit: Unit::Int,
+        default: Default::Context("from burst by tc's rule"),
+        doc: "EWMA weight w_q = 2^-wlog",
+    },
+    ParamSpec {
+        name: "probability",
+        unit: Unit::Float,
+        default: Default::Float(0.02),
+        doc: "max_p: drop probability at avg = max (tc default 0.02; ARED's initial value)",
+    },
+    ParamSpec {
+        name: "bandwidth",
+        unit: Unit::Rate,
+        default: Default::Context("link rate, else 10 Mbit/s (tc default)"),
+        doc: "rate used to decay the average during idle time",
+    },
+    ParamSpec {
+        name: "ecn",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "CE-mark ECT packets instead of dropping (also above max unless harddrop)",
+    },
+    ParamSpec {
+        name: "harddrop",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "with ecn: drop instead of mark when avg >= max (tc-red harddrop)",
+    },
 ];
 
 pub const RED: AqmEntry = AqmEntry {
@@ -117,7 +167,11 @@ impl Red {
         if !(max_p > 0.0 && max_p <= 1.0) {
             return Err(perr("probability", "must be in (0, 1]"));
         }
-        let bw = p.u64(PARAMS, "bandwidth")?.filter(|&x| x > 0).unwrap_or(if ctx.link_rate_bps > 0 { ctx.link_rate_bps } else { 10_000_000 });
+        let bw = p.u64(PARAMS, "bandwidth")?.filter(|&x| x > 0).unwrap_or(if ctx.link_rate_bps > 0 {
+            ctx.link_rate_bps
+        } else {
+            10_000_000
+        });
         Ok(Red {
             q: Fifo::default(),
             limit: b,

@@ -63,7 +63,8 @@ impl World {
             .clone();
         video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
         let video = Arc::new(video);
-        let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
+        let params =
+            Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
         let abr = self.build_abr(&c.abr, &params, &video).map_err(|e| {
             if e.param == "abr" {
                 super::world::serr(format!("{p}.abr"), e.msg)
@@ -97,16 +98,42 @@ impl World {
     }
 
     /// Open a connection for a client: (request flow, response flow).
-    fn open_connection(&mut self, p: &str, c: &ClientCfg, name: &str, k: u32) -> Result<(usize, usize), super::world::SimError> {
+    fn open_connection(
+        &mut self,
+        p: &str,
+        c: &ClientCfg,
+        name: &str,
+        k: u32,
+    ) -> Result<(usize, usize), super::world::SimError> {
         let tcfg = super::world::tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| super::world::serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
-        let req = self.add_tcp_flow(p, &format!("{name}/req{suffix}"), "http_req", c.client, c.server, &c.cc, &ccp, &tcfg, c.start)?;
+        let req = self.add_tcp_flow(
+            p,
+            &format!("{name}/req{suffix}"),
+            "http_req",
+            c.client,
+            c.server,
+            &c.cc,
+            &ccp,
+            &tcfg,
+            c.start,
+        )?;
         // The response half starts established: the request half's handshake models the
         // connection setup.
         let mut down = tcfg.clone();
         down.handshake = false;
-        let resp = self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", c.server, c.client, &c.cc, &ccp, &down, c.start)?;
+        let resp = self.add_tcp_flow(
+            p,
+            &format!("{name}/resp{suffix}"),
+            "video",
+            c.server,
+            c.client,
+            &c.cc,
+            &ccp,
+            &down,
+            c.start,
+        )?;
         let ci = self.clients.len() as u32;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
@@ -171,7 +198,14 @@ impl World {
         let now = self.engine.now();
         let c = &mut self.clients[ci];
         c.req_written += c.cfg.http.request_bytes;
-        c.cur = Some(HttpReq { req_end: c.req_written, resp_start: None, body, first_byte: false, last_progress: now, serve_at: NEVER });
+        c.cur = Some(HttpReq {
+            req_end: c.req_written,
+            resp_start: None,
+            body,
+            first_byte: false,
+            last_progress: now,
+            serve_at: NEVER,
+        });
         let tx = self.flows[c.req_flow].tx;
         let rb = c.cfg.http.request_bytes;
         if let Ep::TcpTx(s) = &mut self.eps[tx] {
@@ -256,9 +290,8 @@ impl World {
         let cfg = self.clients[ci].cfg.clone();
         let name = self.clients[ci].name.clone();
         // Build the new connection with the client index already registered.
-        let (nq, ns) = self
-            .open_connection_for(ci, &cfg, &name, k)
-            .expect("connection parameters were checked at build");
+        let (nq, ns) =
+            self.open_connection_for(ci, &cfg, &name, k).expect("connection parameters were checked at build");
         let c = &mut self.clients[ci];
         c.req_flow = nq;
         c.resp_flow = ns;
@@ -274,7 +307,13 @@ impl World {
         self.drain_ep(tx);
     }
 
-    fn open_connection_for(&mut self, ci: usize, c: &ClientCfg, name: &str, k: u32) -> Result<(usize, usize), super::world::SimError> {
+    fn open_connection_for(
+        &mut self,
+        ci: usize,
+        c: &ClientCfg,
+        name: &str,
+        k: u32,
+    ) -> Result<(usize, usize), super::world::SimError> {
         let (a, b) = self.open_connection("clients", c, name, k)?;
         self.flows[a].client = Some(ci as u32);
         self.flows[b].client = Some(ci as u32);
@@ -336,10 +375,13 @@ impl World {
     /// Trace mode: check a client's config (ABR, player) at build time.
     pub(crate) fn check_trace_client(&self, ci: usize, c: &ClientCfg) -> Result<(), super::world::SimError> {
         let p = format!("clients[{ci}]");
-        let video = self.cfg.videos.get(c.video).ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?;
+        let video =
+            self.cfg.videos.get(c.video).ok_or_else(|| super::world::serr(format!("{p}.video"), "no such video"))?;
         video.validate().map_err(|e| super::world::serr(format!("{p}.video.{e}"), ""))?;
-        let params = Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
-        self.build_abr(&c.abr, &params, video).map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
+        let params =
+            Params::from_value(&c.abr_params).map_err(|e| super::world::serr(format!("{p}.abr_params"), e.msg))?;
+        self.build_abr(&c.abr, &params, video)
+            .map_err(|e| super::world::serr(format!("{p}.abr_params.{}", e.param), e.msg))?;
         let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
         Player::validate_config(&pcfg, video).map_err(|e| super::world::serr(format!("{p}.player.{e}"), ""))?;
         Ok(())
@@ -369,7 +411,13 @@ impl World {
                 pcfg.buffer_max
             };
             let result = run_trace_mode(video.clone(), abr, pcfg, &s, &opts);
-            self.trace_results.push(TraceClient { name: c.name.clone(), abr: c.abr.clone(), video, buffer_max, result });
+            self.trace_results.push(TraceClient {
+                name: c.name.clone(),
+                abr: c.abr.clone(),
+                video,
+                buffer_max,
+                result,
+            });
         }
     }
 
@@ -454,10 +502,15 @@ impl World {
                 o.insert("buffer_max_s".into(), json!(crate::time::secs(c.buffer_max)));
                 o.insert("base_rtt_ms".into(), json!(c.base_rtt as f64 / 1e6));
                 if let Some((flows, conns)) = c.packet {
-                    let (sum, n) = flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
+                    let (sum, n) = flows
+                        .iter()
+                        .fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
                     o.insert("flow".into(), json!(flows[0]));
                     o.insert("connections".into(), json!(conns));
-                    o.insert("srtt_mean_ms".into(), if n > 0 { json!((sum / n as f64 / 1e3).round() / 1e3) } else { serde_json::Value::Null });
+                    o.insert(
+                        "srtt_mean_ms".into(),
+                        if n > 0 { json!((sum / n as f64 / 1e3).round() / 1e3) } else { serde_json::Value::Null },
+                    );
                     if let Some(ph) = &phases {
                         let mut cnt = [0u64; 3];
                         for (&f, &k) in ph.iter() {
@@ -492,7 +545,8 @@ impl World {
                 _ => unreachable!(),
             }
         };
-        let (tm, link, ev, flow, seq, ack, payload) = (col("time_ns"), col("link"), col("event"), col("flow"), col("seq"), col("ack"), col("payload"));
+        let (tm, link, ev, flow, seq, ack, payload) =
+            (col("time_ns"), col("link"), col("event"), col("flow"), col("seq"), col("ack"), col("payload"));
         let video: std::collections::BTreeSet<i64> =
             self.flows.iter().enumerate().filter(|(_, f)| f.kind == "video").map(|(i, _)| i as i64).collect();
         let mut events: Vec<PktEvent> = Vec::new();
@@ -505,7 +559,11 @@ impl World {
             let is_data = payload[i] > 0;
             match ev[i] {
                 0 => {
-                    let kind = if is_data { PktKind::Data { seq: seq[i] as u64 } } else { PktKind::Ack { ack: ack[i] as u64 } };
+                    let kind = if is_data {
+                        PktKind::Data { seq: seq[i] as u64 }
+                    } else {
+                        PktKind::Ack { ack: ack[i] as u64 }
+                    };
                     if is_data {
                         last.insert((link[i], flow[i], seq[i]), events.len());
                     }

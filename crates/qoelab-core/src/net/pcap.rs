@@ -55,7 +55,11 @@ impl PcapWriter {
         let dgram = pkt.has(flags::DGRAM);
         let (sport, dport) = {
             let a = 20000 + (pkt.flow % 40000) as u16;
-            if data_dir { (a, 5001) } else { (5001, a) }
+            if data_dir {
+                (a, 5001)
+            } else {
+                (5001, a)
+            }
         };
         let payload = pkt.payload as usize;
         if dgram {
@@ -70,17 +74,18 @@ impl PcapWriter {
             // Data direction: SYN at ISN, byte k at ISN + 1 + k. Reverse direction sends no data:
             // its SYN-ACK at ISN_r, everything after at ISN_r + 1.
             let seq = if data_dir {
-                if syn { my_isn } else { my_isn.wrapping_add(1).wrapping_add(pkt.seq as u32) }
+                if syn {
+                    my_isn
+                } else {
+                    my_isn.wrapping_add(1).wrapping_add(pkt.seq as u32)
+                }
             } else if syn {
                 my_isn
             } else {
                 my_isn.wrapping_add(1)
             };
-            let ack = if data_dir {
-                peer_isn.wrapping_add(1)
-            } else {
-                peer_isn.wrapping_add(1).wrapping_add(pkt.ack as u32)
-            };
+            let ack =
+                if data_dir { peer_isn.wrapping_add(1) } else { peer_isn.wrapping_add(1).wrapping_add(pkt.ack as u32) };
             let mut opts: Vec<u8> = Vec::with_capacity(40);
             let tsval = (pkt.ts_val / 1_000_000) as u32;
             let tsecr = (pkt.ts_ecr / 1_000_000) as u32;

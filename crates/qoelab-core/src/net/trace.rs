@@ -207,7 +207,12 @@ mod tests {
     use crate::time::MS;
     #[test]
     fn opportunities_wrap() {
-        let o = Opportunities { period: 10 * MS, times: vec![2 * MS, 2 * MS, 7 * MS, 10 * MS], bytes_per_opp: 1504, once: false };
+        let o = Opportunities {
+            period: 10 * MS,
+            times: vec![2 * MS, 2 * MS, 7 * MS, 10 * MS],
+            bytes_per_opp: 1504,
+            once: false,
+        };
         assert_eq!(o.next_at_or_after(0), Some(2 * MS));
         assert_eq!(o.count_at(2 * MS), 2);
         assert_eq!(o.next_after(2 * MS), Some(7 * MS));

@@ -180,8 +180,9 @@ pub struct Recorder {
 }
 
 /// Builds ABRs the core's registry does not know (e.g. `python:...` ABRs from the bindings).
-pub type AbrFactory =
-    Box<dyn Fn(&str, &Params, &crate::video::Video) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> + Send>;
+pub type AbrFactory = Box<
+    dyn Fn(&str, &Params, &crate::video::Video) -> Result<Box<dyn crate::abr::Abr>, crate::params::ParamError> + Send,
+>;
 
 /// The simulated world.
 pub struct World {
@@ -248,7 +249,9 @@ impl World {
                                 once: *once,
                             })
                         }
-                        TraceCfg::Rates { segments, looping } => Service::Schedule(RateSchedule::new(segments, *looping)),
+                        TraceCfg::Rates { segments, looping } => {
+                            Service::Schedule(RateSchedule::new(segments, *looping))
+                        }
                     }
                 }
                 None => {
@@ -332,7 +335,10 @@ impl World {
                 )
             }),
             web: want("web").then(|| {
-                Table::new("web", &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')])
+                Table::new(
+                    "web",
+                    &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')],
+                )
             }),
             queues: want("queues").then(|| {
                 Table::new(
@@ -408,7 +414,10 @@ impl World {
                         None => w.add_client(i, c)?,
                         Some(r) => {
                             if !(r.is_finite() && r > 0.0) {
-                                return Err(serr(format!("clients[{i}].arrival_rate"), "expected > 0 sessions per second"));
+                                return Err(serr(
+                                    format!("clients[{i}].arrival_rate"),
+                                    "expected > 0 sessions per second",
+                                ));
                             }
                             // Check the entry once (ABR, player, nodes) without keeping a client.
                             w.check_trace_client(i, c)?;
@@ -483,7 +492,14 @@ impl World {
                 }
                 let fid = self.flows.len();
                 let tx = self.new_ep(
-                    Ep::Cbr(CbrSource { rate_bps: *rate_bps, size: *packet_size, next: *start, active: false, seq: 0, sent_bytes: 0 }),
+                    Ep::Cbr(CbrSource {
+                        rate_bps: *rate_bps,
+                        size: *packet_size,
+                        next: *start,
+                        active: false,
+                        seq: 0,
+                        sent_bytes: 0,
+                    }),
                     *src,
                     fid,
                 );
@@ -518,7 +534,10 @@ impl World {
                     let tx = self.flows[fid].tx;
                     if let Ep::TcpTx(s) = &self.eps[tx] {
                         if s.cc().weight().is_none() {
-                            return Err(serr(format!("{p}.weight_schedule"), format!("congestion control {cc} has no weight")));
+                            return Err(serr(
+                                format!("{p}.weight_schedule"),
+                                format!("congestion control {cc} has no weight"),
+                            ));
                         }
                     }
                     self.schedule_action(*t, AppAction::Weight(fid, *wgt));
@@ -542,13 +561,23 @@ impl World {
                 let tcfg = tcp_config(&p, tcp)?;
                 let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
                 // Check the controller builds now rather than at the first arrival.
-                cc::build(cc, &ccp, &CcBuildCtx { mss: tcfg.mss as u64, initial_window: tcfg.initial_window as u64, seed: 0 })
-                    .map_err(|e| cc_err(&p, e))?;
+                cc::build(
+                    cc,
+                    &ccp,
+                    &CcBuildCtx { mss: tcfg.mss as u64, initial_window: tcfg.initial_window as u64, seed: 0 },
+                )
+                .map_err(|e| cc_err(&p, e))?;
                 if !(arrival_rate.is_finite() && *arrival_rate > 0.0) {
                     return Err(serr(format!("{p}.arrival_rate"), "expected > 0 flows per second"));
                 }
-                if sizes.len() < 2 || sizes.windows(2).any(|w| w[1].0 < w[0].0 || w[1].1 < w[0].1) || sizes.last().unwrap().1 != 1.0 {
-                    return Err(serr(format!("{p}.sizes"), "expected a CDF: non-decreasing (bytes, probability) points ending at 1"));
+                if sizes.len() < 2
+                    || sizes.windows(2).any(|w| w[1].0 < w[0].0 || w[1].1 < w[0].1)
+                    || sizes.last().unwrap().1 != 1.0
+                {
+                    return Err(serr(
+                        format!("{p}.sizes"),
+                        "expected a CDF: non-decreasing (bytes, probability) points ending at 1",
+                    ));
                 }
                 let gi = self.webgens.len();
                 self.actions.push(AppAction::WebArrival(gi));
@@ -612,7 +641,8 @@ impl World {
         let gap = crate::time::from_secs_f64(g.rng.exp(g.mean_gap_s)).max(1);
         g.count += 1;
         let name = format!("{}#{}", g.name, g.count);
-        let (src, dst, ccn, ccp, tcfg, action) = (g.src, g.dst, g.cc.clone(), g.cc_params.clone(), g.tcp.clone(), g.action);
+        let (src, dst, ccn, ccp, tcfg, action) =
+            (g.src, g.dst, g.cc.clone(), g.cc_params.clone(), g.tcp.clone(), g.action);
         let fid = self
             .add_tcp_flow("web", &name, "web", src, dst, &ccn, &ccp, &tcfg, now)
             .expect("web flow parameters were checked at build");
@@ -1214,7 +1244,10 @@ impl World {
     /// Hand over the recorded tables (with metadata tables about flows and links).
     pub fn take_tables(&mut self) -> Vec<Table> {
         let mut out = Vec::new();
-        let mut fl = Table::new("flow_info", &[("flow", 'i'), ("name", 's'), ("kind", 's'), ("src", 's'), ("dst", 's'), ("start_s", 'f')]);
+        let mut fl = Table::new(
+            "flow_info",
+            &[("flow", 'i'), ("name", 's'), ("kind", 's'), ("src", 's'), ("dst", 's'), ("start_s", 'f')],
+        );
         for (i, f) in self.flows.iter().enumerate() {
             fl.i(0, i as i64);
             fl.s(1, &f.name);
@@ -1224,7 +1257,18 @@ impl World {
             fl.f(5, crate::time::secs(f.start));
         }
         out.push(fl);
-        let mut li = Table::new("link_info", &[("link", 'i'), ("name", 's'), ("from", 's'), ("to", 's'), ("rate_bps", 'f'), ("delay_ms", 'f'), ("aqm", 's')]);
+        let mut li = Table::new(
+            "link_info",
+            &[
+                ("link", 'i'),
+                ("name", 's'),
+                ("from", 's'),
+                ("to", 's'),
+                ("rate_bps", 'f'),
+                ("delay_ms", 'f'),
+                ("aqm", 's'),
+            ],
+        );
         for (i, l) in self.links.iter().enumerate() {
             li.i(0, i as i64);
             li.s(1, &l.name);
@@ -1295,14 +1339,26 @@ impl World {
             let s = &l.stats;
             let q = &l.queue.stats;
             if s.offered_pkts != s.lost_pkts + q.arrived_pkts {
-                return Err(format!("link {}: offered {} != lost {} + queue arrivals {}", l.name, s.offered_pkts, s.lost_pkts, q.arrived_pkts));
+                return Err(format!(
+                    "link {}: offered {} != lost {} + queue arrivals {}",
+                    l.name, s.offered_pkts, s.lost_pkts, q.arrived_pkts
+                ));
             }
             let serving = l.in_service.is_some() as u64;
             if q.dequeued_pkts != s.tx_pkts + serving {
-                return Err(format!("link {}: dequeued {} != transmitted {} + in service {serving}", l.name, q.dequeued_pkts, s.tx_pkts));
+                return Err(format!(
+                    "link {}: dequeued {} != transmitted {} + in service {serving}",
+                    l.name, q.dequeued_pkts, s.tx_pkts
+                ));
             }
             if s.tx_pkts != s.delivered_pkts + l.line.len() as u64 {
-                return Err(format!("link {}: transmitted {} != delivered {} + propagating {}", l.name, s.tx_pkts, s.delivered_pkts, l.line.len()));
+                return Err(format!(
+                    "link {}: transmitted {} != delivered {} + propagating {}",
+                    l.name,
+                    s.tx_pkts,
+                    s.delivered_pkts,
+                    l.line.len()
+                ));
             }
         }
         for c in &self.clients {
@@ -1313,7 +1369,9 @@ impl World {
                 return Err(format!("client {} (trace mode): {e}", t.name));
             }
         }
-        for t in [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten() {
+        for t in
+            [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten()
+        {
             t.check()?;
         }
         Ok(())

@@ -6,26 +6,121 @@ use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{MS, SEC};
 
 pub const PARAMS: &[ParamSpec] = &[
-    ParamSpec { name: "mss", unit: Unit::Bytes, default: Default::Int(crate::packet::MSS as i64), doc: "maximum segment size (payload); 1448 = 1500 MTU - 52 header bytes with timestamps" },
-    ParamSpec { name: "initial_window", unit: Unit::Int, default: Default::Int(10), doc: "initial congestion window in segments (RFC 6928)" },
-    ParamSpec { name: "rwnd", unit: Unit::Bytes, default: Default::Int(6 * 1024 * 1024), doc: "receive window (Linux tcp_rmem max 6 MiB)" },
-    ParamSpec { name: "delayed_ack", unit: Unit::Bool, default: Default::Bool(true), doc: "receiver delays ACKs (RFC 1122/5681)" },
-    ParamSpec { name: "delack_timeout", unit: Unit::Duration, default: Default::Int(40 * MS as i64), doc: "delayed-ACK timer (Linux TCP_DELACK_MIN)" },
-    ParamSpec { name: "ack_every", unit: Unit::Int, default: Default::Int(2), doc: "ACK at least every N full segments" },
-    ParamSpec { name: "quickack", unit: Unit::Bool, default: Default::Bool(false), doc: "Linux quick-ACK mode: ACK every segment at the start and after idle" },
-    ParamSpec { name: "min_rto", unit: Unit::Duration, default: Default::Int(200 * MS as i64), doc: "RTO lower bound (Linux TCP_RTO_MIN)" },
-    ParamSpec { name: "initial_rto", unit: Unit::Duration, default: Default::Int(SEC as i64), doc: "RTO before the first RTT sample (RFC 6298)" },
-    ParamSpec { name: "max_rto", unit: Unit::Duration, default: Default::Int(120 * SEC as i64), doc: "RTO upper bound (Linux TCP_RTO_MAX)" },
-    ParamSpec { name: "linux_rto", unit: Unit::Bool, default: Default::Bool(false), doc: "Linux RTO estimator (~srtt + 200 ms) instead of RFC 6298; avoids spurious RTOs with deep buffers" },
-    ParamSpec { name: "slow_start_after_idle", unit: Unit::Bool, default: Default::Bool(true), doc: "collapse cwnd after an idle period longer than the RTO (Linux default on)" },
-    ParamSpec { name: "pacing", unit: Unit::Bool, default: Default::Bool(false), doc: "pace at ratio*cwnd/srtt even if the controller does not pace (Linux with sch_fq)" },
-    ParamSpec { name: "pacing_ss_ratio", unit: Unit::Float, default: Default::Float(2.0), doc: "pacing ratio in slow start (Linux 200%)" },
-    ParamSpec { name: "pacing_ca_ratio", unit: Unit::Float, default: Default::Float(1.2), doc: "pacing ratio in congestion avoidance (Linux 120%)" },
-    ParamSpec { name: "sack", unit: Unit::Bool, default: Default::Bool(true), doc: "SACK loss recovery (RFC 6675); false: NewReno (RFC 6582)" },
-    ParamSpec { name: "prr", unit: Unit::Bool, default: Default::Bool(true), doc: "Proportional Rate Reduction in recovery (RFC 6937, Linux); false: plain RFC 6675" },
+    ParamSpec {
+        name: "mss",
+        unit: Unit::Bytes,
+        default: Default::Int(crate::packet::MSS as i64),
+        doc: "maximum segment size (payload); 1448 = 1500 MTU - 52 header bytes with timestamps",
+    },
+    ParamSpec {
+        name: "initial_window",
+        unit: Unit::Int,
+        default: Default::Int(10),
+        doc: "initial congestion window in segments (RFC 6928)",
+    },
+    ParamSpec {
+        name: "rwnd",
+        unit: Unit::Bytes,
+        default: Default::Int(6 * 1024 * 1024),
+        doc: "receive window (Linux tcp_rmem max 6 MiB)",
+    },
+    ParamSpec {
+        name: "delayed_ack",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "receiver delays ACKs (RFC 1122/5681)",
+    },
+    ParamSpec {
+        name: "delack_timeout",
+        unit: Unit::Duration,
+        default: Default::Int(40 * MS as i64),
+        doc: "delayed-ACK timer (Linux TCP_DELACK_MIN)",
+    },
+    ParamSpec {
+        name: "ack_every",
+        unit: Unit::Int,
+        default: Default::Int(2),
+        doc: "ACK at least every N full segments",
+    },
+    ParamSpec {
+        name: "quickack",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "Linux quick-ACK mode: ACK every segment at the start and after idle",
+    },
+    ParamSpec {
+        name: "min_rto",
+        unit: Unit::Duration,
+        default: Default::Int(200 * MS as i64),
+        doc: "RTO lower bound (Linux TCP_RTO_MIN)",
+    },
+    ParamSpec {
+        name: "initial_rto",
+        unit: Unit::Duration,
+        default: Default::Int(SEC as i64),
+        doc: "RTO before the first RTT sample (RFC 6298)",
+    },
+    ParamSpec {
+        name: "max_rto",
+        unit: Unit::Duration,
+        default: Default::Int(120 * SEC as i64),
+        doc: "RTO upper bound (Linux TCP_RTO_MAX)",
+    },
+    ParamSpec {
+        name: "linux_rto",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "Linux RTO estimator (~srtt + 200 ms) instead of RFC 6298; avoids spurious RTOs with deep buffers",
+    },
+    ParamSpec {
+        name: "slow_start_after_idle",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "collapse cwnd after an idle period longer than the RTO (Linux default on)",
+    },
+    ParamSpec {
+        name: "pacing",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "pace at ratio*cwnd/srtt even if the controller does not pace (Linux with sch_fq)",
+    },
+    ParamSpec {
+        name: "pacing_ss_ratio",
+        unit: Unit::Float,
+        default: Default::Float(2.0),
+        doc: "pacing ratio in slow start (Linux 200%)",
+    },
+    ParamSpec {
+        name: "pacing_ca_ratio",
+        unit: Unit::Float,
+        default: Default::Float(1.2),
+        doc: "pacing ratio in congestion avoidance (Linux 120%)",
+    },
+    ParamSpec {
+        name: "sack",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "SACK loss recovery (RFC 6675); false: NewReno (RFC 6582)",
+    },
+    ParamSpec {
+        name: "prr",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "Proportional Rate Reduction in recovery (RFC 6937, Linux); false: plain RFC 6675",
+    },
     ParamSpec { name: "ecn", unit: Unit::Bool, default: Default::Bool(false), doc: "ECN (RFC 3168)" },
-    ParamSpec { name: "handshake", unit: Unit::Bool, default: Default::Bool(true), doc: "three-way handshake before data" },
-    ParamSpec { name: "timestamps", unit: Unit::Bool, default: Default::Bool(true), doc: "timestamps option (RFC 7323)" },
+    ParamSpec {
+        name: "handshake",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "three-way handshake before data",
+    },
+    ParamSpec {
+        name: "timestamps",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "timestamps option (RFC 7323)",
+    },
 ];
 
 /// Read a TcpConfig from scenario parameters (unknown names rejected, ranges checked).
@@ -55,7 +150,10 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
     };
     let hdr = c.header_bytes();
     if c.mss < 64 || c.mss + hdr > crate::packet::MTU {
-        return Err(perr("mss", format!("expected 64..={} bytes (MTU 1500 minus {hdr} header bytes)", crate::packet::MTU - hdr)));
+        return Err(perr(
+            "mss",
+            format!("expected 64..={} bytes (MTU 1500 minus {hdr} header bytes)", crate::packet::MTU - hdr),
+        ));
     }
     if c.initial_window == 0 {
         return Err(perr("initial_window", "expected >= 1 segment"));
@@ -70,7 +168,8 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
         return Err(perr("max_rto", "expected 0 < min_rto <= max_rto"));
     }
     // Rejects NaN as well as values <= 0.
-    if c.pacing_ss_ratio.is_nan() || c.pacing_ss_ratio <= 0.0 || c.pacing_ca_ratio.is_nan() || c.pacing_ca_ratio <= 0.0 {
+    if c.pacing_ss_ratio.is_nan() || c.pacing_ss_ratio <= 0.0 || c.pacing_ca_ratio.is_nan() || c.pacing_ca_ratio <= 0.0
+    {
         return Err(perr("pacing_ca_ratio", "expected pacing ratios > 0"));
     }
     Ok(c)

@@ -38,12 +38,7 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Float(HIGH_GAIN),
         doc: "Startup pacing and cwnd gain (2/ln 2); Drain pacing gain is its inverse",
     },
-    ParamSpec {
-        name: "cwnd_gain",
-        unit: Unit::Float,
-        default: Default::Float(2.0),
-        doc: "ProbeBW cwnd gain",
-    },
+    ParamSpec { name: "cwnd_gain", unit: Unit::Float, default: Default::Float(2.0), doc: "ProbeBW cwnd gain" },
     ParamSpec {
         name: "bw_filter_rounds",
         unit: Unit::Int,
@@ -593,7 +588,12 @@ mod tests {
         // pacing at < 80 Mbit/s ~ 10 kB
         let bdp = 500_000u64;
         let inflight1 = b.inflight(1.0);
-        eprintln!("bbr drain: round {}, BtlBw {} bit/s, RTprop {} ns, inflight(1) {inflight1} B", b.round_count(), b.btl_bw(), b.rtprop());
+        eprintln!(
+            "bbr drain: round {}, BtlBw {} bit/s, RTprop {} ns, inflight(1) {inflight1} B",
+            b.round_count(),
+            b.btl_bw(),
+            b.rtprop()
+        );
         assert!(inflight1 > bdp && inflight1 < bdp + 3 * 64 * 1024, "{inflight1}");
         // stays in Drain while inflight > BDP
         src.round(&mut b, 80.0, 400);
@@ -766,7 +766,7 @@ mod tests {
         }
         assert_eq!(b.cwnd(), 91 * MSS);
         src.round(&mut b, 80.0, 1); // 100 MSS delivered since the RTO: restore
-        // the target moves with the phase's send quantum (a few kB)
+                                    // the target moves with the phase's send quantum (a few kB)
         assert!((b.cwnd() as f64 / before as f64 - 1.0).abs() < 0.02, "{} vs {before}", b.cwnd());
     }
 }

@@ -290,9 +290,7 @@ impl CubicCore {
             self.cur_round_min_rtt = self.cur_round_min_rtt.min(r);
             self.rtt_samples += 1;
         }
-        if self.rtt_samples < HS_N_RTT_SAMPLE
-            || self.cur_round_min_rtt == Ns::MAX
-            || self.last_round_min_rtt == Ns::MAX
+        if self.rtt_samples < HS_N_RTT_SAMPLE || self.cur_round_min_rtt == Ns::MAX || self.last_round_min_rtt == Ns::MAX
         {
             return;
         }
@@ -451,7 +449,10 @@ mod tests {
             for tc in [1.0, 3.0, 6.0, 9.0, 9.9, 12.0, 14.0] {
                 if (t - tc).abs() < 0.05 {
                     let got = segs(cc.as_ref());
-                    eprintln!("cubic curve: t={t:.2} s cwnd {got:.2} W_cubic {w:.2} ({:+.2}%)", (got / w - 1.0) * 100.0);
+                    eprintln!(
+                        "cubic curve: t={t:.2} s cwnd {got:.2} W_cubic {w:.2} ({:+.2}%)",
+                        (got / w - 1.0) * 100.0
+                    );
                     assert!((got / w - 1.0).abs() < 0.02, "t={t:.2}: cwnd {got:.2} vs W_cubic {w:.2}");
                     checked += 1;
                 }
@@ -486,7 +487,9 @@ mod tests {
             let t = (d.now - t0) as f64 / SEC as f64;
             let expect = 0.4 * (t - k).powi(3) + wmax;
             let got = segs(cc.as_ref());
-            eprintln!("cubic fast_convergence={fc}: W_max {wmax:.1} K {k:.3} s; at t={t:.1} s cwnd {got:.2} vs {expect:.2}");
+            eprintln!(
+                "cubic fast_convergence={fc}: W_max {wmax:.1} K {k:.3} s; at t={t:.1} s cwnd {got:.2} vs {expect:.2}"
+            );
             assert!((got / expect - 1.0).abs() < 0.02, "fc={fc}: {got} vs {expect}");
         }
     }

@@ -323,7 +323,11 @@ mod tests {
             db.round(b.as_mut());
         }
         let ratio = b.cwnd() as f64 / a.cwnd() as f64;
-        eprintln!("fast two flows: windows {} / {} packets, ratio {ratio:.3}, queue {q:.2}", a.cwnd() / MSS, b.cwnd() / MSS);
+        eprintln!(
+            "fast two flows: windows {} / {} packets, ratio {ratio:.3}, queue {q:.2}",
+            a.cwnd() / MSS,
+            b.cwnd() / MSS
+        );
         assert!((ratio - 3.0).abs() < 0.1, "{ratio}");
         assert!((q - 20.0).abs() < 1.0, "{q}");
     }

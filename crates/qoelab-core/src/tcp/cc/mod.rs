@@ -131,19 +131,13 @@ pub mod cubic;
 pub mod fast;
 pub mod multcp;
 pub mod newreno;
-pub mod wcubic;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod wcubic;
 
 /// Every controller, one line each.
-pub static REGISTRY: &[CcEntry] = &[
-    newreno::ENTRY,
-    cubic::ENTRY,
-    multcp::ENTRY,
-    wcubic::ENTRY,
-    fast::ENTRY,
-    bbr::ENTRY,
-];
+pub static REGISTRY: &[CcEntry] =
+    &[newreno::ENTRY, cubic::ENTRY, multcp::ENTRY, wcubic::ENTRY, fast::ENTRY, bbr::ENTRY];
 
 pub fn find(name: &str) -> Option<&'static CcEntry> {
     REGISTRY.iter().find(|e| e.name == name)
@@ -152,7 +146,10 @@ pub fn find(name: &str) -> Option<&'static CcEntry> {
 pub fn build(name: &str, params: &Params, ctx: &CcBuildCtx) -> Result<Box<dyn CongestionControl>, ParamError> {
     let e = find(name).ok_or_else(|| {
         let names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
-        crate::params::perr("cc", format!("unknown congestion control \"{name}\"; expected one of: {}", names.join(", ")))
+        crate::params::perr(
+            "cc",
+            format!("unknown congestion control \"{name}\"; expected one of: {}", names.join(", ")),
+        )
     })?;
     params.check_known(e.params)?;
     (e.build)(params, ctx)

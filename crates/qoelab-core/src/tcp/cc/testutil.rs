@@ -26,7 +26,15 @@ pub struct Driver {
 
 impl Driver {
     pub fn new(rtt: Ns) -> Driver {
-        Driver { now: 0, rtt, delivered: 0, cwnd_limited: true, in_recovery: false, round_start_delivered: 0, credit: 0 }
+        Driver {
+            now: 0,
+            rtt,
+            delivered: 0,
+            cwnd_limited: true,
+            in_recovery: false,
+            round_start_delivered: 0,
+            credit: 0,
+        }
     }
 
     /// One ACK of `bytes` at time `self.now`.

@@ -235,8 +235,7 @@ mod tests {
         assert_eq!(ta, tb);
         // also with scale_c (C * 1 == C) and hystart on both
         let mut a = super::super::build("cubic", &p.clone().with("hystart", true), &ctx()).unwrap();
-        let mut b =
-            super::super::build("wcubic", &p.with("hystart", true).with("scale_c", true), &ctx()).unwrap();
+        let mut b = super::super::build("wcubic", &p.with("hystart", true).with("scale_c", true), &ctx()).unwrap();
         assert_eq!(trajectory(a.as_mut()), trajectory(b.as_mut()));
     }
 
