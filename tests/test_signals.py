@@ -140,3 +140,23 @@ def test_python_abr_keyboard_interrupt_is_an_interruption():
     with pytest.raises(KeyboardInterrupt):
         qoelab.run(d, abrs={"python:interrupting": _Interrupting})
     assert _Interrupting.calls == 3          # no further Python calls after the interruption
+
+
+def test_qoelab_alone_lists_the_commands():
+    from conftest import qoelab_cli
+    p = qoelab_cli()
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    for cmd in ("run", "validate", "list", "bench", "video", "reproduce"):
+        assert f"    {cmd}" in p.stderr, cmd
+
+
+def test_list_prints_durations_and_rates_with_units():
+    from conftest import qoelab_cli
+    out = qoelab_cli("list", "aqm").stdout
+    assert "target             duration         default 5ms " in out
+    assert "default 5000000" not in out
+    tcp = qoelab_cli("list", "tcp").stdout
+    assert "default 200ms" in tcp and "default 1448B" in tcp and "default true" in tcp
+    from qoelab.cli import _with_unit
+    assert _with_unit(10_000_000, "rate") == "10Mbps" and _with_unit(1_500_000, "rate") == "1.5Mbps"
+    assert _with_unit(250_000, "duration") == "250us" and _with_unit("<link buffer>", "packets") == "<link buffer>"

@@ -13,16 +13,9 @@ import signal
 import sys
 import threading
 
+from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM
+from qoelab.cliutil import Parser as _Parser
 from qoelab.errors import InputError, Terminated
-
-EXIT_INPUT = 2
-EXIT_SIGINT = 130    # 128 + SIGINT
-EXIT_SIGTERM = 143   # 128 + SIGTERM
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
 
 
 def _cmd_run(args):
@@ -78,11 +71,40 @@ def _cmd_list(args):
     for e in entries:
         print(f"{e['name']}: {e['summary']}  [{e['reference']}]")
         for p in e["params"]:
-            d = p["default"]
-            d = "none" if d is None else d
+            d = _with_unit(p["default"], p["unit"])
             unit = p["unit"] + (" " + "|".join(p["choices"]) if p.get("choices") else "")
-            print(f"    {p['name']:<18} {unit:<16} default {str(d):<24} {p['doc']}")
+            print(f"    {p['name']:<18} {unit:<16} default {d:<24} {p['doc']}")
     return 0
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+def _with_unit(v, unit: str) -> str:
+    """A default as scenarios write it: durations and rates with units (the core's integers are
+    nanoseconds and bit/s), booleans in TOML spelling; descriptive defaults unchanged."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if not isinstance(v, (int, float)):
+        return str(v)
+    if unit == "duration":
+        for div, suf in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+            if abs(v) >= div:
+                return _num(v / div) + suf
+        return _num(v) + "ns"
+    if unit == "rate":
+        for div, suf in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+            if abs(v) >= div:
+                return _num(v / div) + suf
+        return _num(v) + "bps"
+    if unit == "bytes":
+        return _num(v) + "B"
+    if unit == "packets":
+        return _num(v) + "pkts"
+    return _num(v) if isinstance(v, float) else str(v)
 
 
 def _cmd_bench(args):
@@ -186,6 +208,9 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
         return EXIT_SIGINT
+    except BrokenPipeError:   # `qoelab list aqm | head`: the reader is gone, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
         if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
             raise

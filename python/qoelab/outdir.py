@@ -51,7 +51,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def clean_stale(parent: str) -> list[str]:
-    """Remove ``.qoelab-tmp-<pid>-*`` directories in ``parent`` whose process is gone."""
+    """Remove ``.qoelab-tmp-<pid>-*`` directories and files in ``parent`` whose process is gone."""
     removed = []
     try:
         names = os.listdir(parent)
@@ -62,7 +62,12 @@ def clean_stale(parent: str) -> list[str]:
             continue
         pid = n[len(TMP_PREFIX):].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            shutil.rmtree(os.path.join(parent, n), ignore_errors=True)
+            path = os.path.join(parent, n)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             removed.append(n)
     return removed
 
@@ -89,4 +94,20 @@ def atomic_dir(out_dir: str):
             os.rename(tmp, out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise
