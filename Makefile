@@ -8,7 +8,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.deps-stamp
 OUT    ?= results/demo
 
-.PHONY: help demo test venv build test-rust test-py bench clean
+.PHONY: help demo test lint venv build test-rust test-py bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -28,9 +28,13 @@ build: venv ## build the Rust extension (release) into the venv
 demo: build ## set up, then run the main job on built-in defaults
 	$(VENV)/bin/qoelab demo --out $(OUT)
 
-test: build ## set up, then run every test (cargo test + pytest)
+test: build lint ## set up, then run every check (rustfmt, clippy, cargo test, pytest)
 	cargo test --workspace --exclude qoelab-py -q
 	$(PY) -m pytest -q
+
+lint: ## cargo fmt --check and clippy with warnings as errors
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
 
 bench: build ## packets/s and events/s of the fixed benchmark suite
 	$(VENV)/bin/qoelab bench

@@ -1,7 +1,7 @@
 """`qoelab reproduce livi`: grid construction, metric extraction, claim verdicts, report, CLI.
 
-Runs with a fake runner (synthetic summaries) except the optional end-to-end test, which needs the
-core with video clients and is skipped otherwise. No dependence on ../shared.
+Runs with a fake runner (synthetic summaries) except one end-to-end run of the real simulator.
+No dependence on ../shared.
 """
 
 import json
@@ -189,7 +189,10 @@ def test_claims_inconclusive_on_noise_and_missing_data():
         return out
     c = _by_id(evaluate_claims(_grid_rows(noise)))
     assert c["C1"]["verdict"] == INCONCLUSIVE           # too few drops
-    assert c["C2a"]["verdict"] in (INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED)
+    # QU does not depend on the buffer or the algorithm, only on noise: the differences are inside
+    # their confidence intervals, so neither "supported" nor "not supported" may be claimed
+    assert c["C2a"]["verdict"] == INCONCLUSIVE, c["C2a"]
+    assert c["C2b"]["verdict"] == INCONCLUSIVE, c["C2b"]
     # no multi-client runs at all: the QU claims cannot be evaluated
     one = _grid_rows(_paper_like, clients=(1,))
     c = _by_id(evaluate_claims(one))
@@ -342,19 +345,9 @@ def test_cli_bad_out_dir_is_one_line_exit_2(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------------
-# end to end (real simulator), only when the core has video clients
+# end to end (real simulator)
 
 
-def _core_has_video_clients():
-    try:
-        from qoelab import scenario as sc
-        sc.from_dict(scenario(Run("bba2", "pfifo", 6.0, 1, "static", 1_200_000)))
-        return True
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not _core_has_video_clients(), reason="the core has no video clients yet")
 def test_one_real_run_extracts_every_metric():
     res = livi.execute(Run("classic2", "codel", 0.25, 2, "static", 1_200_000))
     rec = res["run"]

@@ -9,21 +9,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 
-from qoelab.errors import InputError
-
-EXIT_INPUT = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit 2
-        self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM
+from qoelab.cliutil import Parser as _Parser
+from qoelab.errors import InputError, Terminated
 
 
 def _cmd_run(args):
-    from qoelab import results
-    res = results.run(args.scenario, seed=args.seed)
+    from qoelab import outdir, results
+    outdir.check(args.out, force=args.force)     # refuse before simulating, not after
+    res = results.run(args.scenario, seed=args.seed, progress=True)
     out = res.write(args.out, force=args.force)
     if args.json:
         print(json.dumps(res.summary, indent=2))
@@ -73,11 +71,40 @@ def _cmd_list(args):
     for e in entries:
         print(f"{e['name']}: {e['summary']}  [{e['reference']}]")
         for p in e["params"]:
-            d = p["default"]
-            d = "none" if d is None else d
+            d = _with_unit(p["default"], p["unit"])
             unit = p["unit"] + (" " + "|".join(p["choices"]) if p.get("choices") else "")
-            print(f"    {p['name']:<18} {unit:<16} default {str(d):<24} {p['doc']}")
+            print(f"    {p['name']:<18} {unit:<16} default {d:<24} {p['doc']}")
     return 0
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+
+
+def _with_unit(v, unit: str) -> str:
+    """A default as scenarios write it: durations and rates with units (the core's integers are
+    nanoseconds and bit/s), booleans in TOML spelling; descriptive defaults unchanged."""
+    if v is None:
+        return "none"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if not isinstance(v, (int, float)):
+        return str(v)
+    if unit == "duration":
+        for div, suf in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+            if abs(v) >= div:
+                return _num(v / div) + suf
+        return _num(v) + "ns"
+    if unit == "rate":
+        for div, suf in ((1e9, "Gbps"), (1e6, "Mbps"), (1e3, "kbps")):
+            if abs(v) >= div:
+                return _num(v / div) + suf
+        return _num(v) + "bps"
+    if unit == "bytes":
+        return _num(v) + "B"
+    if unit == "packets":
+        return _num(v) + "pkts"
+    return _num(v) if isinstance(v, float) else str(v)
 
 
 def _cmd_bench(args):
@@ -156,23 +183,43 @@ def _version():
         return "qoelab"
 
 
+def _on_sigterm(signum, frame):
+    raise Terminated(signum)
+
+
 def main(argv=None):
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:   # `qoelab` alone: the usage line and the commands, exit 2
+        parser.print_help(sys.stderr)
+        return EXIT_INPUT
     args = parser.parse_args(argv)
+    prev = None
+    if threading.current_thread() is threading.main_thread():
+        prev = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return args.func(args)
     except InputError as e:
         print(f"qoelab {args.cmd}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
+    except Terminated:
+        print(f"qoelab {args.cmd}: terminated (SIGTERM)", file=sys.stderr)
+        return EXIT_SIGTERM
     except KeyboardInterrupt:
-        print("qoelab: interrupted", file=sys.stderr)
-        return 130
+        print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
+        return EXIT_SIGINT
+    except BrokenPipeError:   # `qoelab list aqm | head`: the reader is gone, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
         if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
             raise
         print(f"qoelab {args.cmd}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "
               "please report it)", file=sys.stderr)
         return 1
+    finally:
+        if prev is not None:
+            signal.signal(signal.SIGTERM, prev)
 
 
 if __name__ == "__main__":

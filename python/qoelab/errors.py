@@ -35,3 +35,13 @@ class InputError(Exception):
             parts.append(f"found {self.found}")
         body = ", ".join(parts) if parts else "invalid input"
         return f"{loc}: {body}" if loc else body
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread when the process receives SIGTERM (the CLI installs the handler), so
+    that SIGTERM unwinds like Ctrl-C: temporary output is removed, child processes are stopped, and
+    the CLI exits with 143 (128 + SIGTERM)."""
+
+    def __init__(self, signum: int = 15):
+        super().__init__(signum)
+        self.signum = signum

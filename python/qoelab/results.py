@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
+import sys
 import time
 
 from qoelab.errors import InputError
@@ -58,14 +58,10 @@ class Result:
         Everything is written into a temporary sibling directory that is renamed at the end, so
         an interrupted run never leaves a half-written result."""
         import pyarrow.parquet as pq
-        out_dir = os.path.abspath(out_dir)
-        if os.path.exists(out_dir) and not force:
-            if not os.path.isdir(out_dir) or os.listdir(out_dir):
-                raise InputError(out_dir, None, message="output directory exists and is not empty (use --force to replace it)")
-        parent = os.path.dirname(out_dir)
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".qoelab-tmp-", dir=parent)
-        try:
+
+        from qoelab import outdir
+        out_dir = outdir.check(out_dir, force=force)
+        with outdir.atomic_dir(out_dir) as tmp:
             with open(os.path.join(tmp, "summary.json"), "w") as f:
                 json.dump(self.summary, f, indent=2)
                 f.write("\n")
@@ -82,25 +78,52 @@ class Result:
             for link, data in self.pcaps.items():
                 with open(os.path.join(tmp, f"{link}.pcap"), "wb") as f:
                     f.write(data)
-            if os.path.exists(out_dir):
-                old = out_dir + ".old-" + str(os.getpid())
-                os.rename(out_dir, old)
-                os.rename(tmp, out_dir)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, out_dir)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return out_dir
 
 
-def run(scenario, seed: int | None = None, abrs: dict | None = None) -> Result:
+class _Bar:
+    """Progress of one run on stderr (simulated time, ETA): only on a terminal, only after
+    ``after_s`` of wall time, erased when the run ends or is interrupted."""
+
+    def __init__(self, label: str, after_s: float = 2.0, stream=None):
+        self.stream = stream or sys.stderr
+        self.label = label
+        self.after_s = after_s
+        self.t0 = time.monotonic()
+        self.shown = False
+        self.last = 0.0
+        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, now_s: float, end_s: float) -> None:
+        if not self.enabled:
+            return
+        el = time.monotonic() - self.t0
+        if el < self.after_s or el - self.last < 0.2:
+            return
+        self.last = el
+        frac = min(1.0, now_s / end_s) if end_s > 0 else 1.0
+        eta = el * (1 - frac) / frac if frac > 0 else float("nan")
+        bar = "#" * int(frac * 30)
+        line = (f"{self.label} [{bar:<30}] {now_s:,.1f}/{end_s:,.1f} s simulated, {el:.0f} s elapsed, "
+                f"ETA {eta:.0f} s")
+        self.stream.write("\r" + line[:120].ljust(120))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            self.stream.write("\r" + " " * 120 + "\r")
+            self.stream.flush()
+            self.shown = False
+
+
+def run(scenario, seed: int | None = None, abrs: dict | None = None, progress: bool = False) -> Result:
     """Run a scenario (a path, a :class:`qoelab.scenario.Scenario` or a scenario dict).
 
     ``abrs`` maps ``"python:<name>"`` ABR names used by the scenario's clients to classes
     implementing :class:`qoelab.abr.Abr` (names of the form ``python:module:Class`` are imported
-    automatically)."""
+    automatically). ``progress=True`` shows a progress bar on stderr when it is a terminal and the
+    run takes longer than 2 s. Ctrl-C raises KeyboardInterrupt within a fraction of a second."""
     from qoelab import _core
     from qoelab import scenario as sc
     if isinstance(scenario, (str, os.PathLike)):
@@ -111,9 +134,10 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None) -> Result:
         scenario = scenario.with_seed(seed)
     classes = dict(scenario.meta.get("python_abrs", {}))
     classes.update(abrs or {})
+    bar = _Bar(f"run {scenario.config.get('name', 'scenario')}") if progress else None
     t0 = time.perf_counter()
     try:
-        summary_json, tables, pcaps = _core.run(scenario.to_json(), classes or None)
+        summary_json, tables, pcaps = _core.run(scenario.to_json(), classes or None, bar)
     except ValueError as e:
         if len(e.args) == 2:
             path, msg = e.args
@@ -123,6 +147,9 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None) -> Result:
                     break
             raise InputError(scenario.path, path, message=msg) from None
         raise
+    finally:
+        if bar:
+            bar.close()
     wall = time.perf_counter() - t0
     summary = json.loads(summary_json)
     pk = summary.get("packets", {}).get("bottleneck", 0)

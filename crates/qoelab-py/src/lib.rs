@@ -4,10 +4,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
+use qoelab_core::abr::AbrFactory;
 use qoelab_core::abr::{Abr, AbrObs, Decision, DownloadRecord};
 use qoelab_core::driver::{Driver, RunError};
 use qoelab_core::net::record::{Column, Table};
-use qoelab_core::net::world::AbrFactory;
 use qoelab_core::net::SimConfig;
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +17,29 @@ use std::sync::{Arc, Mutex};
 struct PyAbr {
     obj: Py<PyAny>,
     errors: Arc<Mutex<Vec<String>>>,
+    /// Set when Python code raised a BaseException that is not an Exception (KeyboardInterrupt
+    /// from Ctrl-C, SystemExit, the CLI's SIGTERM exception): the run stops and re-raises it.
+    interrupt: Interrupt,
     label: String,
+}
+
+type Interrupt = Arc<Mutex<Option<PyErr>>>;
+
+/// An error raised by Python code called from the simulation: an interruption (anything that is
+/// not an `Exception`) is kept to be re-raised after the slice; the rest is the ABR's own error.
+fn classify(py: Python<'_>, e: PyErr, interrupt: &Interrupt, what: &str) -> String {
+    if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+        let msg = format!("{what} interrupted");
+        if let Ok(mut slot) = interrupt.lock() {
+            slot.get_or_insert(e);
+        }
+        return msg;
+    }
+    format!("{what} raised {e}")
+}
+
+fn interrupted(i: &Interrupt) -> bool {
+    i.lock().map(|s| s.is_some()).unwrap_or(false)
 }
 
 fn rec_dict<'py>(py: Python<'py>, r: &DownloadRecord) -> PyResult<Bound<'py, PyDict>> {
@@ -73,9 +95,16 @@ impl Abr for PyAbr {
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
         let n = obs.video.n_rungs();
+        if interrupted(&self.interrupt) {
+            return Decision { rung: 0, delay: 0, reason: "interrupted".into() };
+        }
         let r: Result<Decision, String> = Python::with_gil(|py| {
-            let d = obs_dict(py, obs).map_err(|e| e.to_string())?;
-            let out = self.obj.bind(py).call_method1("choose", (d,)).map_err(|e| format!("choose() raised {e}"))?;
+            let d = obs_dict(py, obs).map_err(|e| classify(py, e, &self.interrupt, "building obs"))?;
+            let out = self
+                .obj
+                .bind(py)
+                .call_method1("choose", (d,))
+                .map_err(|e| classify(py, e, &self.interrupt, "choose()"))?;
             let (rung, delay, reason): (i64, f64, String) = if let Ok(x) = out.extract::<i64>() {
                 (x, 0.0, "python".into())
             } else if let Ok((x, dl)) = out.extract::<(i64, f64)>() {
@@ -110,29 +139,36 @@ impl Abr for PyAbr {
             Ok(Decision { rung: rung as usize, delay: (delay * 1e9).round() as u64, reason })
         });
         r.unwrap_or_else(|e| {
-            self.fail(e);
+            if !interrupted(&self.interrupt) {
+                self.fail(e);
+            }
             Decision { rung: 0, delay: 0, reason: "python ABR error".into() }
         })
     }
     fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
+        if interrupted(&self.interrupt) {
+            return;
+        }
         let r: Result<(), String> = Python::with_gil(|py| {
             let o = self.obj.bind(py);
             if !o.hasattr("on_download").unwrap_or(false) {
                 return Ok(());
             }
-            let d = obs_dict(py, obs).map_err(|e| e.to_string())?;
-            let rd = rec_dict(py, rec).map_err(|e| e.to_string())?;
-            o.call_method1("on_download", (d, rd)).map_err(|e| format!("on_download() raised {e}"))?;
+            let d = obs_dict(py, obs).map_err(|e| classify(py, e, &self.interrupt, "building obs"))?;
+            let rd = rec_dict(py, rec).map_err(|e| classify(py, e, &self.interrupt, "building record"))?;
+            o.call_method1("on_download", (d, rd)).map_err(|e| classify(py, e, &self.interrupt, "on_download()"))?;
             Ok(())
         });
         if let Err(e) = r {
-            self.fail(e);
+            if !interrupted(&self.interrupt) {
+                self.fail(e);
+            }
         }
     }
 }
 
 /// The factory for "python:" ABR names: instantiates `classes[name](**params)`.
-fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>) -> AbrFactory {
+fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>, interrupt: Interrupt) -> AbrFactory {
     Box::new(move |name, params, _video| {
         Python::with_gil(|py| {
             let cls = classes.bind(py).get_item(name).ok().flatten().ok_or_else(|| {
@@ -154,7 +190,12 @@ fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>) -> AbrFactor
             if !obj.hasattr("choose").unwrap_or(false) {
                 return Err(qoelab_core::params::perr("abr", format!("{name} has no choose(obs) method")));
             }
-            Ok(Box::new(PyAbr { obj: obj.unbind(), errors: errors.clone(), label: name.to_string() }) as Box<dyn Abr>)
+            Ok(Box::new(PyAbr {
+                obj: obj.unbind(),
+                errors: errors.clone(),
+                interrupt: interrupt.clone(),
+                label: name.to_string(),
+            }) as Box<dyn Abr>)
         })
     })
 }
@@ -243,27 +284,60 @@ fn table_to_py<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> 
 }
 
 /// Run a normalized config (JSON). Returns (summary_json, {table: [(col, kind, data)]}, pcaps).
-/// The GIL is released while simulating.
+///
+/// The simulation runs in slices of simulated time (about 50 ms of wall time each) with the GIL
+/// released; between slices, pending signals are handled (Ctrl-C raises KeyboardInterrupt, which
+/// stops the run) and `progress(now_s, end_s)` is called if given. The results do not depend on
+/// the slicing.
 #[pyfunction]
-#[pyo3(signature = (config_json, abrs=None))]
+#[pyo3(signature = (config_json, abrs=None, progress=None))]
 fn run<'py>(
     py: Python<'py>,
     config_json: &str,
     abrs: Option<Bound<'py, PyDict>>,
+    progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
     let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
-    let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone()));
-    let errs = errors.clone();
+    let interrupt: Interrupt = Arc::new(Mutex::new(None));
+    let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone(), interrupt.clone()));
     let hash = qoelab_core::report::summary::config_hash(config_json);
+    let built = py.allow_threads(move || Driver::build(cfg, factory));
+    let take_interrupt = || interrupt.lock().ok().and_then(|mut s| s.take());
+    let mut w = match built {
+        Ok(w) => w,
+        Err(e) => return Err(take_interrupt().unwrap_or_else(|| config_error(&e.path, &e.msg))),
+    };
+    let end = w.duration();
+    let mut slice: u64 = 10_000_000; // 10 ms simulated to start with, then sized to ~50 ms wall
+    let mut t: u64 = 0;
+    loop {
+        t = t.saturating_add(slice).min(end);
+        let t0 = std::time::Instant::now();
+        let done = py.allow_threads(|| {
+            w.run_until(t);
+            w.now() >= end
+        });
+        let wall = t0.elapsed().as_secs_f64();
+        if let Some(e) = take_interrupt() {
+            return Err(e);
+        }
+        py.check_signals()?;
+        if let Some(cb) = &progress {
+            cb.call1((t as f64 / 1e9, end as f64 / 1e9))?;
+        }
+        if done {
+            break;
+        }
+        let scale = (0.05 / wall.max(1e-4)).clamp(0.5, 8.0);
+        slice = ((slice as f64 * scale) as u64).max(1_000_000);
+    }
     let (summary, tables, pcaps) = py
         .allow_threads(move || -> Result<_, (String, String)> {
-            let mut d = Driver::build(cfg, factory).map_err(|e| (e.path, e.msg))?;
-            let run = d.run_sliced(qoelab_core::time::SEC, None, |_| {});
-            if let Some(e) = errs.lock().ok().and_then(|e| e.first().cloned()) {
+            if let Some(e) = errors.lock().ok().and_then(|e| e.first().cloned()) {
                 return Err(("abr".to_string(), e));
             }
-            let out = run.and_then(|_| d.finish(hash)).map_err(|e| match e {
+            let out = w.finish(hash).map_err(|e| match e {
                 RunError::Config(e) => (e.path, e.msg),
                 RunError::Stopped => ("run".to_string(), "stopped".to_string()),
                 RunError::Invariant(e) => ("invariants".to_string(), e),

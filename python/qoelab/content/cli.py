@@ -79,17 +79,17 @@ def add_parser(subparsers) -> None:
     pr.set_defaults(func=cmd_prepare)
 
     co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
-                         description="The committed corpus (corpus/): quality tables of built-in generated clips.")
+                         description="The committed corpus (python/qoelab/corpus/, shipped in the package): quality tables of built-in generated clips.")
     csub = co.add_subparsers(dest="corpus_cmd", metavar="{list,regenerate,verify,plot}")
     csub.required = True
     cl = csub.add_parser("list", help="list the corpus clips with their VMAF at about 1 Mbit/s")
-    cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
     cl.set_defaults(func=cmd_corpus_list)
     cr = csub.add_parser("regenerate", help="re-run the pipeline for all (or some) clips and rewrite their tables",
                          description="Re-run the pipeline with the corpus parameters (corpus/manifest.json) and "
                                      "rewrite corpus/<clip>.json, corpus/frames/<clip>.parquet and the manifest.")
     cr.add_argument("--clip", action="append", default=None, metavar="NAME", help="only this clip (repeatable)")
-    cr.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cr.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
     _common(cr)
     cr.set_defaults(func=cmd_corpus_regenerate)
     cv = csub.add_parser("verify", help="regenerate a clip from scratch and compare with the committed table",
@@ -99,7 +99,7 @@ def add_parser(subparsers) -> None:
     cv.add_argument("--segments", type=int, default=None, metavar="K",
                     help="quick check: render K+1 segments and compare the first K (default: the whole clip)")
     cv.add_argument("--rungs", default=None, metavar="I,J,...", help="only these rung indices (default: all)")
-    cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
     _common(cv)
     cv.set_defaults(func=cmd_corpus_verify)
 
@@ -107,7 +107,7 @@ def add_parser(subparsers) -> None:
                          description="Plot mean VMAF, SSIM and PSNR per rung of every clip and print the VMAF "
                                      "spread at the rung nearest 1 Mbit/s.")
     cp.add_argument("--out", default="docs/img/corpus-vmaf.png", metavar="PNG", help="image to write (default docs/img/corpus-vmaf.png)")
-    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the repository's corpus/)")
+    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
     cp.set_defaults(func=cmd_corpus_plot)
 
     ex = vsub.add_parser("export", help="export a table to Sabre movie JSON or Minerva .dat/.vmaf",
@@ -134,6 +134,9 @@ def cmd_prepare(a) -> int:
     from qoelab.content import measure as meas
     from qoelab.content import pipeline as pl
 
+    from qoelab import outdir
+
+    outdir.check(a.out, force=True)        # a file in the way is refused before encoding
     rungs = lad.parse(a.ladder)
     w, h = a.display or (max(r.width for r in rungs), max(r.height for r in rungs))
     if a.vmaf_subsample < 1:

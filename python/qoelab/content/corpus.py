@@ -1,6 +1,7 @@
 """The committed corpus: quality tables of generated clips (no media), and the loader the video model uses.
 
-Layout (``corpus/`` at the repository root, or ``$QOELAB_CORPUS``)::
+Layout (``python/qoelab/corpus/`` in the repository, installed with the package as ``qoelab/corpus/``
+package data; ``$QOELAB_CORPUS`` or ``--corpus DIR`` point elsewhere)::
 
     corpus/manifest.json          parameters, ffmpeg version, clip list, sha256 of every table
     corpus/<clip>.json            table document (format qoelab-content/1: "video" + "meta")
@@ -39,7 +40,7 @@ def corpus_dir() -> str:
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "..", "..", "corpus"))
+    return os.path.normpath(os.path.join(here, "..", "corpus"))     # package data: qoelab/corpus
 
 
 def list_videos(root: str | None = None) -> list[str]:

@@ -12,6 +12,7 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 
 from qoelab.errors import InputError
 
@@ -78,12 +79,54 @@ def check(ffmpeg: str, filters: tuple[str, ...] = (), encoders: tuple[str, ...] 
                          "them missing (install the imageio-ffmpeg wheel or pass --ffmpeg)")
 
 
+_lock = threading.Lock()
+_running: set = set()
+_stopping = False
+
+
+def stop_all() -> None:
+    """Kill every ffmpeg this process is running and refuse to start more (on Ctrl-C / SIGTERM, so
+    that worker threads return at once); :func:`resume` allows them again."""
+    global _stopping
+    with _lock:
+        _stopping = True
+        procs = list(_running)
+    for p in procs:
+        try:
+            p.kill()
+        except OSError:
+            pass
+
+
+def resume() -> None:
+    global _stopping
+    with _lock:
+        _stopping = False
+
+
 def run(ffmpeg: str, args: list[str], what: str, path: str | None = None, nice: int = 0) -> str:
     """Run ffmpeg; on failure raise InputError with the last stderr line. Returns stderr."""
     cmd = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    with _lock:
+        if _stopping:
+            raise KeyboardInterrupt
+        p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        _running.add(p)
+    try:
+        _, err = p.communicate()
+    except BaseException:       # Ctrl-C / SIGTERM in this thread: do not leave ffmpeg running
+        p.kill()
+        p.wait()
+        raise
+    finally:
+        with _lock:
+            _running.discard(p)
+    if _stopping:
+        raise KeyboardInterrupt
+    p.stderr = err
     if p.returncode != 0:
         lines = [ln.strip() for ln in p.stderr.splitlines() if ln.strip()]
         raise InputError(path, what, "ffmpeg to succeed", lines[-1] if lines else f"exit {p.returncode}")

@@ -132,9 +132,6 @@ def import_minerva(path: str, name: str | None = None) -> dict:
 
 
 def _atomic_write(path: str, text: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    from qoelab import outdir
+
+    outdir.write_text(path, text)

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ from qoelab.content import ladder as lad
 from qoelab.content import measure as meas
 from qoelab.content import mp4, mpd, sources
 from qoelab.content.progress import Progress
+from qoelab import outdir
 from qoelab.errors import InputError
 
 FORMAT = "qoelab-content/1"
@@ -166,6 +166,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
     Returns the table document (see docs/content.md)."""
     t_start = time.monotonic()
+    ff.resume()
     ffm = ff.find_ffmpeg(p.ffmpeg)
     gen = sources.parse(source)
     ff.check(ffm, filters=gen.needs if gen else ())
@@ -266,7 +267,13 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
     with cf.ThreadPoolExecutor(max_workers=jobs) as ex:
         futs = [ex.submit(do_rung, i, r) for i, r in enumerate(p.ladder)]
-        results = [f.result() for f in futs]
+        try:
+            results = [f.result() for f in futs]
+        except BaseException:   # Ctrl-C, SIGTERM or a failed rung: stop the other rungs now
+            for f in futs:
+                f.cancel()
+            ff.stop_all()
+            raise
 
     # ---- assemble the table
     seg_s = S / p.fps
@@ -357,11 +364,7 @@ def write_table_files(dirpath: str, doc: dict, rows: list[dict], table_name: str
 
 
 def write_output(out: str, doc: dict, rows, results, p: Params, nframes: int) -> None:
-    out = os.path.abspath(out)
-    parent = os.path.dirname(out)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(out)}.partial-", dir=parent)
-    try:
+    with outdir.atomic_dir(out) as tmp:
         reps = []
         for i, (rm, res) in enumerate(zip(doc["meta"]["ladder"], results)):
             dst = os.path.join(tmp, rm["file"])
@@ -376,13 +379,3 @@ def write_output(out: str, doc: dict, rows, results, p: Params, nframes: int) ->
         seg_s = p.seg_frames / p.fps
         mpd.write(os.path.join(tmp, "manifest.mpd"), reps, nframes / p.fps, p.seg_frames, p.fps, seg_s)
         write_table_files(tmp, doc, rows)
-        old = None
-        if os.path.exists(out):
-            old = out + f".old-{uuid.uuid4().hex[:8]}"
-            os.rename(out, old)
-        os.rename(tmp, out)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
-    finally:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)

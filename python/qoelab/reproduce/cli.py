@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from qoelab.cliutil import EXIT_INPUT, Parser
 from qoelab.errors import InputError
 
 
@@ -70,9 +71,8 @@ def add_parser(subparsers) -> None:
 
 
 def main(argv=None) -> int:
-    from qoelab.cli import EXIT_INPUT, _Parser
-    p = _Parser(prog="qoelab")
-    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
+    p = Parser(prog="qoelab")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=Parser)
     sub.required = True
     add_parser(sub)
     args = p.parse_args(argv)

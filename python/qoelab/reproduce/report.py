@@ -15,8 +15,8 @@ import io
 import math
 import os
 
-from qoelab.reproduce.livi import (ALGO_LABEL, ALGORITHMS, AQM_LABEL, BUFFERS_BDP, DURATION_S, FAIR_SHARES_BPS,
-                                   PROFILES, RTD_S, buffer_packets, mean_ci)
+from qoelab.reproduce.livi_params import (ALGO_LABEL, ALGORITHMS, AQM_LABEL, BUFFERS_BDP, DURATION_S,
+                                          FAIR_SHARES_BPS, PROFILES, RTD_S, buffer_packets, mean_ci)
 
 ALGO_COLOR = {"bba2": "#d62728", "bba3": "#ff7f0e", "classic1": "#1f77b4", "classic2": "#2ca02c"}
 PHASE_HATCH = {"B": "///", "T": "xxx", "C": ""}

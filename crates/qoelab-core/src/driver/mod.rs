@@ -73,7 +73,9 @@ impl Driver {
 
     pub fn run_until(&mut self, t: Ns) {
         match self {
-            Driver::Packet(w) => w.run_until(t),
+            Driver::Packet(w) => {
+                w.run_until(t);
+            }
             Driver::Trace(d) => d.run_until(t),
         }
     }

@@ -1263,12 +1263,13 @@ impl World {
 
     /// Run until the configured duration.
     pub fn run(&mut self) {
-        self.run_until(self.cfg.duration);
+        while !self.run_until(self.cfg.duration) {}
     }
 
     /// Run the events up to `until` (capped at the configured duration); the clock ends at
     /// `until`. Drivers call this in slices to report progress and honour a stop request.
-    pub fn run_until(&mut self, until: Ns) {
+    /// Returns true when the run is complete.
+    pub fn run_until(&mut self, until: Ns) -> bool {
         let end = until.min(self.cfg.duration);
         while let Some(ev) = self.engine.pop_until(end) {
             let idx = (ev.target & IDX_MASK) as usize;
@@ -1284,6 +1285,7 @@ impl World {
             }
         }
         self.engine.advance_to(end);
+        end >= self.cfg.duration
     }
 
     /// End-of-run invariants: queue conservation on every link, link packet accounting.

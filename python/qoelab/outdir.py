@@ -1,0 +1,113 @@
+"""Output directories written atomically: everything goes into a temporary sibling directory that is
+renamed into place at the end, so an interrupted or failed command never leaves a half-written
+result (``qoelab run``, ``qoelab video prepare``, ``qoelab reproduce``).
+
+Temporary directories are named ``.qoelab-tmp-<pid>-...`` next to the output; ones left behind by a
+process that no longer exists (killed with SIGKILL, power loss) are removed by the next command that
+writes into the same parent directory. Results get the normal permissions of the user's umask
+(0755 directories, 0644 files with the usual umask 022), not mkdtemp's 0700.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+from qoelab.errors import InputError
+
+TMP_PREFIX = ".qoelab-tmp-"
+
+
+def check(out_dir: str, force: bool = False, replaceable=None) -> str:
+    """The absolute output path, after refusing what must not be replaced: a non-directory, or a
+    non-empty directory unless ``force`` or ``replaceable(path)`` is true. Call it before the work
+    starts, so that a refusal costs nothing."""
+    out_dir = os.path.abspath(out_dir)
+    if os.path.lexists(out_dir):
+        if not os.path.isdir(out_dir) or os.path.islink(out_dir):
+            raise InputError(out_dir, None, message="output path exists and is not a directory")
+        if os.listdir(out_dir) and not force and not (replaceable and replaceable(out_dir)):
+            raise InputError(out_dir, None, message="output directory exists and is not empty "
+                                                    "(use --force to replace it)")
+    return out_dir
+
+
+def _umask() -> int:
+    m = os.umask(0o022)
+    os.umask(m)
+    return m
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale(parent: str) -> list[str]:
+    """Remove ``.qoelab-tmp-<pid>-*`` directories and files in ``parent`` whose process is gone."""
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for n in names:
+        if not n.startswith(TMP_PREFIX):
+            continue
+        pid = n[len(TMP_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            path = os.path.join(parent, n)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            removed.append(n)
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_dir(out_dir: str):
+    """``with atomic_dir(out) as tmp:`` write into ``tmp``; on success ``tmp`` replaces ``out``
+    (a previous ``out`` is removed), on any exception (KeyboardInterrupt included) ``tmp`` is
+    removed and ``out`` is left as it was."""
+    out_dir = os.path.abspath(out_dir)
+    parent = os.path.dirname(out_dir)
+    os.makedirs(parent, exist_ok=True)
+    clean_stale(parent)
+    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=parent)
+    try:
+        os.chmod(tmp, 0o777 & ~_umask())
+        yield tmp
+        if os.path.lexists(out_dir):
+            old = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-old-", dir=parent)
+            os.rename(out_dir, os.path.join(old, "x"))
+            os.rename(tmp, out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_text(path: str, text: str) -> None:
+    """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=d)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

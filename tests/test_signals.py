@@ -1,0 +1,162 @@
+"""Ctrl-C and SIGTERM stop a run within a second: one line on stderr, exit 130/143, no output left.
+
+Also: an existing --out is refused before simulating, stale temporary directories are cleaned, a
+Python ABR sees KeyboardInterrupt as an interruption (not as its own error), results have normal
+permissions.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import REPO
+
+LONG = textwrap.dedent("""\
+    [scenario]
+    name = "long"
+    duration = "3000s"
+    seed = 1
+
+    [topology]
+    kind = "dumbbell"
+    rate = "100Mbps"
+    rtt = "20ms"
+    buffer = "1000pkts"
+    aqm = "fq_codel"
+
+    [[flow]]
+    kind = "bulk"
+    name = "cubic"
+    cc = "cubic"
+    count = 4
+    """)
+
+
+def _start(tmp_path, *extra):
+    sc = tmp_path / "long.toml"
+    sc.write_text(LONG)
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "run", str(sc), "--out", str(out), *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    return p, out
+
+
+def _wait_simulating(p, seconds=2.0):
+    # past imports and scenario loading, well into the simulation (which takes minutes)
+    time.sleep(seconds)
+    assert p.poll() is None, p.communicate()
+
+
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_signal_stops_run_quickly_and_leaves_nothing(tmp_path, sig, code, word):
+    p, out = _start(tmp_path)
+    _wait_simulating(p)
+    t0 = time.monotonic()
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=10)
+    dt = time.monotonic() - t0
+    assert p.returncode == code, (stdout, stderr)
+    assert dt < 1.5, f"took {dt:.2f} s to stop"
+    assert stderr.count("\n") == 1 and word in stderr, stderr
+    assert "Traceback" not in stderr
+    assert sorted(os.listdir(tmp_path)) == ["long.toml"]     # no out/, no .qoelab-tmp-*
+
+
+def test_existing_out_is_refused_before_simulating(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "keep").write_text("x")
+    t0 = time.monotonic()
+    p, out = _start(tmp_path)
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 2 and stderr.count("\n") == 1 and "--force" in stderr, stderr
+    assert time.monotonic() - t0 < 20                      # the 3000 s run was never started
+    assert (out / "keep").read_text() == "x"
+
+
+def test_stale_temporary_directories_are_cleaned(tmp_path):
+    from qoelab import outdir
+    # a pid that cannot exist (above pid_max) stands for a killed process
+    stale = tmp_path / f"{outdir.TMP_PREFIX}4194399-abc"
+    stale.mkdir()
+    (stale / "summary.json").write_text("{}")
+    mine = tmp_path / f"{outdir.TMP_PREFIX}{os.getpid()}-live"
+    mine.mkdir()
+    with outdir.atomic_dir(str(tmp_path / "res")) as tmp:
+        open(os.path.join(tmp, "a.txt"), "w").close()
+    assert not stale.exists() and mine.exists()
+    assert sorted(os.listdir(tmp_path)) == sorted([mine.name, "res"])
+
+
+def test_atomic_dir_keeps_the_old_result_on_failure(tmp_path):
+    from qoelab import outdir
+    res = tmp_path / "res"
+    with outdir.atomic_dir(str(res)) as tmp:
+        open(os.path.join(tmp, "v1"), "w").close()
+    with pytest.raises(KeyboardInterrupt):
+        with outdir.atomic_dir(str(res)) as tmp:
+            open(os.path.join(tmp, "v2"), "w").close()
+            raise KeyboardInterrupt
+    assert os.listdir(res) == ["v1"] and os.listdir(tmp_path) == ["res"]
+
+
+def test_results_have_normal_permissions(tmp_path):
+    import qoelab
+    old = os.umask(0o022)
+    try:
+        res = qoelab.run(os.path.join(REPO, "scenarios", "weighted-cubic.toml"))
+        out = res.write(str(tmp_path / "r"))
+    finally:
+        os.umask(old)
+    assert os.stat(out).st_mode & 0o777 == 0o755
+    for f in os.listdir(out):
+        assert os.stat(os.path.join(out, f)).st_mode & 0o777 == 0o644, f
+
+
+class _Interrupting:
+    """A Python ABR that is 'interrupted' (as by Ctrl-C) at its third decision."""
+    calls = 0
+
+    def choose(self, obs):
+        type(self).calls += 1
+        if type(self).calls == 3:
+            raise KeyboardInterrupt
+        return 0
+
+
+def test_python_abr_keyboard_interrupt_is_an_interruption():
+    import tomllib
+
+    import qoelab
+    with open(os.path.join(REPO, "scenarios", "video-two-clients-fqcodel.toml"), "rb") as f:
+        d = tomllib.load(f)
+    for c in d["client"]:
+        c["abr"] = "python:interrupting"
+    _Interrupting.calls = 0
+    with pytest.raises(KeyboardInterrupt):
+        qoelab.run(d, abrs={"python:interrupting": _Interrupting})
+    assert _Interrupting.calls == 3          # no further Python calls after the interruption
+
+
+def test_qoelab_alone_lists_the_commands():
+    from conftest import qoelab_cli
+    p = qoelab_cli()
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    for cmd in ("run", "validate", "list", "bench", "video", "reproduce"):
+        assert f"    {cmd}" in p.stderr, cmd
+
+
+def test_list_prints_durations_and_rates_with_units():
+    from conftest import qoelab_cli
+    out = qoelab_cli("list", "aqm").stdout
+    assert "target             duration         default 5ms " in out
+    assert "default 5000000" not in out
+    tcp = qoelab_cli("list", "tcp").stdout
+    assert "default 200ms" in tcp and "default 1448B" in tcp and "default true" in tcp
+    from qoelab.cli import _with_unit
+    assert _with_unit(10_000_000, "rate") == "10Mbps" and _with_unit(1_500_000, "rate") == "1.5Mbps"
+    assert _with_unit(250_000, "duration") == "250us" and _with_unit("<link buffer>", "packets") == "<link buffer>"
