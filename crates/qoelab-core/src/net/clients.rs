@@ -21,6 +21,9 @@ use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::{Ns, NEVER};
 use std::sync::Arc;
 
+/// A client's video, ABR and player configuration.
+pub(crate) type SessionParts = (Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig);
+
 /// The parts of a client's session, checked: (video, ABR, player configuration). Randomized
 /// ABRs get a seed derived from the scenario seed and the client's name.
 pub(crate) fn session_parts(
@@ -28,7 +31,7 @@ pub(crate) fn session_parts(
     c: &ClientCfg,
     cfg: &super::SimConfig,
     factory: Option<&crate::abr::AbrFactory>,
-) -> Result<(Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig), SimError> {
+) -> Result<SessionParts, SimError> {
     let video = cfg.videos.get(c.video).ok_or_else(|| serr(format!("{p}.video"), "no such video"))?.clone();
     video.validate().map_err(|e| serr(format!("{p}.video.{e}"), ""))?;
     let video = Arc::new(video);
