@@ -57,7 +57,7 @@ const PARAMS: &[ParamSpec] = &[
         name: "sabre_details",
         unit: Unit::Bool,
         default: Default::Bool(false),
-        doc: "follow Sabre's Bola code: o waits only down to the capped rung's maximum level V_p (u_q + gp), no wait when every score is negative, the cap compares with the last decision (abandonments included)",
+        doc: "follow Sabre's Bola code: o waits only down to the capped rung's maximum level V_p (u_q + gp), no wait when every score is negative, the cap compares with the last decision (abandonments included), abandonment with nominal-bitrate sizes and possibly more than once per segment",
     },
 ];
 
@@ -245,7 +245,7 @@ impl Abr for Bola {
         if !self.abandon
             || self.variant == Variant::Basic
             || p.rung == 0
-            || self.abandoned_for == Some(p.segment)
+            || (!self.sabre && self.abandoned_for == Some(p.segment))
         {
             return None;
         }
@@ -408,5 +408,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.on_progress(&o, &pr(1_000_000)), None);
+        // Sabre's code: rung 0's size is 16 Mbit x 1/4 = 4 Mbit < 8 Mbit left, score 1.61 > 1.375
+        // (rung 1, 8 Mbit, is not smaller than what is left); and it may fire again
+        let mut d = build(
+            &Params::new().with("variant", "u").with("sabre_details", true),
+            &v,
+        )
+        .unwrap();
+        assert_eq!(d.on_progress(&o, &pr(1_000_000)), Some(0));
+        assert_eq!(d.on_progress(&o, &pr(1_000_000)), Some(0));
     }
 }
