@@ -30,6 +30,7 @@ import argparse
 import concurrent.futures as cf
 import csv
 import glob
+import hashlib
 import importlib
 import json
 import math
@@ -44,28 +45,46 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 S = 1_000_000_000  # ns per second
 
 # Sabre configuration -> (Sabre arguments, qoelab ABR, {variant: params}). Parameters are the
-# registry's, in canonical units (durations in ns). "default" = qoelab's defaults (dynamic: Sabre's
-# 10 s / 5 s thresholds); "matched" = the closest our parameters get to Sabre's code (see
-# docs/validation/sabre.md). The "-ao" (BOLA-O up-switch cap, as dash.js and our bolae) and "-noa"
-# (no abandonment) rows isolate the decision logic from Sabre-only behaviours.
-BOLAE_MATCHED = {"safety": 1.0, "placeholder_decay": 1.0}
+# registry's, in canonical units (durations in ns). Per Sabre mode (default = BOLA-U up-switch cap
+# with abandonment; "-ao" = BOLA-O cap; "-noa" = no abandonment):
+# * "mode": qoelab's defaults plus only the options that select the mode (up-switch cap,
+#   abandonment; dynamic: Sabre's 10 s / 5 s thresholds);
+# * "matched": the closest our parameters get to Sabre's code (see docs/validation/sabre.md).
+BOLAE_MATCHED = {"safety": 1.0, "placeholder_decay": 1.0, "sabre_details": True}
 TPUT_MATCHED = {"latency_aware": True, "ibr_factor": 0.5, "ibr_ignore": 0,
                 "abandon_buffer_limit": 3600 * S, "abandon_min_samples": 1}
 DYN = {"switch_on": 10 * S, "switch_off": 5 * S}
-DYN_MATCHED = {**DYN, "ibr_factor": 0.5, "ibr_ignore": 0, "abandon_min_samples": 1}
+DYN_MATCHED = {**DYN, "abandon_min_samples": 1, "sabre_details": True}
+
+
+def _modes(name: str, matched: dict, up: str, ab: str, mode_extra: dict, tput_abandon: bool) -> dict:
+    """The four Sabre modes (default, -noa, -ao, -ao -noa) of a BOLA-family ABR."""
+    out = {}
+    for ao in (False, True):
+        for noa in (False, True):
+            key = name + (" -ao" if ao else "") + (" -noa" if noa else "")
+            flags = {up: "bola-o" if ao else "bola-u", ab: not noa}
+            if tput_abandon:
+                flags["abandon"] = not noa
+            qabr = "dynamic" if name == "dynamicdash" else name
+            out[key] = ([*["-a", name], *(["-ao"] if ao else []), *(["-noa"] if noa else [])], qabr,
+                        {"mode": {**mode_extra, **flags}, "matched": {**matched, **flags}})
+    return out
+
+
 VARIANTS = {
-    # Sabre's startup pick and up-switch cap use the raw estimate (no 0.9); no placeholder decay.
-    "bolae": (["-a", "bolae"], "bolae", {"default": {}, "matched": BOLAE_MATCHED}),
-    "bolae -ao": (["-a", "bolae", "-ao"], "bolae", {"matched": BOLAE_MATCHED}),
-    "bolae -ao -noa": (["-a", "bolae", "-ao", "-noa"], "bolae", {"matched": BOLAE_MATCHED}),
+    **_modes("bolae", BOLAE_MATCHED, "upswitch", "abandon", {}, False),
+    **_modes("dynamicdash", DYN_MATCHED, "bola_upswitch", "bola_abandon", DYN, True),
+    # Sabre's BOLA (not BOLA-E): our `bola` with variant u (Sabre default) or o (-ao)
+    **{k: (sa, "bola", {"mode": {"variant": "o" if "-ao" in sa else "u", "abandon": "-noa" not in sa},
+                        "matched": {"variant": "o" if "-ao" in sa else "u", "abandon": "-noa" not in sa,
+                                    "sabre_details": True}})
+       for k, (sa, _, _) in _modes("bola", {}, "x", "y", {}, False).items()},
     # Sabre: latency-aware pick; its IBR (safety 0.9, x0.9 per decision, floor 0.5) is closest to
     # the dash.js cap with factor 0.5 from the first decision; abandonment at any buffer level.
-    "throughput": (["-a", "throughput"], "throughput", {"default": {}, "matched": TPUT_MATCHED}),
+    "throughput": (["-a", "throughput"], "throughput", {"mode": {}, "matched": TPUT_MATCHED}),
     "throughput -noa": (["-a", "throughput", "-noa"], "throughput",
-                        {"matched": {**TPUT_MATCHED, "abandon": False}}),
-    "dynamicdash": (["-a", "dynamicdash"], "dynamic", {"default": DYN, "matched": DYN_MATCHED}),
-    "dynamicdash -ao -noa": (["-a", "dynamicdash", "-ao", "-noa"], "dynamic",
-                             {"matched": {**DYN_MATCHED, "abandon": False}}),
+                        {"mode": {"abandon": False}, "matched": {**TPUT_MATCHED, "abandon": False}}),
 }
 
 METRICS = ["mean_bitrate_kbps", "time_avg_bitrate_kbps", "rebuffer_s", "rebuffer_events", "switches",
@@ -119,7 +138,30 @@ class FixedQ(sabre.Abr):
 """
 
 
-def run_sabre(sabre: str, movie: str, trace: str, sabre_args: list, buffer_s: float, env=None) -> dict:
+def run_sabre(sabre: str, movie: str, trace: str, sabre_args: list, buffer_s: float, env=None,
+              cache: str | None = None) -> dict:
+    """One Sabre run. With ``cache`` (a folder outside the repository) the parsed result is stored
+    under a key of sabre.py's content, the movie, the trace, the arguments and SABRE_FIXED_Q, and
+    reused on the next call (Sabre is deterministic)."""
+    path = None
+    if cache:
+        h = hashlib.sha256()
+        for part in (open(sabre, "rb").read(), open(movie, "rb").read(), open(trace, "rb").read(),
+                     json.dumps([[os.path.basename(a) if a.endswith(".py") else a for a in sabre_args], buffer_s, (env or {}).get("SABRE_FIXED_Q")]).encode()):
+            h.update(hashlib.sha256(part).digest())
+        path = os.path.join(cache, h.hexdigest()[:32] + ".json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                return json.load(f)
+    out = _run_sabre(sabre, movie, trace, sabre_args, buffer_s, env)
+    if path and not out.get("error"):
+        with open(path + ".tmp", "w") as f:
+            json.dump(out, f)
+        os.replace(path + ".tmp", path)
+    return out
+
+
+def _run_sabre(sabre: str, movie: str, trace: str, sabre_args: list, buffer_s: float, env=None) -> dict:
     cmd = ["nice", "-n", "10", sys.executable, sabre, "-v", "-n", trace, "-m", movie, *sabre_args,
            "-b", str(buffer_s)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -258,12 +300,16 @@ def main() -> int:
     ap.add_argument("--sets", default="norway-3g,belgium-4g", help="comma-separated trace sets under traces/")
     ap.add_argument("--abrs", default=",".join(VARIANTS),
                     help="comma-separated Sabre configurations: " + ", ".join(VARIANTS))
-    ap.add_argument("--variants", default="default,matched", help="comma-separated qoelab variants")
+    ap.add_argument("--variants", default="mode,matched", help="comma-separated qoelab variants")
     ap.add_argument("--limit", type=int, default=0, help="first N traces of each set (0 = all)")
     ap.add_argument("--buffer-max", type=float, default=25.0, help="Sabre -b and our max buffer (s)")
     ap.add_argument("--jobs", type=int, default=2, help="parallel Sabre processes")
     ap.add_argument("--fixed-rungs", default="0,4,9",
                     help="network-model check: fixed rungs run on both sides with abandonment off ('' = skip)")
+    ap.add_argument("--cache", default=os.environ.get("SABRE_CACHE"),
+                    help="folder (outside the repository) caching Sabre's parsed results (env SABRE_CACHE)")
+    ap.add_argument("--sabre-only", action="store_true",
+                    help="only run Sabre (fill --cache) for the selected configurations, then exit")
     ap.add_argument("--out", default=os.path.join(REPO, "benchmarks", "sabre", "results"))
     args = ap.parse_args()
 
@@ -293,6 +339,19 @@ def main() -> int:
             raise SystemExit(f"--abrs: unknown Sabre configuration {a!r}; expected one of: {', '.join(VARIANTS)}")
     variants = [v for v in args.variants.split(",") if v]
 
+    if args.cache:
+        os.makedirs(args.cache, exist_ok=True)
+    if args.sabre_only:
+        jobs = [(abr, t) for abr in abrs for _, t in traces]
+        with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+            futs = [ex.submit(run_sabre, args.sabre, movie, t, VARIANTS[abr][0], args.buffer_max, None, args.cache)
+                    for abr, t in jobs]
+            for i, fu in enumerate(cf.as_completed(futs)):
+                fu.result()
+                if (i + 1) % 100 == 0:
+                    print(f"sabre: {i + 1}/{len(jobs)}", file=sys.stderr)
+        return 0
+
     os.makedirs(args.out, exist_ok=True)
     runner = build_runner()
     tmp = tempfile.mkdtemp(prefix="sabre-compare-")
@@ -313,7 +372,7 @@ def main() -> int:
     jobs = [(abr, s, t) for abr in abrs for s, t in traces]
     sab = {}
     with cf.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-        futs = {ex.submit(run_sabre, args.sabre, movie, t, VARIANTS[abr][0], args.buffer_max): (abr, t)
+        futs = {ex.submit(run_sabre, args.sabre, movie, t, VARIANTS[abr][0], args.buffer_max, None, args.cache): (abr, t)
                 for abr, s, t in jobs}
         for i, fu in enumerate(cf.as_completed(futs)):
             sab[futs[fu]] = fu.result()
@@ -333,7 +392,7 @@ def main() -> int:
                 env = dict(os.environ, SABRE_FIXED_Q=str(q))
                 for s, t in traces:
                     fjobs.append((q, s, t, o[t], ex.submit(run_sabre, args.sabre, movie, t, ["-a", fixed_py, "-noa"],
-                                                            args.buffer_max, env)))
+                                                            args.buffer_max, env, args.cache)))
             for q, s, t, b, fu in fjobs:
                 a = fu.result()
                 if a.get("error") or b.get("error"):

@@ -82,6 +82,8 @@ fn main() {
     let cfg = PlayerConfig {
         startup: StartupPolicy::Segments(1),
         buffer_max: (buffer_max * SEC as f64).round() as u64,
+        // --buffer-max (default 25 s = Sabre -b 25) holds for every ABR, not the ABR's preference
+        abr_buffer_max: false,
         ..PlayerConfig::default()
     };
     let seg_s = video.segment_duration as f64 / SEC as f64;

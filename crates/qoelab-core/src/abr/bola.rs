@@ -47,6 +47,18 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Int(25_000_000_000),
         doc: "buffer capacity Q_max used to set V_p (Sabre -b 25 s); offered to the player via preferred_buffer_max",
     },
+    ParamSpec {
+        name: "abandon",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "abandonment by the score of the remaining bits (u and o only; Sabre: on unless -noa)",
+    },
+    ParamSpec {
+        name: "sabre_details",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "follow Sabre's Bola code: o waits only down to the capped rung's maximum level V_p (u_q + gp), no wait when every score is negative, the cap compares with the last decision (abandonments included), abandonment with nominal-bitrate sizes and possibly more than once per segment",
+    },
 ];
 
 pub const ENTRY: AbrEntry = AbrEntry {
@@ -78,7 +90,10 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     if buffer_size <= v.segment_duration {
         return Err(crate::params::perr("buffer_size", "expected more than one segment duration"));
     }
-    Ok(Box::new(Bola::new(variant, gp, buffer_size)))
+    let mut b = Bola::new(variant, gp, buffer_size);
+    b.abandon = p.bool(PARAMS, "abandon")?;
+    b.sabre = p.bool(PARAMS, "sabre_details")?;
+    Ok(Box::new(b))
 }
 
 pub struct Bola {
@@ -87,6 +102,10 @@ pub struct Bola {
     buffer_size: Ns,
     rate: RateRule,
     abandoned_for: Option<usize>,
+    abandon: bool,
+    sabre: bool,
+    /// Our last decision (or abandonment target): Sabre's `last_quality`.
+    last: usize,
 }
 
 impl Bola {
@@ -98,7 +117,7 @@ impl Bola {
             latency_aware: true,
             lat: CountEwma::new(1.0, 2.0),
         };
-        Bola { variant, gp, buffer_size, rate, abandoned_for: None }
+        Bola { variant, gp, buffer_size, rate, abandoned_for: None, abandon: true, sabre: false, last: 0 }
     }
 }
 
@@ -157,7 +176,8 @@ impl Abr for Bola {
         let mut reason = format!("BOLA Q {b:.2}s Vp {vp:.3} -> {q}");
         let mut delay = 0.0f64;
         if self.variant != Variant::Basic {
-            if let (Some(last), Some(_)) = (obs.last_rung, self.rate.estimate()) {
+            let last = if self.sabre { Some(self.last) } else { obs.last_rung };
+            if let (Some(last), Some(_)) = (last, self.rate.estimate()) {
                 if q > last {
                     let qt = self.rate.choose(obs).0;
                     let capped = if q <= qt {
@@ -173,15 +193,22 @@ impl Abr for Bola {
                         reason.push_str(&format!("; up-switch capped by tput rung {qt} -> {capped}"));
                     }
                     if self.variant == Variant::O && capped == qt && capped < q {
-                        let lvl = switch_level(&u, br, vp, self.gp, capped, capped + 1);
+                        let lvl = if self.sabre {
+                            vp * (u[capped] + self.gp)
+                        } else {
+                            switch_level(&u, br, vp, self.gp, capped, capped + 1)
+                        };
                         delay = delay.max(b - lvl);
                     }
                     q = capped;
                 }
             }
         }
-        // no positive score: wait until the chosen rung's score reaches 0
-        delay = delay.max(b - vp * (u[q] + self.gp));
+        // no positive score: wait until the chosen rung's score reaches 0 (not in Sabre)
+        if !self.sabre {
+            delay = delay.max(b - vp * (u[q] + self.gp));
+        }
+        self.last = q;
         if delay > 0.0 {
             reason.push_str(&format!("; wait {delay:.3}s"));
         }
@@ -191,7 +218,11 @@ impl Abr for Bola {
         self.rate.on_download(rec);
     }
     fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
-        if self.variant == Variant::Basic || p.rung == 0 || self.abandoned_for == Some(p.segment) {
+        if !self.abandon
+            || self.variant == Variant::Basic
+            || p.rung == 0
+            || (!self.sabre && self.abandoned_for == Some(p.segment))
+        {
             return None;
         }
         if p.t_first_byte.is_none() || p.bytes_received >= p.bytes_total {
@@ -205,8 +236,21 @@ impl Abr for Bola {
         let remaining = (p.bytes_total - p.bytes_received) as f64 * 8.0 / 1e6;
         let keep = (vp * (u[p.rung] + self.gp) - q_buf) / remaining;
         let mut best: Option<(usize, f64)> = None;
+        if self.sabre && keep < 0.0 {
+            return None;
+        }
         for (q, uq) in u.iter().enumerate().take(p.rung) {
-            let score = (vp * (uq + self.gp) - q_buf) / (v.size(p.segment, q) as f64 * 8.0 / 1e6);
+            // Sabre: the lower rung's size scaled by nominal bitrates, and only if smaller than
+            // the bits still to come
+            let size = if self.sabre {
+                p.bytes_total as f64 * 8.0 / 1e6 * br[q] as f64 / br[p.rung] as f64
+            } else {
+                v.size(p.segment, q) as f64 * 8.0 / 1e6
+            };
+            if self.sabre && size >= remaining {
+                continue;
+            }
+            let score = (vp * (uq + self.gp) - q_buf) / size;
             if best.is_none_or(|(_, b)| score > b) {
                 best = Some((q, score));
             }
@@ -214,6 +258,7 @@ impl Abr for Bola {
         let (q, score) = best?;
         if score > keep {
             self.abandoned_for = Some(p.segment);
+            self.last = q;
             Some(q)
         } else {
             None
@@ -274,6 +319,17 @@ mod tests {
             // down or equal picks are not capped: B = 10 -> 0
             assert_eq!(a.choose(&obs(&v, 50, 10 * SEC, Some(2), &[r])).rung, 0);
         }
+        // Sabre's code (`sabre_details`): BOLA-O waits only down to the capped rung's maximum
+        // level V_p (u_0 + gp) = 16.4415 s: delay 1.5585 s
+        let mut a = build(&Params::new().with("variant", "o").with("sabre_details", true), &v).unwrap();
+        a.on_download(&obs(&v, 0, 0, None, &[]), &r);
+        let x = a.choose(&obs(&v, 50, 18 * SEC, Some(0), &[r]));
+        assert_eq!(x.rung, 0);
+        assert!((x.delay as f64 / 1e9 - (18.0 - 16.4414634)).abs() < 1e-4, "{}", x.delay);
+        // and never waits on negative scores (B = 22 s: the basic test waits 1 s)
+        let mut a = build(&Params::new().with("sabre_details", true), &v).unwrap();
+        let x = a.choose(&obs(&v, 50, 22 * SEC, Some(2), &[]));
+        assert_eq!((x.rung, x.delay), (2, 0));
         // near the start the capacity shrinks: segment 2 -> max(2/2, 3) = 3 segments = 12 s;
         // Vp = (12-4)/6.3863 = 1.25268; V(u+gp) = 6.2634, 7.1317, 8.0. B = 6 s: scores 0.263,
         // 1.132/2 = 0.566, 2/4 = 0.5 -> rung 1 (BASIC with 25 s would pick 0).
@@ -305,8 +361,15 @@ mod tests {
         // 1_000_000 B left = 8 Mbit: 11/8 = 1.375 < 1.6104 -> abandon to rung 0, once
         assert_eq!(a.on_progress(&o, &pr(1_000_000)), Some(0));
         assert_eq!(a.on_progress(&o, &pr(1_000_000)), None);
-        // BASIC never abandons
+        // BASIC never abandons, nor u with abandon = false (Sabre -noa)
         let mut b = build(&Params::new(), &v).unwrap();
         assert_eq!(b.on_progress(&o, &pr(10)), None);
+        let mut c = build(&Params::new().with("variant", "u").with("abandon", false), &v).unwrap();
+        assert_eq!(c.on_progress(&o, &pr(1_000_000)), None);
+        // Sabre's code: rung 0's size is 16 Mbit x 1/4 = 4 Mbit < 8 Mbit left, score 1.61 > 1.375
+        // (rung 1, 8 Mbit, is not smaller than what is left); and it may fire again
+        let mut d = build(&Params::new().with("variant", "u").with("sabre_details", true), &v).unwrap();
+        assert_eq!(d.on_progress(&o, &pr(1_000_000)), Some(0));
+        assert_eq!(d.on_progress(&o, &pr(1_000_000)), Some(0));
     }
 }

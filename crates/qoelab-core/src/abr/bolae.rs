@@ -25,7 +25,7 @@
 use super::bola::bola_argmax;
 use super::estimators::{float_in, mbps, rung_for_rate, s, CountEwma, Estimator, Ewma, Sample};
 use super::throughput::RateRule;
-use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Progress};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{from_secs_f64, Ns};
 use crate::video::Video;
@@ -80,12 +80,54 @@ const PARAMS: &[ParamSpec] = &[
         doc: "placeholder multiplied by this per segment (dash.js PLACEHOLDER_BUFFER_DECAY 0.99; 1 = no decay)",
     },
     ParamSpec {
+        name: "upswitch",
+        unit: Unit::Choice(&["bola-o", "bola-u", "none"]),
+        default: Default::Str("bola-o"),
+        doc: "cap on an up-switch above the throughput rung qt (safety x estimate): bola-o = max(last, qt) (dash.js, Sabre -ao); bola-u = max(last, qt) + 1 (Sabre's default); none = BOLA's pick",
+    },
+    UPSWITCH_ABANDON,
+    ParamSpec {
+        name: "sabre_details",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "follow Sabre's BolaEnh code in the details (latency-aware throughput pick, STEADY right after the startup pick, no STARTUP on an empty buffer, IBR on nominal bitrates in STEADY only, placeholder clamps after downloads and abandonments)",
+    },
+    ParamSpec {
         name: "utility",
         unit: Unit::Choice(&["log", "vmaf", "vmaf_phone", "vmaf_4k", "ssim", "ms_ssim", "psnr"]),
         default: Default::Str("log"),
         doc: "utility: ln(b/b0)+1, or the per-rung mean of the video's quality table of that metric rescaled to the same span",
     },
 ];
+
+/// BOLA-E's abandonment switch (shared with `dynamic` as `bola_abandon`).
+pub(crate) const UPSWITCH_ABANDON: ParamSpec = ParamSpec {
+    name: "abandon",
+    unit: Unit::Bool,
+    default: Default::Bool(false),
+    doc: "Sabre's BOLA-E abandonment: abandon a download for a lower rung whose BOLA score beats that of the bits still to come (Sabre: on unless -noa; dash.js BolaRule: not modelled)",
+};
+
+/// The up-switch cap of BOLA-E's STEADY state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Upswitch {
+    /// max(last, throughput rung): BOLA-O (dash.js, Sabre `-ao`).
+    O,
+    /// max(last, throughput rung) + 1: Sabre's default BOLA-E.
+    U,
+    /// No cap.
+    None,
+}
+
+impl Upswitch {
+    pub fn from_name(n: &str) -> Upswitch {
+        match n {
+            "bola-u" => Upswitch::U,
+            "none" => Upswitch::None,
+            _ => Upswitch::O,
+        }
+    }
+}
 
 pub const ENTRY: AbrEntry = AbrEntry {
     name: "bolae",
@@ -107,6 +149,9 @@ pub struct BolaECfg {
     pub ibr_safety_min: f64,
     pub decay: f64,
     pub metric: Option<&'static str>,
+    pub upswitch: Upswitch,
+    pub abandon: bool,
+    pub sabre_details: bool,
 }
 
 fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
@@ -124,6 +169,9 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
         ibr_safety_min: float_in(p, PARAMS, "ibr_safety_min", 0.0, 1.0)?,
         decay: float_in(p, PARAMS, "placeholder_decay", 0.0, 1.0)?,
         metric,
+        upswitch: Upswitch::from_name(p.choice(PARAMS, "upswitch")?),
+        abandon: p.bool(PARAMS, "abandon")?,
+        sabre_details: p.bool(PARAMS, "sabre_details")?,
     };
     if cfg.min_buffer <= 0.0 {
         return Err(crate::params::perr("min_buffer", "expected > 0"));
@@ -143,6 +191,10 @@ pub struct BolaE {
     ibr_safety: f64,
     last_delay: f64,
     seen: usize,
+    /// Rung of the last download (abandoned ones included; Sabre's `last_quality`).
+    last_download: usize,
+    /// The rung our abandonment rule asked for (for the placeholder clamp after it).
+    abandoned_to: Option<usize>,
 }
 
 impl BolaE {
@@ -177,7 +229,7 @@ impl BolaE {
             est: Estimator::Ewma(Ewma::new(3.0, 8.0)),
             safety: cfg.safety,
             sample: Sample::FirstByte,
-            latency_aware: false,
+            latency_aware: cfg.sabre_details,
             lat: CountEwma::new(1.0, 2.0),
         };
         let ibr_safety = cfg.ibr_safety;
@@ -193,6 +245,8 @@ impl BolaE {
             ibr_safety,
             last_delay: 0.0,
             seen: 0,
+            last_download: 0,
+            abandoned_to: None,
         })
     }
 
@@ -214,6 +268,53 @@ impl BolaE {
     pub fn target(&self) -> f64 {
         self.target
     }
+    /// The throughput rung: safety x estimate, latency-aware with `sabre_details`.
+    fn tput_rung(&self, obs: &AbrObs, t: f64) -> usize {
+        if self.cfg.sabre_details {
+            self.rate.choose(obs).0
+        } else {
+            rung_for_rate(&obs.video.bitrates_bps, self.cfg.safety * t)
+        }
+    }
+}
+
+impl BolaE {
+    /// Sabre's BolaEnh.check_abandon: with R bits still to come at the in-flight rate r after the
+    /// first byte, ttfb l and an effective level Q = max(0, buffer + placeholder - l) (a new
+    /// request pays the latency again), R' = R - l r; continuing scores (V_p (u_q + gp) - Q) / R';
+    /// a lower rung q' of nominal size S_q' = S_q b_q'/b_q scores (V_p (u_q' + gp) - Q) / S_q'.
+    /// The best lower rung with S_q' < R' that scores higher wins.
+    pub fn abandon_to(&self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        let tfb = p.t_first_byte?;
+        if p.bytes_received == 0 || p.bytes_received >= p.bytes_total || p.rung == 0 {
+            return None;
+        }
+        let br = &obs.video.bitrates_bps;
+        let lat = s(tfb.saturating_sub(p.t_request));
+        let dl = s(p.now.saturating_sub(tfb));
+        if dl <= 0.0 {
+            return None;
+        }
+        let got = p.bytes_received as f64 * 8.0;
+        let tp = got / dl;
+        let remain = p.bytes_total as f64 * 8.0 - got;
+        let sz = remain - lat * tp;
+        if sz <= 0.0 {
+            return None;
+        }
+        let bl = (s(obs.buffer) + self.placeholder - lat).max(0.0);
+        let mut score = (self.max_level(p.rung) - bl) / sz;
+        let mut to = None;
+        for q in 0..p.rung {
+            let other = p.bytes_total as f64 * 8.0 * br[q] as f64 / br[p.rung] as f64;
+            let sc = (self.max_level(q) - bl) / other;
+            if other < sz && sc > score {
+                score = sc;
+                to = Some(q);
+            }
+        }
+        to
+    }
 }
 
 impl Abr for BolaE {
@@ -232,22 +333,27 @@ impl Abr for BolaE {
         if obs.history.len() != self.seen {
             self.seen = obs.history.len();
             if let Some(r) = obs.history.last() {
-                let idle = s(obs.now.saturating_sub(r.t_last_byte)) - self.last_delay;
+                // Sabre: the buffer-full wait only (decisions come after it; the ABR delay was
+                // before the last download)
+                let asked = if self.cfg.sabre_details { 0.0 } else { self.last_delay };
+                let idle = s(obs.now.saturating_sub(r.t_last_byte)) - asked;
                 if idle > 0.0 {
                     self.placeholder += idle;
                 }
             }
             self.placeholder *= self.cfg.decay;
         }
-        if !obs.history.is_empty() && obs.buffer == 0 && self.steady {
+        let sabre = self.cfg.sabre_details;
+        if !sabre && !obs.history.is_empty() && obs.buffer == 0 && self.steady {
             self.steady = false;
             self.placeholder = 0.0;
         }
         let tput = self.rate.estimate();
         let mut delay = 0.0;
         let (mut q, mut reason);
+        let was_steady = self.steady;
         if !self.steady {
-            q = tput.map(|t| rung_for_rate(br, self.cfg.safety * t)).unwrap_or(0);
+            q = tput.map(|t| self.tput_rung(obs, t)).unwrap_or(0);
             self.placeholder = (self.min_level(br, q) - b).max(0.0);
             reason = format!(
                 "startup: tput {} -> {q}, placeholder {:.2}s",
@@ -255,19 +361,23 @@ impl Abr for BolaE {
                 self.placeholder
             );
             // As Sabre and dash.js: this decision is the startup one; BOLA takes over from the
-            // next decision once a segment is buffered (a throughput sample exists).
-            if tput.is_some() && obs.buffer >= v.seg_duration(seg) {
+            // next decision once a segment is buffered (a throughput sample exists). Sabre's
+            // BolaEnh does not check the buffer.
+            if tput.is_some() && (sabre || obs.buffer >= v.seg_duration(seg)) {
                 self.steady = true;
+                self.ibr_safety = self.cfg.ibr_safety;
                 reason.push_str("; -> steady");
             }
         } else {
             let qb = b + self.placeholder;
             q = bola_argmax(&self.u, br, self.vp, self.gp, qb);
             reason = format!("BOLA-E Q {b:.2}+{:.2}s -> {q}", self.placeholder);
-            if let (Some(last), Some(t)) = (obs.last_rung, tput) {
-                let qt = rung_for_rate(br, self.cfg.safety * t);
-                if q > last && q > qt {
-                    q = qt.max(last);
+            let last = if sabre { Some(self.last_download) } else { obs.last_rung };
+            if let (Some(last), Some(t)) = (last, tput) {
+                let qt = self.tput_rung(obs, t);
+                if q > last && q > qt && self.cfg.upswitch != Upswitch::None {
+                    let cap = qt.max(last);
+                    q = if self.cfg.upswitch == Upswitch::U { cap + 1 } else { cap };
                     reason.push_str(&format!("; up-switch capped by tput {} -> {q}", mbps(t)));
                 }
             }
@@ -282,13 +392,26 @@ impl Abr for BolaE {
                 }
             }
         }
-        if self.cfg.ibr {
+        if self.cfg.ibr && (was_steady || !sabre) {
             if let Some(t) = tput {
                 let lat = self.rate.lat.estimate_max().unwrap_or(0.0);
                 let safe_bits = self.ibr_safety * (b - lat).max(0.0) * t;
                 let q0 = q;
-                while q > 0 && v.size(seg, q) as f64 * 8.0 > safe_bits {
+                // Sabre: nominal bitrate x segment duration (and no clamp of b - lat at 0)
+                let bits = |q: usize| {
+                    if sabre {
+                        br[q] as f64 * v.seg_duration(seg) as f64 / 1e9
+                    } else {
+                        v.size(seg, q) as f64 * 8.0
+                    }
+                };
+                let safe_bits = if sabre { self.ibr_safety * (b - lat) * t } else { safe_bits };
+                while q > 0 && bits(q) > safe_bits {
                     q -= 1;
+                }
+                if sabre && q < q0 {
+                    delay = 0.0;
+                    self.placeholder = self.placeholder.min((self.min_level(br, q) - b).max(0.0));
                 }
                 if q < q0 {
                     reason.push_str(&format!("; IBR {:.3}*({b:.2}-{lat:.3})s*{} -> {q}", self.ibr_safety, mbps(t)));
@@ -299,11 +422,41 @@ impl Abr for BolaE {
         self.last_delay = delay;
         Decision { rung: q, delay: from_secs_f64(delay), reason }
     }
-    fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
-        if rec.abandoned {
+    fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
+        self.last_download = rec.rung;
+        let abandoned_to = self.abandoned_to.take();
+        if self.cfg.sabre_details {
+            // Sabre's BolaEnh.report_download; obs.buffer is the level right after the download
+            let br = &obs.video.bitrates_bps;
+            let level = s(obs.buffer);
+            if !rec.abandoned {
+                // the buffer at the request plus the new segment
+                let level_was = level + s(rec.t_last_byte.saturating_sub(rec.t_request));
+                let max_ph = (self.max_level(rec.rung) - level_was).max(0.0);
+                self.placeholder = self.placeholder.min(max_ph);
+                if level > 0.0 {
+                    let min_ph = self.min_level(br, rec.rung) - level_was;
+                    self.placeholder = self.placeholder.max(min_ph);
+                }
+            } else {
+                let want = match abandoned_to {
+                    Some(q) if q > 0 => self.min_level(br, q),
+                    _ => self.cfg.min_buffer,
+                };
+                self.placeholder = self.placeholder.min((want - level).max(0.0));
+            }
+        } else if rec.abandoned {
             self.placeholder = 0.0;
         }
         self.rate.on_download(rec);
+    }
+    fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        if !self.cfg.abandon {
+            return None;
+        }
+        let q = self.abandon_to(obs, p)?;
+        self.abandoned_to = Some(q);
+        Some(q)
     }
     fn preferred_buffer_max(&self) -> Option<Ns> {
         Some(from_secs_f64(self.target))
@@ -387,6 +540,73 @@ mod tests {
         assert!(d.reason.starts_with("BOLA-E Q 6.00+9.32"), "{}", d.reason);
     }
 
+    /// Sabre's default BOLA-E (`upswitch = bola-u`) and the uncapped mode up-switch where BOLA-O
+    /// (dash.js, Sabre -ao) holds the throughput rung.
+    #[test]
+    fn upswitch_modes_bola_o_u_and_none() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let run = |mode: &str, b_s: u64| {
+            let p = Params::new().with("ibr", false).with("placeholder_decay", 1.0).with("upswitch", mode);
+            let mut a = build(&p, &v).unwrap();
+            // as in startup_placeholder_steady_cap_and_delay: tput 2.5 Mbit/s (0.9 x -> rung 1),
+            // startup pick rung 1 at B = 6 s (placeholder 7.3202), then BOLA
+            let h = [
+                rec(0, 0, 1_250_000, 0, 100, 4000),
+                rec(1, 1, 1_250_000, 5 * SEC, 100, 4000),
+                rec(2, 1, 1_250_000, 10 * SEC, 100, 4000),
+            ];
+            a.on_download(&obs(&v, 0, 0, None, &[]), &h[0]);
+            a.choose(&obs(&v, 1, 2 * SEC, Some(0), &h[..1]));
+            a.on_download(&obs(&v, 1, 0, None, &[]), &h[1]);
+            assert_eq!(a.choose(&obs(&v, 2, 6 * SEC, Some(1), &h[..2])).rung, 1);
+            a.on_download(&obs(&v, 2, 0, None, &[]), &h[2]);
+            a.choose(&obs(&v, 3, b_s * SEC, Some(1), &h))
+        };
+        // B = 15 s: Q = 22.3202: scores (20.82-22.32)/1 = -1.5, (28.32-22.32)/2 = 3.0,
+        // (35.82-22.32)/4 = 3.375 -> BOLA wants rung 2 > last 1 = throughput rung 1
+        let o = run("bola-o", 15);
+        assert_eq!(o.rung, 1, "{}", o.reason);
+        assert!(o.reason.contains("capped"), "{}", o.reason);
+        let u = run("bola-u", 15);
+        assert_eq!(u.rung, 2, "{}", u.reason); // max(last, qt) + 1 = 2
+        assert!(u.reason.contains("capped"), "{}", u.reason);
+        let n = run("none", 15);
+        assert_eq!(n.rung, 2, "{}", n.reason);
+        assert!(!n.reason.contains("capped"), "{}", n.reason);
+        // no up-switch wanted (B = 8 s: Q = 15.32 -> 5.5, 6.5, 5.125 -> rung 1): all three agree
+        for m in ["bola-o", "bola-u", "none"] {
+            assert_eq!(run(m, 8).rung, 1, "{m}");
+        }
+        assert!(build(&Params::new().with("upswitch", "bola-x"), &v).is_err());
+    }
+
+    /// Sabre's BolaEnh.check_abandon, by hand.
+    #[test]
+    fn bola_score_abandonment() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let o = obs(&v, 2, 10 * SEC, Some(1), &[]);
+        let pr = |got: u64| Progress {
+            now: 1100 * crate::time::MS,
+            segment: 2,
+            rung: 2,
+            bytes_total: 2_000_000,
+            bytes_received: got,
+            t_request: 0,
+            t_first_byte: Some(100 * crate::time::MS),
+        };
+        // off by default
+        let mut off = build(&Params::new(), &v).unwrap();
+        assert_eq!(off.on_progress(&o, &pr(100_000)), None);
+        let mut a = build(&Params::new().with("abandon", true), &v).unwrap();
+        // 0.8 Mbit in 1 s after a 0.1 s ttfb: R' = 15.2 - 0.1*0.8 = 15.12 Mbit; Q = 10 - 0.1 = 9.9
+        // (placeholder 0). Keep: (35.8202-9.9)/15.12 = 1.714; rung 0 (4 Mbit): 10.9202/4 = 2.730;
+        // rung 1 (8 Mbit): 18.4202/8 = 2.303 -> abandon to 0
+        assert_eq!(a.on_progress(&o, &pr(100_000)), Some(0));
+        // 1.8 MB received at 14.4 Mbit/s: R' = 1.6 - 1.44 = 0.16 Mbit, smaller than any lower
+        // rung's size -> keep
+        assert_eq!(a.on_progress(&o, &pr(1_800_000)), None);
+    }
+
     #[test]
     fn sabre_ibr_lowers_the_startup_pick() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
@@ -419,6 +639,9 @@ mod tests {
                 ibr_safety_min: 0.5,
                 decay: 1.0,
                 metric: Some("vmaf"),
+                upswitch: Upswitch::O,
+                abandon: false,
+                sabre_details: false,
             },
             &v,
         )

@@ -8,7 +8,7 @@
 //! (v4 also compared with a strict `>`; not modelled). The hysteresis is applied at each decision
 //! and at each finished download (buffer level right after it), as dash.js does on buffer events.
 
-use super::bolae::{BolaE, BolaECfg};
+use super::bolae::{BolaE, BolaECfg, Upswitch};
 use super::estimators::{float_in, s, CountEwma, Estimator, Ewma, Sample};
 use super::throughput::{Abandon, DashIbr, RateRule, ABANDON_PARAMS, IBR_PARAMS};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Progress};
@@ -42,6 +42,24 @@ const PARAMS: &[ParamSpec] = &[
     ABANDON_PARAMS[1],
     ABANDON_PARAMS[2],
     ABANDON_PARAMS[3],
+    ParamSpec {
+        name: "bola_upswitch",
+        unit: Unit::Choice(&["bola-o", "bola-u", "none"]),
+        default: Default::Str("bola-o"),
+        doc: "BOLA-E's up-switch cap (see bolae `upswitch`): bola-o (dash.js, Sabre -ao), bola-u (Sabre's default), none",
+    },
+    ParamSpec {
+        name: "bola_abandon",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "while BOLA is active, abandon by BOLA-E's score rule (bolae `abandon`; Sabre dynamicdash unless -noa) instead of the throughput rule",
+    },
+    ParamSpec {
+        name: "sabre_details",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "follow Sabre's DynamicDash: strict > switch_on, hysteresis only at decisions, only the active rule decides (BOLA-E starts in STARTUP when first used), BOLA-E with bolae `sabre_details` and Sabre's IBR, the throughput rule latency-aware with Sabre's IBR (0.9 x0.9 per call, floor 0.5; `ibr` switches both, the dash.js IBR parameters are unused), throughput abandonment only while it is active",
+    },
 ];
 
 pub const ENTRY: AbrEntry = AbrEntry {
@@ -78,7 +96,14 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     } else {
         None
     };
-    Ok(Box::new(Dynamic::new(v, on, off, safety, ibr, abandon)?))
+    let mut d = Dynamic::new(v, on, off, safety, ibr, abandon)?;
+    d.set_bola_options(
+        v,
+        Upswitch::from_name(p.choice(PARAMS, "bola_upswitch")?),
+        p.bool(PARAMS, "bola_abandon")?,
+        p.bool(PARAMS, "sabre_details")?,
+    )?;
+    Ok(Box::new(d))
 }
 
 pub struct Dynamic {
@@ -88,8 +113,12 @@ pub struct Dynamic {
     pub(crate) using_bola: bool,
     tput: RateRule,
     bola: BolaE,
+    bola_cfg: BolaECfg,
     ibr: Option<DashIbr>,
     abandon: Option<Abandon>,
+    bola_abandon: bool,
+    sabre: bool,
+    tput_ibr_safety: f64,
 }
 
 impl Dynamic {
@@ -108,28 +137,77 @@ impl Dynamic {
             latency_aware: false,
             lat: CountEwma::new(1.0, 2.0),
         };
-        let bola = BolaE::new(
-            BolaECfg {
-                buffer_target: s(on),
-                min_buffer: 10.0,
-                per_level: 2.0,
-                safety,
-                ibr: false,
-                ibr_safety: 0.9,
-                ibr_safety_min: 0.5,
-                decay: 0.99,
-                metric: None,
-            },
-            v,
-        )?;
-        Ok(Dynamic { seg: v.segment_duration, on, off, using_bola: false, tput, bola, ibr, abandon })
+        let bola_cfg = BolaECfg {
+            buffer_target: s(on),
+            min_buffer: 10.0,
+            per_level: 2.0,
+            safety,
+            ibr: false,
+            ibr_safety: 0.9,
+            ibr_safety_min: 0.5,
+            decay: 0.99,
+            metric: None,
+            upswitch: Upswitch::O,
+            abandon: false,
+            sabre_details: false,
+        };
+        let bola = BolaE::new(bola_cfg.clone(), v)?;
+        Ok(Dynamic {
+            seg: v.segment_duration,
+            on,
+            off,
+            using_bola: false,
+            tput,
+            bola,
+            bola_cfg,
+            ibr,
+            abandon,
+            bola_abandon: false,
+            sabre: false,
+            tput_ibr_safety: 0.9,
+        })
+    }
+
+    /// BOLA-E's up-switch cap, its abandonment rule while BOLA is active, Sabre's DynamicDash
+    /// details (rebuilds the inner BOLA-E; call before the first decision).
+    pub fn set_bola_options(
+        &mut self,
+        v: &Video,
+        upswitch: Upswitch,
+        abandon: bool,
+        sabre: bool,
+    ) -> Result<(), ParamError> {
+        let mut cfg = self.bola_cfg.clone();
+        cfg.upswitch = upswitch;
+        cfg.abandon = abandon;
+        cfg.sabre_details = sabre;
+        if sabre {
+            // Sabre's BolaEnh inside DynamicDash: its own IBR (if `ibr`), no decay, no safety
+            // factor (the raw estimate)
+            cfg.ibr = self.ibr.is_some();
+            cfg.decay = 1.0;
+            cfg.safety = 1.0;
+        }
+        self.bola = BolaE::new(cfg.clone(), v)?;
+        self.bola_cfg = cfg;
+        self.bola_abandon = abandon;
+        self.sabre = sabre;
+        // Sabre's ThroughputRule picks latency-aware
+        self.tput.latency_aware = sabre;
+        if sabre {
+            if let Some(a) = self.abandon.as_mut() {
+                a.buffer_limit = None;
+            }
+        }
+        Ok(())
     }
 }
 
 impl Dynamic {
     /// The hysteresis, applied on every buffer level we see (dash.js: on every buffer-level event).
     fn update_strategy(&mut self, buffer: Ns) {
-        if !self.using_bola && buffer >= self.on {
+        let on = if self.sabre { buffer > self.on } else { buffer >= self.on };
+        if !self.using_bola && on {
             self.using_bola = true;
         } else if self.using_bola && buffer < self.off {
             self.using_bola = false;
@@ -143,15 +221,34 @@ impl Abr for Dynamic {
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
         self.update_strategy(obs.buffer);
-        // BOLA-E keeps its state (placeholder, startup) whether or not it is active.
-        let bd = self.bola.choose(obs);
-        let (mut q, mut reason, delay) = if self.using_bola {
-            (bd.rung, format!("[bola] {}", bd.reason), bd.delay)
-        } else {
-            let (q, r) = self.tput.choose(obs);
-            (q, format!("[throughput] {r}"), 0)
+        // BOLA-E keeps its state (placeholder, startup) whether or not it is active (Sabre: only
+        // the active rule is asked).
+        let bd = if self.using_bola || !self.sabre { Some(self.bola.choose(obs)) } else { None };
+        let (mut q, mut reason, delay) = match bd {
+            Some(bd) if self.using_bola => (bd.rung, format!("[bola] {}", bd.reason), bd.delay),
+            _ => {
+                let (q, r) = self.tput.choose(obs);
+                (q, format!("[throughput] {r}"), 0)
+            }
         };
-        if let Some(ibr) = &self.ibr {
+        if self.sabre {
+            // Sabre's ThroughputRule IBR (BOLA-E has its own): safe bits = s (buffer - latency)
+            // x estimate against nominal bitrate x segment duration; s = 0.9, x0.9 per call,
+            // floor 0.5
+            if let (false, Some(_), Some(t)) = (self.using_bola, &self.ibr, self.tput.estimate()) {
+                let lat = self.tput.lat.estimate_max().unwrap_or(0.0);
+                let safe = self.tput_ibr_safety * (s(obs.buffer) - lat) * t;
+                self.tput_ibr_safety = (self.tput_ibr_safety * 0.9).max(0.5);
+                let seg = s(obs.video.seg_duration(obs.segment));
+                let q0 = q;
+                while q > 0 && obs.video.bitrates_bps[q] as f64 * seg > safe {
+                    q -= 1;
+                }
+                if q < q0 {
+                    reason.push_str(&format!("; Sabre IBR -> rung {q}"));
+                }
+            }
+        } else if let Some(ibr) = &self.ibr {
             if let Some((cap, why)) = ibr.cap(obs, self.tput.estimate()) {
                 if cap < q {
                     q = cap;
@@ -163,11 +260,19 @@ impl Abr for Dynamic {
     }
     fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
         // obs.buffer is the level right after this segment arrived
-        self.update_strategy(obs.buffer);
+        if !self.sabre {
+            self.update_strategy(obs.buffer);
+        }
         self.tput.on_download(rec);
         self.bola.on_download(obs, rec);
     }
     fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        if self.using_bola && self.bola_abandon {
+            return self.bola.on_progress(obs, p);
+        }
+        if self.sabre && self.using_bola {
+            return None;
+        }
         self.abandon.as_mut()?.check(obs, p)
     }
     fn preferred_buffer_max(&self) -> Option<Ns> {
@@ -210,6 +315,26 @@ mod tests {
         assert!(a.choose(&obs(&v, 1, 12 * SEC, Some(1), &h)).reason.starts_with("[bola]"));
         assert!(a.choose(&obs(&v, 1, 6 * SEC, Some(1), &h)).reason.starts_with("[bola]"));
         assert!(a.choose(&obs(&v, 1, 5 * SEC, Some(1), &h)).reason.starts_with("[throughput]"));
+    }
+
+    #[test]
+    fn sabre_details_strict_threshold_and_bola_options() {
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let h = [rec(0, 0, 1_500_000, 0, 100, 4000)];
+        let p = Params::new()
+            .with("switch_on", 10 * SEC)
+            .with("switch_off", 5 * SEC)
+            .with("sabre_details", true)
+            .with("bola_upswitch", "bola-u")
+            .with("bola_abandon", true);
+        let mut a = build(&p, &v).unwrap();
+        a.on_download(&obs(&v, 0, 0, None, &[]), &h[0]);
+        // Sabre's DynamicDash: BOLA only when the buffer is strictly above 10 s
+        assert!(a.choose(&obs(&v, 1, 10 * SEC, Some(1), &h)).reason.starts_with("[throughput]"));
+        // first BOLA decision: BOLA-E still in STARTUP (it was never asked before)
+        let d = a.choose(&obs(&v, 1, 10 * SEC + MS, Some(1), &h));
+        assert!(d.reason.starts_with("[bola] startup"), "{}", d.reason);
+        assert!(build(&Params::new().with("bola_upswitch", "x"), &v).is_err());
     }
 
     #[test]
