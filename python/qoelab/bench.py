@@ -1,8 +1,11 @@
-"""`qoelab bench`: a fixed benchmark suite; bottleneck packets and events per wall second.
+"""`qoelab bench`: a fixed benchmark suite; bottleneck packets and events per wall second, and
+peak memory.
 
-Each case is a scenario built in code (no external data), run in-process REPEAT times; the median
-wall time is reported. Wall time covers the simulation inside the core only (scenario parsing and
-result conversion excluded). This is a benchmark, not a test: nothing here asserts a speed.
+Each case is a scenario built in code (no external data), run REPEAT times (once for the long
+memory case) in a fresh child process of its own; the median wall time is reported. Wall time
+covers the simulation inside the core only (scenario parsing and result conversion excluded).
+Peak RSS is the child's maximum resident set size (the interpreter, the core and the run; the
+interpreter with the core loaded is ~18 MB). This is a benchmark, not a test: nothing here asserts a speed.
 """
 
 from __future__ import annotations
@@ -10,7 +13,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -57,7 +63,31 @@ def cases(quick: bool):
           "topology": {"rate": "10Mbps", "rtt": "40ms", "buffer": "1bdp", "aqm": "codel"},
           "client": [{"abr": "dynamic", "count": 3, "video": "synthetic:sabre-bbb", "video_duration": "300s"}],
           "output": {"tables": []}}),
+        ("memory-1G-1h",
+         "memory case: 4 Cubic bulk flows, 1 Gbit/s, 20 ms RTT, FQ-CoDel, 1 hour, tables off (run once)",
+         _dumbbell("bench7", 4, "1Gbps", "fq_codel", d("3600s", "30s"), buffer="1bdp")),
     ]
+
+
+#: Cases run once (too long to repeat).
+ONCE = {"memory-1G-1h"}
+
+
+def _child(name: str, quick: bool, repeat: int) -> None:
+    """Run one case in this (fresh) process and print its figures as JSON."""
+    scn = next(c[2] for c in cases(quick) if c[0] == name)
+    r = run_case(scn, repeat)
+    r["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(r))
+
+
+def run_case_isolated(name: str, quick: bool, repeat: int) -> dict:
+    """Run a case in a child process, so that its peak RSS is its own."""
+    code = f"from qoelab import bench; bench._child({name!r}, {quick!r}, {repeat!r})"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"benchmark case {name} failed: {p.stderr.strip().splitlines()[-1:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
 
 
 def run_case(scn: dict, repeat: int) -> dict:
@@ -100,13 +130,14 @@ def main(json_out=False, quick=False, only=None) -> int:
     for name, desc, scn in all_cases:
         if only and name not in only:
             continue
-        r = run_case(scn, REPEAT)
-        r.update({"case": name, "description": desc})
+        repeat = 1 if name in ONCE else REPEAT
+        r = run_case_isolated(name, quick, repeat)
+        r.update({"case": name, "description": desc, "repeat": repeat})
         out["cases"].append(r)
         if not json_out:
             print(f"{name:<36} {r['bottleneck_packets_per_s']:>12,} bottleneck pkts/s {r['events_per_s']:>12,} events/s "
-                  f"{r['simulated_s_per_wall_s']:>8,.0f} sim-s/wall-s  (median of {REPEAT}: {r['wall_s_median']:.3f} s)",
-                  flush=True)
+                  f"{r['simulated_s_per_wall_s']:>8,.0f} sim-s/wall-s  peak {r['peak_rss_mb']:>7,.1f} MB  "
+                  f"(median of {repeat}: {r['wall_s_median']:.3f} s)", flush=True)
     if json_out:
         print(json.dumps(out, indent=2))
     return 0
