@@ -60,3 +60,15 @@ def test_festive_draws_from_the_scenario_seed_and_the_client_name():
     assert a == festive_requests(1)
     assert a[0] != a[1]            # two clients: two streams
     assert a != festive_requests(2)  # another scenario seed: other draws
+
+
+def test_bench_reports_speed_and_peak_memory_per_case():
+    import json
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--quick", "--json",
+                        "--case", "dumbbell-4cubic-10M-fqcodel-200s"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    case = json.loads(p.stdout)["cases"][0]
+    assert case["bottleneck_packets"] > 10_000 and case["bottleneck_packets_per_s"] > 0
+    assert 5 < case["peak_rss_mb"] < 2000
