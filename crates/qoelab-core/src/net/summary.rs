@@ -88,16 +88,14 @@ impl World {
             if q.dequeued_pkts > 0 {
                 delay.insert("mean".into(), r6(q.sojourn_sum as f64 / q.dequeued_pkts as f64 / 1e6));
             }
-            if let Some(s) = &l.queue.sojourn_samples {
-                let mut v = s.clone();
-                v.sort_unstable();
+            if let Some(h) = &l.queue.sojourn_hist {
                 for (k, p) in [("p50", 50.0), ("p95", 95.0), ("p99", 99.0)] {
-                    if let Some(x) = percentile(&v, p) {
+                    if let Some(x) = h.quantile(p) {
                         delay.insert(k.into(), r6(x / 1e6));
                     }
                 }
-                if let Some(x) = v.last() {
-                    delay.insert("max".into(), r6(*x as f64 / 1e6));
+                if let Some(x) = h.max() {
+                    delay.insert("max".into(), r6(x as f64 / 1e6));
                 }
             }
             let mut drops = Map::new();
