@@ -258,12 +258,16 @@ pub struct Queue {
     /// percentiles; bounded memory, relative error <= 0.39%).
     pub sojourn_hist: Option<LogHistogram>,
     uses_timer: bool,
+    /// Packets and bytes queued, kept by the wrapper (= the discipline's own count, checked by
+    /// `check_conservation`), so that lengths cost no call into the discipline.
+    len_pkts: u64,
+    len_bytes: u64,
 }
 
 impl Queue {
     pub fn new(kind: &'static str, inner: Box<dyn QueueDiscipline>) -> Queue {
         let uses_timer = inner.uses_timer();
-        Queue { kind, inner, stats: QueueStats::default(), sink: DropSink::default(), sojourn_hist: None, uses_timer }
+        Queue { kind, inner, stats: QueueStats::default(), sink: DropSink::default(), sojourn_hist: None, uses_timer, len_pkts: 0, len_bytes: 0 }
     }
 
     /// Build from the registry.
@@ -282,6 +286,8 @@ impl Queue {
         for d in &self.sink.drops {
             let i = d.reason.index();
             if d.was_queued {
+                self.len_pkts -= 1;
+                self.len_bytes -= d.pkt.size as u64;
                 s.dropped_later_pkts[i] += 1;
                 s.dropped_later_bytes[i] += d.pkt.size as u64;
             } else {
@@ -305,11 +311,12 @@ impl Queue {
         if !rejected {
             self.stats.enqueued_pkts += 1;
             self.stats.enqueued_bytes += size;
+            self.len_pkts += 1;
+            self.len_bytes += size;
         }
         self.after_call(dropped);
-        let (lp, lb) = (self.inner.len_packets(), self.inner.len_bytes());
-        self.stats.max_len_pkts = self.stats.max_len_pkts.max(lp);
-        self.stats.max_len_bytes = self.stats.max_len_bytes.max(lb);
+        self.stats.max_len_pkts = self.stats.max_len_pkts.max(self.len_pkts);
+        self.stats.max_len_bytes = self.stats.max_len_bytes.max(self.len_bytes);
     }
 
     /// Take the next packet to transmit.
@@ -321,6 +328,8 @@ impl Queue {
             let soj = now - p.enq_at;
             self.stats.dequeued_pkts += 1;
             self.stats.dequeued_bytes += p.size as u64;
+            self.len_pkts -= 1;
+            self.len_bytes -= p.size as u64;
             self.stats.sojourn_sum += soj as u128;
             if let Some(h) = &mut self.sojourn_hist {
                 h.record(soj);
@@ -384,11 +393,18 @@ impl Queue {
     pub fn on_timer(&mut self, now: Ns) {
         self.inner.on_timer(now)
     }
+    #[inline]
     pub fn len_packets(&self) -> u64 {
-        self.inner.len_packets()
+        self.len_pkts
     }
+    #[inline]
     pub fn len_bytes(&self) -> u64 {
-        self.inner.len_bytes()
+        self.len_bytes
+    }
+    /// Whether the discipline has periodic work (`next_timer` can return a time).
+    #[inline]
+    pub fn uses_timer(&self) -> bool {
+        self.uses_timer
     }
     pub fn probe(&self) -> f64 {
         self.inner.probe()
@@ -413,6 +429,12 @@ impl Queue {
             return Err(ConservationError(format!(
                 "queue {}: enqueued {} pkts/{} B != dequeued {}/{} + dropped later {}/{} + queued {}/{}",
                 self.kind, s.enqueued_pkts, s.enqueued_bytes, s.dequeued_pkts, s.dequeued_bytes, dl_p, dl_b, qp, qb
+            )));
+        }
+        if (qp, qb) != (self.len_pkts, self.len_bytes) {
+            return Err(ConservationError(format!(
+                "queue {}: the discipline holds {qp} pkts/{qb} B, the counters say {}/{}",
+                self.kind, self.len_pkts, self.len_bytes
             )));
         }
         Ok(())

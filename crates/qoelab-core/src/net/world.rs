@@ -682,7 +682,8 @@ impl World {
         let now = self.engine.now();
         self.links[li].arrive(now, pkt);
         self.link_settle(li);
-        if self.links[li].aqm_timer == NEVER {
+        let l = &self.links[li];
+        if l.aqm_timer == NEVER && l.queue.uses_timer() {
             self.schedule_aqm_timer(li);
         }
     }
@@ -696,21 +697,17 @@ impl World {
             self.link_events(li);
         }
         let now = self.engine.now();
-        if self.links[li].delay == 0 {
-            while self.links[li].line_head() == Some(now) {
-                let p = self.links[li].pop_departure();
-                let to = self.links[li].to;
-                self.arrive(to, p);
-            }
+        let mut l = &mut self.links[li];
+        if l.delay == 0 && l.line_head() == Some(now) {
+            self.link_deliver_now(li);
+            l = &mut self.links[li];
         }
-        let l = &mut self.links[li];
         if l.arr_event == NEVER {
             if let Some(t) = l.line_head() {
                 l.arr_event = t;
                 self.engine.schedule(t, target(K_ARR, li));
             }
         }
-        let l = &mut self.links[li];
         if l.tx_event == NEVER {
             if let Some(t) = l.service_wakeup() {
                 l.tx_event = t;
@@ -719,7 +716,20 @@ impl World {
         }
     }
 
+    /// Deliver the packets leaving a zero-delay link now.
+    #[inline(never)]
+    fn link_deliver_now(&mut self, li: usize) {
+        let now = self.engine.now();
+        while self.links[li].line_head() == Some(now) {
+            let p = self.links[li].pop_departure();
+            let to = self.links[li].to;
+            self.arrive(to, p);
+        }
+    }
+
     /// Packet log rows and pcap records of what link `li` recorded.
+    #[cold]
+    #[inline(never)]
     fn link_events(&mut self, li: usize) {
         let mut evs = std::mem::take(&mut self.links[li].link.events);
         let (log, pcap) = (self.links[li].packet_log, self.links[li].pcap);
