@@ -18,8 +18,19 @@ use super::loss::Loss;
 use super::trace::{Opportunities, RateSchedule};
 use crate::aqm::{DropReason, Dropped, Item, Queue};
 use crate::packet::Packet;
-use crate::time::{tx_time, Ns, NEVER};
+use crate::time::{tx_time, Ns, NEVER, SEC};
 use std::collections::VecDeque;
+
+/// [`tx_time`] in 64-bit arithmetic when it cannot overflow (any packet size): the same value
+/// without a 128-bit division.
+#[inline]
+fn ser_time(bytes: u64, rate: u64) -> Ns {
+    if bytes < 1 << 31 {
+        (bytes * 8 * SEC).div_ceil(rate)
+    } else {
+        tx_time(bytes, rate)
+    }
+}
 
 /// What a link needs to know about a packet.
 pub trait LinkPacket: Clone {
@@ -257,7 +268,7 @@ impl<P: LinkPacket> Link<P> {
             }
         }
         let start = now.max(self.busy_until);
-        let end = start + tx_time(size, pipe.rate);
+        let end = start + ser_time(size, pipe.rate);
         self.busy_until = end;
         self.queue.bypass(size, start - now);
         self.stats.tx_pkts += 1;
@@ -272,7 +283,7 @@ impl<P: LinkPacket> Link<P> {
         let (mut n, mut b) = (0, 0);
         for (t, p) in self.line.iter().rev() {
             let size = p.size() as u64;
-            if t - self.delay - tx_time(size, pipe.rate) <= now {
+            if t - self.delay - ser_time(size, pipe.rate) <= now {
                 break;
             }
             n += 1;
@@ -491,7 +502,7 @@ impl<P> Link<P> {
         P: LinkPacket,
     {
         match &self.service {
-            Service::Fixed(r) => Some(now + tx_time(pkt.size() as u64, *r)),
+            Service::Fixed(r) => Some(now + ser_time(pkt.size() as u64, *r)),
             Service::Schedule(s) => s.finish_time(now, pkt.size() as u64),
             Service::Opportunities(_) => None,
         }
@@ -542,5 +553,16 @@ impl std::ops::DerefMut for SimLink {
     #[inline]
     fn deref_mut(&mut self) -> &mut Link<Packet> {
         &mut self.link
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn ser_time_equals_tx_time() {
+        for (b, r) in [(1500, 10_000_000), (1, 3), (64, 1_000_000_000), (1 << 31, 7), ((1 << 31) - 1, 999_999_937), (9000, 1)] {
+            assert_eq!(ser_time(b, r), tx_time(b, r), "{b} B at {r} bit/s");
+        }
     }
 }

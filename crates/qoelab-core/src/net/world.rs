@@ -691,7 +691,7 @@ impl World {
     /// After a call into link `li`: log/capture what it recorded, deliver what left with no
     /// delay, then schedule its pending wake-ups (delay line first, then service, the order in
     /// which the link used to schedule them).
-    #[inline]
+    #[inline(always)]
     fn link_settle(&mut self, li: usize) {
         if !self.links[li].events.is_empty() {
             self.link_events(li);
