@@ -71,7 +71,7 @@ fn link_driven_by_a_plain_loop() {
     let (mut next_arr, mut id) = (0u64, 0u64);
     let mut out = Vec::new();
     let mut sent_at = std::collections::HashMap::new();
-    let (mut last_id, mut delivered, mut marked) = (None, 0u64, 0u64);
+    let (mut last_id, mut delivered, mut marked) = ([None; 4], 0u64, 0u64);
     while next_arr < 5 * SEC || link.poll_at() != u64::MAX {
         let t = link.poll_at();
         if next_arr < 5 * SEC && next_arr <= t {
@@ -84,9 +84,10 @@ fn link_driven_by_a_plain_loop() {
         link.advance(t, &mut out);
         for f in out.drain(..) {
             assert!(t >= sent_at[&f.id] + delay + tx_time(MTU as u64, 10_000_000));
-            // Four flows, each served in order.
-            assert!(last_id.map_or(true, |l: u64| f.id != l));
-            last_id = Some(f.id);
+            // Four flows (id % 4), each delivered in order.
+            let k = (f.id % 4) as usize;
+            assert!(last_id[k].is_none_or(|l: u64| f.id > l), "flow {k}: {} after {:?}", f.id, last_id[k]);
+            last_id[k] = Some(f.id);
             delivered += 1;
             marked += (f.ecn == ecn::CE) as u64;
         }

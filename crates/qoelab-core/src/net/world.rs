@@ -735,14 +735,13 @@ impl World {
         let (log, pcap) = (self.links[li].packet_log, self.links[li].pcap);
         for e in &evs {
             match e.kind {
-                LinkEventKind::Transmit => {
-                    if pcap {
-                        let data_dir = e.pkt.src == self.flows[e.pkt.flow as usize].src;
-                        if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
-                            w.write(e.time, &e.pkt, data_dir);
-                        }
+                LinkEventKind::Transmit if pcap => {
+                    let data_dir = e.pkt.src == self.flows[e.pkt.flow as usize].src;
+                    if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
+                        w.write(e.time, &e.pkt, data_dir);
                     }
                 }
+                LinkEventKind::Transmit => {}
                 k if log => {
                     let (ev, reason) = match k {
                         LinkEventKind::Enqueue => (0, -1),
