@@ -1,8 +1,9 @@
 //! bfifo: droptail FIFO limited in bytes (Linux `bfifo`, Mahimahi `droptail` with `bytes=`).
 
 use super::util::{ctx_buffer_bytes, Fifo, LINUX_TXQUEUELEN};
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::{Packet, MTU};
+use crate::packet::MTU;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
 
@@ -32,15 +33,18 @@ pub struct Bfifo {
 }
 
 impl QueueDiscipline for Bfifo {
-    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
         if self.q.bytes + pkt.size as u64 > self.limit {
             sink.reject(pkt, DropReason::Overflow);
         } else {
             self.q.push(pkt);
         }
     }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.q.pop()
+    }
+    fn fifo_limits(&self) -> Option<(u64, u64)> {
+        Some((u64::MAX, self.limit))
     }
     fn len_packets(&self) -> u64 {
         self.q.len()

@@ -4,8 +4,8 @@
 //! so that FQ-CoDel runs one instance per flow.
 
 use super::util::mark_ce;
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
 
@@ -97,7 +97,7 @@ impl CodelParams {
 /// The packet store a CoDel instance dequeues from.
 pub trait CodelQueue {
     /// Remove and return the head packet.
-    fn pop(&mut self) -> Option<Packet>;
+    fn pop(&mut self) -> Option<Item>;
     /// Bytes still queued after the last pop (what the 1-MTU rule looks at).
     fn backlog(&self) -> u64;
 }
@@ -114,7 +114,7 @@ pub struct CodelVars {
 }
 
 struct DoDeq {
-    p: Option<Packet>,
+    p: Option<Item>,
     ok_to_drop: bool,
 }
 
@@ -165,13 +165,7 @@ impl CodelVars {
     }
 
     /// RFC 8289 dequeue(): returns the packet to send; drops go to `sink` (reason AqmDequeue).
-    pub fn dequeue(
-        &mut self,
-        now: Ns,
-        cp: &CodelParams,
-        q: &mut dyn CodelQueue,
-        sink: &mut DropSink,
-    ) -> Option<Packet> {
+    pub fn dequeue(&mut self, now: Ns, cp: &CodelParams, q: &mut dyn CodelQueue, sink: &mut DropSink) -> Option<Item> {
         let now = match cp.mode {
             CodelMode::Rfc => now,
             CodelMode::Mahimahi => now / MS * MS,
@@ -231,7 +225,7 @@ impl CodelVars {
         q: &mut dyn CodelQueue,
         sink: &mut DropSink,
         r: DoDeq,
-    ) -> Option<Packet> {
+    ) -> Option<Item> {
         if self.dropping {
             if !r.ok_to_drop {
                 self.dropping = false;
@@ -265,7 +259,7 @@ impl CodelVars {
 pub use super::util::Fifo;
 
 impl CodelQueue for Fifo {
-    fn pop(&mut self) -> Option<Packet> {
+    fn pop(&mut self) -> Option<Item> {
         Fifo::pop(self)
     }
     fn backlog(&self) -> u64 {
@@ -318,14 +312,14 @@ pub struct Codel {
 }
 
 impl QueueDiscipline for Codel {
-    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
         if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
             sink.reject(pkt, DropReason::Overflow);
         } else {
             self.fifo.push(pkt);
         }
     }
-    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Item> {
         self.vars.dequeue(now, &self.cp, &mut self.fifo, sink)
     }
     fn len_packets(&self) -> u64 {
@@ -379,7 +373,7 @@ mod tests {
         }
         fn arrive(&mut self, ect_on: bool) {
             let mut p = if ect_on { ect(1500, 1) } else { pkt(1500, 1) };
-            p.seq = self.seq;
+            p.handle = (self.seq) as u32;
             self.seq += 1;
             self.q.enqueue(self.t, p, None);
         }
@@ -397,7 +391,11 @@ mod tests {
             if !d.is_empty() {
                 assert!(d.iter().all(|x| x.reason == DropReason::AqmDequeue && x.was_queued));
                 self.drop_times.extend(d.iter().map(|_| self.t));
-                self.events.push((self.t, p.map(|p| p.seq).unwrap_or(u64::MAX), d.iter().map(|x| x.pkt.seq).collect()));
+                self.events.push((
+                    self.t,
+                    p.map(|p| p.handle as u64).unwrap_or(u64::MAX),
+                    d.iter().map(|x| x.pkt.handle as u64).collect(),
+                ));
             }
         }
         /// Run until `until` with `arr` arrivals and `dep` departures per step.

@@ -6,8 +6,8 @@
 //! estimate).
 
 use super::codel::Fifo;
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
 use crate::time::{Ns, MS, SEC};
@@ -299,7 +299,7 @@ impl DocsisPie {
         }
     }
 
-    /// Packet-size-scaled, de-randomised early drop decision (true = drop).
+    /// Item-size-scaled, de-randomised early drop decision (true = drop).
     fn drop_early(&mut self, size: u32) -> bool {
         if self.state == State::Inactive || self.burst_allowance > 0 {
             return false;
@@ -320,7 +320,7 @@ impl DocsisPie {
 }
 
 impl QueueDiscipline for DocsisPie {
-    fn enqueue(&mut self, now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, now: Ns, pkt: Item, sink: &mut DropSink) {
         self.catch_up(now);
         if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
             self.accu_prob = 0.0;
@@ -339,7 +339,7 @@ impl QueueDiscipline for DocsisPie {
         }
         self.fifo.push(pkt);
     }
-    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.catch_up(now);
         let p = self.fifo.pop()?;
         self.last_sojourn = now - p.enq_at;
@@ -350,6 +350,9 @@ impl QueueDiscipline for DocsisPie {
     }
     fn len_bytes(&self) -> u64 {
         self.fifo.bytes
+    }
+    fn uses_timer(&self) -> bool {
+        true
     }
     fn next_timer(&self) -> Ns {
         if self.quiet_fixed_point() {

@@ -2,8 +2,8 @@
 //! within its limits (Mahimahi `drophead`; Linux `pfifo_head_drop` when limited in packets only).
 
 use super::util::{Fifo, LINUX_TXQUEUELEN};
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
 
@@ -57,14 +57,14 @@ pub struct DropHead {
 }
 
 impl QueueDiscipline for DropHead {
-    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
         self.q.push(pkt);
         while self.q.len() > self.limit_pkts || self.q.bytes > self.limit_bytes {
             let h = self.q.pop().expect("non-empty");
             sink.drop_queued(h, DropReason::HeadDrop);
         }
     }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.q.pop()
     }
     fn len_packets(&self) -> u64 {
@@ -87,15 +87,15 @@ mod tests {
         let mut dropped = Vec::new();
         for i in 0..12u32 {
             let mut p = pkt(1000, 1);
-            p.seq = i as u64;
+            p.handle = (i as u64) as u32;
             q.enqueue(i as u64, p, Some(&mut dropped));
         }
         assert_eq!(q.len_packets(), 5);
         assert_eq!(dropped.len(), 7);
         assert!(dropped.iter().all(|d| d.was_queued && d.reason == DropReason::HeadDrop));
-        let seqs: Vec<u64> = dropped.iter().map(|d| d.pkt.seq).collect();
+        let seqs: Vec<u64> = dropped.iter().map(|d| d.pkt.handle as u64).collect();
         assert_eq!(seqs, (0..7).collect::<Vec<u64>>());
-        assert_eq!(q.dequeue(20, None).unwrap().seq, 7);
+        assert_eq!(q.dequeue(20, None).unwrap().handle, 7);
         q.check_conservation().unwrap();
         assert_eq!(q.stats.dropped_later_pkts[DropReason::HeadDrop.index()], 7);
     }

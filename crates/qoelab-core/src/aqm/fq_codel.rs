@@ -2,8 +2,8 @@
 //! new/old flow lists, and a CoDel instance per flow ([`super::codel::CodelVars`]).
 
 use super::codel::{CodelMode, CodelParams, CodelQueue, CodelVars};
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
 use std::collections::VecDeque;
@@ -81,7 +81,7 @@ pub const FQ_CODEL: AqmEntry = AqmEntry {
 
 #[derive(Default)]
 struct Flow {
-    q: VecDeque<Packet>,
+    q: VecDeque<Item>,
     bytes: u64,
     deficit: i64,
     cv: CodelVars,
@@ -145,14 +145,14 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
 
 /// One flow's queue as CoDel sees it; the 1-MTU rule looks at the whole qdisc backlog (Linux).
 struct FlowView<'a> {
-    q: &'a mut VecDeque<Packet>,
+    q: &'a mut VecDeque<Item>,
     fbytes: &'a mut u64,
     tbytes: &'a mut u64,
     tpkts: &'a mut u64,
 }
 
 impl CodelQueue for FlowView<'_> {
-    fn pop(&mut self) -> Option<Packet> {
+    fn pop(&mut self) -> Option<Item> {
         let p = self.q.pop_front()?;
         *self.fbytes -= p.size as u64;
         *self.tbytes -= p.size as u64;
@@ -195,7 +195,7 @@ impl FqCodel {
 }
 
 impl QueueDiscipline for FqCodel {
-    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
         let idx = (pkt.hash as u64 % self.flows.len() as u64) as usize;
         let f = &mut self.flows[idx];
         f.bytes += pkt.size as u64;
@@ -212,7 +212,7 @@ impl QueueDiscipline for FqCodel {
         }
     }
 
-    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Item> {
         loop {
             let (idx, from_new) = if let Some(&i) = self.new_flows.front() {
                 (i, true)

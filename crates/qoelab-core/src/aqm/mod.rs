@@ -12,14 +12,19 @@
 //! * `next_timer` / `on_timer`: optional periodic work (PIE's probability update every T_UPDATE,
 //!   ARED's max_p adaptation).
 //!
-//! ECN: a discipline marks instead of dropping by setting `pkt.ecn = ecn::CE` on an ECN-capable
-//! packet and calling `sink.mark()`.
+//! Disciplines store and hand out [`Item`]s, small records standing for packets (size, flow hash,
+//! ECN field, enqueue time and an opaque handle the owner of the packets resolves), so they do not
+//! depend on any packet layout: the simulator's link keeps its packets in a slab and passes the
+//! slab index as the handle; a real-network bottleneck can do the same with its buffers.
+//!
+//! ECN: a discipline marks instead of dropping by setting `item.ecn = ecn::CE` on an ECN-capable
+//! item and calling `sink.mark()`; the owner copies the codepoint to the packet on dequeue.
 //!
 //! Adding a discipline: one file with a config struct (published defaults and units in its docs),
 //! `pub const ENTRY: AqmEntry`, unit tests; then one line in [`REGISTRY`] and a page in
 //! docs/models/.
 
-use crate::packet::Packet;
+use crate::metrics::histogram::LogHistogram;
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::{Ns, NEVER};
 
@@ -34,6 +39,21 @@ pub mod red;
 #[cfg(test)]
 mod registry_tests;
 pub mod util;
+
+/// What a queue stores for one packet (24 bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Item {
+    /// Set by [`Queue::enqueue`] (sojourn = dequeue time - enq_at).
+    pub enq_at: Ns,
+    /// IP total length in bytes (what the queue counts and the link serializes).
+    pub size: u32,
+    /// Flow hash in the packet's direction (what FQ schedulers classify on).
+    pub hash: u32,
+    /// Opaque to the discipline: the owner's reference to the packet.
+    pub handle: u32,
+    /// IP ECN field (`crate::packet::ecn`); a discipline may set CE.
+    pub ecn: u8,
+}
 
 /// Why a packet was dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,7 +95,7 @@ impl DropReason {
 /// A dropped packet and whether it had been queued (counted as enqueued) before.
 #[derive(Clone, Copy, Debug)]
 pub struct Dropped {
-    pub pkt: Packet,
+    pub pkt: Item,
     pub reason: DropReason,
     pub was_queued: bool,
 }
@@ -90,12 +110,12 @@ pub struct DropSink {
 impl DropSink {
     /// The arriving packet is not accepted.
     #[inline]
-    pub fn reject(&mut self, pkt: Packet, reason: DropReason) {
+    pub fn reject(&mut self, pkt: Item, reason: DropReason) {
         self.drops.push(Dropped { pkt, reason, was_queued: false });
     }
     /// A packet that had been accepted earlier is dropped.
     #[inline]
-    pub fn drop_queued(&mut self, pkt: Packet, reason: DropReason) {
+    pub fn drop_queued(&mut self, pkt: Item, reason: DropReason) {
         self.drops.push(Dropped { pkt, reason, was_queued: true });
     }
     /// One packet was CE-marked instead of dropped.
@@ -107,8 +127,8 @@ impl DropSink {
 
 /// The algorithm interface. See the module docs.
 pub trait QueueDiscipline: Send {
-    fn enqueue(&mut self, now: Ns, pkt: Packet, sink: &mut DropSink);
-    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Packet>;
+    fn enqueue(&mut self, now: Ns, pkt: Item, sink: &mut DropSink);
+    fn dequeue(&mut self, now: Ns, sink: &mut DropSink) -> Option<Item>;
     /// Packets currently stored.
     fn len_packets(&self) -> u64;
     /// Bytes (IP length) currently stored.
@@ -118,6 +138,17 @@ pub trait QueueDiscipline: Send {
         NEVER
     }
     fn on_timer(&mut self, _now: Ns) {}
+    /// Whether `next_timer` can ever return a time (false: the owner may skip asking).
+    fn uses_timer(&self) -> bool {
+        false
+    }
+    /// `Some((packets, bytes))` if this discipline is a plain tail-drop FIFO that rejects an
+    /// arrival exactly when `len_packets() >= packets` or `len_bytes() + size > bytes` (and does
+    /// nothing else: no marks, no timers, no drops at dequeue). A link may then serve it
+    /// analytically (see docs/link.md).
+    fn fifo_limits(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// A scalar of the algorithm's state for queue samples (drop probability for RED/PIE,
     /// max_p for ARED, drop count for CoDel); NaN if none.
     fn probe(&self) -> f64 {
@@ -201,6 +232,8 @@ pub struct QueueStats {
     pub marked_pkts: u64,
     /// Sum and count of sojourn times of dequeued packets (ns).
     pub sojourn_sum: u128,
+    /// Largest queue length seen after an enqueue (not tracked for packets a link serves
+    /// analytically, see [`Queue::bypass`]).
     pub max_len_pkts: u64,
     pub max_len_bytes: u64,
 }
@@ -224,13 +257,29 @@ pub struct Queue {
     inner: Box<dyn QueueDiscipline>,
     pub stats: QueueStats,
     sink: DropSink,
-    /// Sojourn times (ns) of dequeued packets, recorded only if enabled (for percentiles).
-    pub sojourn_samples: Option<Vec<u32>>,
+    /// Histogram of the sojourn times (ns) of dequeued packets, only if enabled (for
+    /// percentiles; bounded memory, relative error <= 0.39%).
+    pub sojourn_hist: Option<LogHistogram>,
+    uses_timer: bool,
+    /// Packets and bytes queued, kept by the wrapper (= the discipline's own count, checked by
+    /// `check_conservation`), so that lengths cost no call into the discipline.
+    len_pkts: u64,
+    len_bytes: u64,
 }
 
 impl Queue {
     pub fn new(kind: &'static str, inner: Box<dyn QueueDiscipline>) -> Queue {
-        Queue { kind, inner, stats: QueueStats::default(), sink: DropSink::default(), sojourn_samples: None }
+        let uses_timer = inner.uses_timer();
+        Queue {
+            kind,
+            inner,
+            stats: QueueStats::default(),
+            sink: DropSink::default(),
+            sojourn_hist: None,
+            uses_timer,
+            len_pkts: 0,
+            len_bytes: 0,
+        }
     }
 
     /// Build from the registry.
@@ -240,9 +289,9 @@ impl Queue {
         Ok(Queue::new(e.name, build(name, params, ctx)?))
     }
 
-    /// Keep every sojourn time (as u32 ns, saturating at ~4.29 s) for percentiles.
+    /// Keep a histogram of sojourn times for percentiles.
     pub fn record_sojourns(&mut self) {
-        self.sojourn_samples = Some(Vec::new());
+        self.sojourn_hist = Some(LogHistogram::new());
     }
 
     fn account_drops(&mut self) {
@@ -250,6 +299,8 @@ impl Queue {
         for d in &self.sink.drops {
             let i = d.reason.index();
             if d.was_queued {
+                self.len_pkts -= 1;
+                self.len_bytes -= d.pkt.size as u64;
                 s.dropped_later_pkts[i] += 1;
                 s.dropped_later_bytes[i] += d.pkt.size as u64;
             } else {
@@ -263,7 +314,7 @@ impl Queue {
 
     /// Offer an arriving packet. Drops (of it or of others) are appended to `dropped` when given.
     #[inline]
-    pub fn enqueue(&mut self, now: Ns, mut pkt: Packet, dropped: Option<&mut Vec<Dropped>>) {
+    pub fn enqueue(&mut self, now: Ns, mut pkt: Item, dropped: Option<&mut Vec<Dropped>>) {
         pkt.enq_at = now;
         self.stats.arrived_pkts += 1;
         self.stats.arrived_bytes += pkt.size as u64;
@@ -273,25 +324,28 @@ impl Queue {
         if !rejected {
             self.stats.enqueued_pkts += 1;
             self.stats.enqueued_bytes += size;
+            self.len_pkts += 1;
+            self.len_bytes += size;
         }
         self.after_call(dropped);
-        let (lp, lb) = (self.inner.len_packets(), self.inner.len_bytes());
-        self.stats.max_len_pkts = self.stats.max_len_pkts.max(lp);
-        self.stats.max_len_bytes = self.stats.max_len_bytes.max(lb);
+        self.stats.max_len_pkts = self.stats.max_len_pkts.max(self.len_pkts);
+        self.stats.max_len_bytes = self.stats.max_len_bytes.max(self.len_bytes);
     }
 
     /// Take the next packet to transmit.
     #[inline]
-    pub fn dequeue(&mut self, now: Ns, dropped: Option<&mut Vec<Dropped>>) -> Option<Packet> {
+    pub fn dequeue(&mut self, now: Ns, dropped: Option<&mut Vec<Dropped>>) -> Option<Item> {
         let p = self.inner.dequeue(now, &mut self.sink);
         if let Some(p) = &p {
             debug_assert!(now >= p.enq_at);
             let soj = now - p.enq_at;
             self.stats.dequeued_pkts += 1;
             self.stats.dequeued_bytes += p.size as u64;
+            self.len_pkts -= 1;
+            self.len_bytes -= p.size as u64;
             self.stats.sojourn_sum += soj as u128;
-            if let Some(v) = &mut self.sojourn_samples {
-                v.push(soj.min(u32::MAX as u64) as u32);
+            if let Some(h) = &mut self.sojourn_hist {
+                h.record(soj);
             }
         }
         self.after_call(dropped);
@@ -309,17 +363,61 @@ impl Queue {
         }
     }
 
+    /// The discipline's next timer (NEVER if none; not asked if it never uses timers).
+    #[inline]
     pub fn next_timer(&self) -> Ns {
-        self.inner.next_timer()
+        if self.uses_timer {
+            self.inner.next_timer()
+        } else {
+            NEVER
+        }
+    }
+    /// See [`QueueDiscipline::fifo_limits`].
+    pub fn fifo_limits(&self) -> Option<(u64, u64)> {
+        self.inner.fifo_limits()
+    }
+
+    /// Account a packet that a plain FIFO would have taken and handed out after `sojourn` ns,
+    /// without storing it (the owner serves the FIFO analytically): arrival, enqueue and
+    /// dequeue at once, so the conservation identities hold.
+    #[inline]
+    pub fn bypass(&mut self, size: u64, sojourn: Ns) {
+        let s = &mut self.stats;
+        s.arrived_pkts += 1;
+        s.arrived_bytes += size;
+        s.enqueued_pkts += 1;
+        s.enqueued_bytes += size;
+        s.dequeued_pkts += 1;
+        s.dequeued_bytes += size;
+        s.sojourn_sum += sojourn as u128;
+        if let Some(h) = &mut self.sojourn_hist {
+            h.record(sojourn);
+        }
+    }
+    /// Account an arrival that the analytically served FIFO rejects (overflow).
+    pub fn bypass_reject(&mut self, size: u64) {
+        let s = &mut self.stats;
+        s.arrived_pkts += 1;
+        s.arrived_bytes += size;
+        let i = DropReason::Overflow.index();
+        s.dropped_at_enqueue_pkts[i] += 1;
+        s.dropped_at_enqueue_bytes[i] += size;
     }
     pub fn on_timer(&mut self, now: Ns) {
         self.inner.on_timer(now)
     }
+    #[inline]
     pub fn len_packets(&self) -> u64 {
-        self.inner.len_packets()
+        self.len_pkts
     }
+    #[inline]
     pub fn len_bytes(&self) -> u64 {
-        self.inner.len_bytes()
+        self.len_bytes
+    }
+    /// Whether the discipline has periodic work (`next_timer` can return a time).
+    #[inline]
+    pub fn uses_timer(&self) -> bool {
+        self.uses_timer
     }
     pub fn probe(&self) -> f64 {
         self.inner.probe()
@@ -344,6 +442,12 @@ impl Queue {
             return Err(ConservationError(format!(
                 "queue {}: enqueued {} pkts/{} B != dequeued {}/{} + dropped later {}/{} + queued {}/{}",
                 self.kind, s.enqueued_pkts, s.enqueued_bytes, s.dequeued_pkts, s.dequeued_bytes, dl_p, dl_b, qp, qb
+            )));
+        }
+        if (qp, qb) != (self.len_pkts, self.len_bytes) {
+            return Err(ConservationError(format!(
+                "queue {}: the discipline holds {qp} pkts/{qb} B, the counters say {}/{}",
+                self.kind, self.len_pkts, self.len_bytes
             )));
         }
         Ok(())

@@ -2,8 +2,8 @@
 //! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head).
 
 use super::util::Fifo;
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::Ns;
 
@@ -39,15 +39,18 @@ pub struct Pfifo {
 }
 
 impl QueueDiscipline for Pfifo {
-    fn enqueue(&mut self, _now: Ns, pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
         if self.q.len() >= self.limit {
             sink.reject(pkt, DropReason::Overflow);
         } else {
             self.q.push(pkt);
         }
     }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.q.pop()
+    }
+    fn fifo_limits(&self) -> Option<(u64, u64)> {
+        Some((self.limit, u64::MAX))
     }
     fn len_packets(&self) -> u64 {
         self.q.len()

@@ -7,8 +7,8 @@
 
 use super::codel::Fifo;
 use super::util::mark_ce;
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::Packet;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
 use crate::time::{Ns, MS, NEVER, SEC};
@@ -411,13 +411,13 @@ impl Pie {
         }
     }
 
-    fn full(&self, pkt: &Packet) -> bool {
+    fn full(&self, pkt: &Item) -> bool {
         self.fifo.q.len() as u64 + 1 > self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes
     }
 }
 
 impl QueueDiscipline for Pie {
-    fn enqueue(&mut self, now: Ns, mut pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, now: Ns, mut pkt: Item, sink: &mut DropSink) {
         self.catch_up(now);
         if self.full(&pkt) {
             sink.reject(pkt, DropReason::Overflow);
@@ -440,7 +440,7 @@ impl QueueDiscipline for Pie {
         self.fifo.push(pkt);
     }
 
-    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Item> {
         // Mahimahi catches up only after the dequeue and its rate measurement (below).
         if self.mode == Mode::Rfc {
             self.catch_up(now);
@@ -485,6 +485,9 @@ impl QueueDiscipline for Pie {
     }
     fn len_bytes(&self) -> u64 {
         self.fifo.bytes
+    }
+    fn uses_timer(&self) -> bool {
+        true
     }
     fn next_timer(&self) -> Ns {
         match self.mode {

@@ -3,8 +3,9 @@
 //! adaptation every 500 ms.
 
 use super::util::{ctx_buffer_bytes, mark_ce, Fifo, LINUX_TXQUEUELEN};
+use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
-use crate::packet::{Packet, MTU};
+use crate::packet::MTU;
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
 use crate::time::{Ns, MS, NEVER, SEC};
@@ -250,7 +251,7 @@ enum Action {
 }
 
 impl QueueDiscipline for Red {
-    fn enqueue(&mut self, now: Ns, mut pkt: Packet, sink: &mut DropSink) {
+    fn enqueue(&mut self, now: Ns, mut pkt: Item, sink: &mut DropSink) {
         self.adapt_until(now);
         // red_calc_qavg: decay over idle time, or one EWMA step on the current backlog.
         if self.idle_since.is_some() {
@@ -307,7 +308,7 @@ impl QueueDiscipline for Red {
         self.q.push(pkt);
     }
 
-    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Packet> {
+    fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.adapt_until(now);
         let p = self.q.pop();
         if self.q.is_empty() && self.idle_since.is_none() {
@@ -320,6 +321,9 @@ impl QueueDiscipline for Red {
     }
     fn len_bytes(&self) -> u64 {
         self.q.bytes
+    }
+    fn uses_timer(&self) -> bool {
+        true
     }
     fn next_timer(&self) -> Ns {
         if self.adaptive && self.adapt_idle_fixed_point() {

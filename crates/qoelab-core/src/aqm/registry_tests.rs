@@ -56,7 +56,7 @@ fn conservation_under_random_load_every_discipline() {
                     let size = [40u32, 576, 1000, 1500][rng.below(4) as usize];
                     let h = rng.below(8) as u32;
                     let mut p = if rng.chance(0.5) { ect(size, h) } else { pkt(size, h) };
-                    p.seq = arrived;
+                    p.handle = (arrived) as u32;
                     arrived += 1;
                     q.enqueue(t, p, None);
                 }
@@ -112,16 +112,16 @@ fn trace(name: &str, c: &AqmBuildCtx, timers: bool) -> Trace {
         let mut d = vec![];
         for _ in 0..(if overload { rng.below(5) } else { rng.below(2) }) {
             let mut p = pkt(1500, rng.below(4) as u32);
-            p.seq = seq;
+            p.handle = seq as u32;
             seq += 1;
             q.enqueue(t, p, Some(&mut d));
         }
         for _ in 0..(if rng.chance(0.5) { 2 } else { 1 }) {
             if let Some(p) = q.dequeue(t, Some(&mut d)) {
-                deq.push(p.seq);
+                deq.push(p.handle as u64);
             }
         }
-        drops.extend(d.iter().map(|x| (t, x.pkt.seq, x.reason.index())));
+        drops.extend(d.iter().map(|x| (t, x.pkt.handle as u64, x.reason.index())));
         probes.push(q.probe().to_bits());
     }
     q.check_conservation().unwrap();

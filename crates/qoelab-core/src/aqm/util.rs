@@ -2,25 +2,26 @@
 //! `cfg(test)`, the plain-loop test utilities.
 
 use super::AqmBuildCtx;
-use crate::packet::{ecn, Packet, MTU};
+use super::Item;
+use crate::packet::{ecn, MTU};
 use std::collections::VecDeque;
 
 /// Linux default queue length in packets (`txqueuelen`).
 /// A FIFO packet store with byte accounting (the storage of every single-queue discipline).
 #[derive(Default)]
 pub struct Fifo {
-    pub q: VecDeque<Packet>,
+    pub q: VecDeque<Item>,
     pub bytes: u64,
 }
 
 impl Fifo {
     #[inline]
-    pub fn push(&mut self, pkt: Packet) {
+    pub fn push(&mut self, pkt: Item) {
         self.bytes += pkt.size as u64;
         self.q.push_back(pkt);
     }
     #[inline]
-    pub fn pop(&mut self) -> Option<Packet> {
+    pub fn pop(&mut self) -> Option<Item> {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;
         Some(p)
@@ -48,7 +49,7 @@ pub fn ctx_buffer_bytes(ctx: &AqmBuildCtx) -> Option<u64> {
 
 /// Set CE on an ECN-capable packet. Returns false (nothing done) for a Not-ECT packet.
 #[inline]
-pub fn mark_ce(pkt: &mut Packet) -> bool {
+pub fn mark_ce(pkt: &mut Item) -> bool {
     if pkt.ecn == ecn::NOT_ECT {
         false
     } else {
@@ -59,18 +60,19 @@ pub fn mark_ce(pkt: &mut Packet) -> bool {
 
 #[cfg(test)]
 pub mod testutil {
+    use super::super::Item;
     use super::super::{AqmBuildCtx, Queue};
-    use crate::packet::{ecn, Packet};
+    use crate::packet::ecn;
     use crate::params::Params;
 
     pub fn ctx() -> AqmBuildCtx {
         AqmBuildCtx { limit_packets: None, limit_bytes: None, link_rate_bps: 10_000_000, seed: 7 }
     }
-    pub fn pkt(size: u32, hash: u32) -> Packet {
-        Packet { size, hash, flow: hash, ..Packet::EMPTY }
+    pub fn pkt(size: u32, hash: u32) -> Item {
+        Item { size, hash, handle: hash, ..Item::default() }
     }
-    pub fn ect(size: u32, hash: u32) -> Packet {
-        Packet { ecn: ecn::ECT0, ..pkt(size, hash) }
+    pub fn ect(size: u32, hash: u32) -> Item {
+        Item { ecn: ecn::ECT0, ..pkt(size, hash) }
     }
     pub fn queue(name: &str, p: Params, ctx: &AqmBuildCtx) -> Queue {
         Queue::build(name, &p, ctx).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -9,6 +9,7 @@
 //!   smoothed achieved rate over 3 chunks;
 //! * Sprint: percent of fair share, FESTIVE unfairness `sqrt(1 - JFI)`.
 
+pub mod histogram;
 pub mod lossphase;
 
 use crate::player::{PlayerSummary, SegmentLog};

@@ -47,13 +47,11 @@ impl World {
         if q.stats.dequeued_pkts > 0 {
             d.mean = r6(q.stats.sojourn_sum as f64 / q.stats.dequeued_pkts as f64 / 1e6);
         }
-        if let Some(s) = &q.sojourn_samples {
-            let mut v = s.clone();
-            v.sort_unstable();
-            d.p50 = percentile(&v, 50.0).and_then(|x| r6(x / 1e6));
-            d.p95 = percentile(&v, 95.0).and_then(|x| r6(x / 1e6));
-            d.p99 = percentile(&v, 99.0).and_then(|x| r6(x / 1e6));
-            d.max = v.last().and_then(|x| r6(*x as f64 / 1e6));
+        if let Some(h) = &q.sojourn_hist {
+            d.p50 = h.quantile(50.0).and_then(|x| r6(x / 1e6));
+            d.p95 = h.quantile(95.0).and_then(|x| r6(x / 1e6));
+            d.p99 = h.quantile(99.0).and_then(|x| r6(x / 1e6));
+            d.max = h.max().and_then(|x| r6(x as f64 / 1e6));
         }
         d
     }

@@ -5,10 +5,10 @@
 //! with `now`, forwards the packets they emit, and schedules their next wake-ups.
 
 use super::config::{FlowCfg, SimConfig};
-use super::link::{Link, LinkStats, Service};
+use super::link::{Link, LinkEventKind, Service, SimLink};
 use super::loss::Loss;
 use super::trace::{Opportunities, RateSchedule, TraceCfg};
-use crate::aqm::{AqmBuildCtx, Dropped, Queue};
+use crate::aqm::{AqmBuildCtx, Queue};
 use crate::packet::{flags, flow_hash, Packet};
 use crate::params::Params;
 use crate::report::table::Table;
@@ -185,7 +185,7 @@ pub use crate::abr::AbrFactory;
 pub struct World {
     pub cfg: SimConfig,
     pub engine: Engine,
-    pub links: Vec<Link>,
+    pub links: Vec<SimLink>,
     /// routes[node][dst] = link index (u32::MAX = unreachable).
     routes: Vec<Vec<u32>>,
     pub eps: Vec<Ep>,
@@ -196,7 +196,6 @@ pub struct World {
     pub flows: Vec<FlowRt>,
     actions: Vec<AppAction>,
     pub rec: Recorder,
-    drops: Vec<Dropped>,
     /// Queue counters at the previous sample (for interval sojourn means).
     prev_q: Vec<(u64, u128)>,
     pub seed: u64,
@@ -282,24 +281,21 @@ impl World {
                 }
                 None => None,
             };
-            links.push(Link {
-                name: l.name.clone(),
-                from: l.from,
-                to: l.to,
-                service,
-                delay: l.delay,
-                queue,
-                loss,
-                stats: LinkStats::default(),
-                busy: false,
-                busy_until: 0,
-                in_service: None,
-                remaining: 0,
-                line: Default::default(),
-                aqm_timer: NEVER,
+            let mut link = Link::new(l.name.clone(), l.from, l.to, service, l.delay, queue, loss);
+            link.record = l.packet_log || l.pcap;
+            if !l.monitor {
+                // Unmonitored plain FIFOs at a fixed rate (access links) are served analytically;
+                // monitored links keep the queue for their length statistics.
+                link.enable_pipe();
+            }
+            links.push(SimLink {
+                link,
                 monitor: l.monitor,
                 packet_log: l.packet_log,
                 pcap: l.pcap,
+                tx_event: NEVER,
+                arr_event: NEVER,
+                aqm_timer: NEVER,
             });
         }
         let routes = compute_routes(n, &links);
@@ -383,7 +379,6 @@ impl World {
             flows: Vec::new(),
             actions: Vec::new(),
             rec,
-            drops: Vec::new(),
             prev_q: vec![(0, 0); nl],
             seed,
             pcaps: Vec::new(),
@@ -699,200 +694,120 @@ impl World {
     #[inline]
     fn link_ingress(&mut self, li: usize, pkt: Packet) {
         let now = self.engine.now();
-        let link = &mut self.links[li];
-        link.stats.offered_pkts += 1;
-        if let Some(loss) = &mut link.loss {
-            if loss.drop_next() {
-                link.stats.lost_pkts += 1;
-                link.stats.lost_bytes += pkt.size as u64;
-                if link.packet_log {
-                    self.log_packet(li, 3, &pkt, -1);
-                }
-                return;
-            }
-        }
-        let log = link.packet_log;
-        if log {
-            self.log_packet(li, 0, &pkt, -1);
-        }
-        let link = &mut self.links[li];
-        link.queue.enqueue(now, pkt, Some(&mut self.drops));
-        if !self.drops.is_empty() {
-            self.flush_drops(li);
-        }
-        if !self.links[li].busy {
-            self.start_service(li);
-        }
-        if self.links[li].aqm_timer == NEVER {
+        self.links[li].arrive(now, pkt);
+        self.link_settle(li);
+        let l = &self.links[li];
+        if l.aqm_timer == NEVER && l.queue.uses_timer() {
             self.schedule_aqm_timer(li);
         }
     }
 
-    fn flush_drops(&mut self, li: usize) {
-        if self.links[li].packet_log {
-            let drops = std::mem::take(&mut self.drops);
-            for d in &drops {
-                self.log_packet(li, 2, &d.pkt, d.reason.index() as i64);
-            }
-            self.drops = drops;
+    /// After a call into link `li`: log/capture what it recorded, deliver what left with no
+    /// delay, then schedule its pending wake-ups (delay line first, then service, the order in
+    /// which the link used to schedule them).
+    #[inline(always)]
+    fn link_settle(&mut self, li: usize) {
+        if !self.links[li].events.is_empty() {
+            self.link_events(li);
         }
-        self.drops.clear();
-    }
-
-    /// No service event is pending: begin serving the queue.
-    fn start_service(&mut self, li: usize) {
         let now = self.engine.now();
-        let link = &mut self.links[li];
-        debug_assert!(!link.busy);
-        if let Service::Opportunities(o) = &link.service {
-            if link.in_service.is_none() && link.queue.len_packets() == 0 {
-                return;
+        let mut l = &mut self.links[li];
+        if l.delay == 0 && l.line_head() == Some(now) {
+            self.link_deliver_now(li);
+            l = &mut self.links[li];
+        }
+        if l.arr_event == NEVER {
+            if let Some(t) = l.line_head() {
+                l.arr_event = t;
+                self.engine.schedule(t, target(K_ARR, li));
             }
-            if let Some(t) = o.next_at_or_after(now) {
-                link.busy = true;
+        }
+        if l.tx_event == NEVER {
+            if let Some(t) = l.service_wakeup() {
+                l.tx_event = t;
                 self.engine.schedule(t, target(K_TX, li));
             }
-            return;
-        }
-        if now < link.busy_until {
-            // Still serializing a packet that went straight to the delay line: come back when
-            // the link is free.
-            if link.queue.len_packets() > 0 {
-                link.busy = true;
-                let t = link.busy_until;
-                self.engine.schedule(t, target(K_TX, li));
-            }
-            return;
-        }
-        let Some(pkt) = link.queue.dequeue(now, Some(&mut self.drops)) else {
-            if !self.drops.is_empty() {
-                self.flush_drops(li);
-            }
-            return;
-        };
-        let done = link.finish_time(now, &pkt);
-        let log = link.packet_log;
-        if let Some(t) = done {
-            link.busy_until = t;
-            if link.delay > 0 && link.queue.len_packets() == 0 {
-                // Fast path: nothing waits behind this packet, so the end of its serialization
-                // needs no event; it arrives at t + delay.
-                if !self.drops.is_empty() {
-                    self.flush_drops(li);
-                }
-                if log {
-                    self.log_packet(li, 1, &pkt, -1);
-                }
-                self.transmitted(li, pkt, t);
-                return;
-            }
-            link.in_service = Some(pkt);
-            link.busy = true;
-            self.engine.schedule(t, target(K_TX, li));
-        } else {
-            // Zero rate for ever: the packet never leaves.
-            link.in_service = Some(pkt);
-            link.busy = true;
-        }
-        if !self.drops.is_empty() {
-            self.flush_drops(li);
-        }
-        if log {
-            self.log_packet(li, 1, &pkt, -1);
         }
     }
 
-    /// A packet's transmission ends at `at` (>= now): into the delay line (or straight on if the
-    /// link has no delay and `at` is now).
-    #[inline]
-    fn transmitted(&mut self, li: usize, pkt: Packet, at: Ns) {
+    /// Deliver the packets leaving a zero-delay link now.
+    #[inline(never)]
+    fn link_deliver_now(&mut self, li: usize) {
         let now = self.engine.now();
-        if self.links[li].pcap {
-            let data_dir = pkt.src == self.flows[pkt.flow as usize].src;
-            if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
-                w.write(at, &pkt, data_dir);
+        while self.links[li].line_head() == Some(now) {
+            let p = self.links[li].pop_departure();
+            let to = self.links[li].to;
+            self.arrive(to, p);
+        }
+    }
+
+    /// Packet log rows and pcap records of what link `li` recorded.
+    #[cold]
+    #[inline(never)]
+    fn link_events(&mut self, li: usize) {
+        let mut evs = std::mem::take(&mut self.links[li].link.events);
+        let (log, pcap) = (self.links[li].packet_log, self.links[li].pcap);
+        for e in &evs {
+            match e.kind {
+                LinkEventKind::Transmit if pcap => {
+                    let data_dir = e.pkt.src == self.flows[e.pkt.flow as usize].src;
+                    if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
+                        w.write(e.time, &e.pkt, data_dir);
+                    }
+                }
+                LinkEventKind::Transmit => {}
+                k if log => {
+                    let (ev, reason) = match k {
+                        LinkEventKind::Enqueue => (0, -1),
+                        LinkEventKind::Dequeue => (1, -1),
+                        LinkEventKind::Drop(r) => (2, r.index() as i64),
+                        _ => (3, -1),
+                    };
+                    self.log_packet(li, ev, &e.pkt, reason);
+                }
+                _ => {}
             }
         }
-        let link = &mut self.links[li];
-        link.stats.tx_pkts += 1;
-        link.stats.tx_bytes += pkt.size as u64;
-        if link.delay == 0 && at == now {
-            link.stats.delivered_pkts += 1;
-            let to = link.to;
-            self.arrive(to, pkt);
-        } else {
-            let arr = at + link.delay;
-            let was_empty = link.line.is_empty();
-            link.line.push_back((arr, pkt));
-            if was_empty {
-                self.engine.schedule(arr, target(K_ARR, li));
-            }
-        }
+        evs.clear();
+        self.links[li].link.events = evs;
     }
 
     fn on_tx(&mut self, li: usize) {
         let now = self.engine.now();
-        self.links[li].busy = false;
-        if let Service::Opportunities(o) = &self.links[li].service {
-            let mut budget = o.count_at(now) * o.bytes_per_opp;
-            loop {
-                let link = &mut self.links[li];
-                if link.in_service.is_none() {
-                    match link.queue.dequeue(now, Some(&mut self.drops)) {
-                        Some(p) => {
-                            link.remaining = p.size as u64;
-                            link.in_service = Some(p);
-                            if link.packet_log {
-                                self.log_packet(li, 1, &p, -1);
-                            }
-                        }
-                        None => break,
-                    }
-                }
-                let link = &mut self.links[li];
-                if link.remaining <= budget {
-                    budget -= link.remaining;
-                    link.remaining = 0;
-                    let p = link.in_service.take().unwrap();
-                    self.transmitted(li, p, now);
-                } else {
-                    link.remaining -= budget;
-                    break;
-                }
+        self.links[li].tx_event = NEVER;
+        self.links[li].finish_service(now);
+        if !matches!(self.links[li].service, Service::Opportunities(_)) {
+            // Deliver a packet leaving with no delay before serving the next one.
+            if self.links[li].delay == 0 {
+                self.link_settle(li);
             }
-            if !self.drops.is_empty() {
-                self.flush_drops(li);
+            if !self.links[li].is_busy() {
+                self.links[li].start_service(now);
             }
-            let link = &mut self.links[li];
-            if link.in_service.is_some() || link.queue.len_packets() > 0 {
-                if let Service::Opportunities(o) = &link.service {
-                    if let Some(t) = o.next_after(now) {
-                        link.busy = true;
-                        self.engine.schedule(t, target(K_TX, li));
-                    }
-                }
-            }
-            return;
         }
-        if let Some(p) = self.links[li].in_service.take() {
-            self.transmitted(li, p, now);
-        }
-        if !self.links[li].busy {
-            self.start_service(li);
-        }
+        self.link_settle(li);
     }
 
     fn on_arrival(&mut self, li: usize) {
         let now = self.engine.now();
+        debug_assert_eq!(self.links[li].line_head(), Some(now));
         let link = &mut self.links[li];
-        let (at, pkt) = link.line.pop_front().expect("arrival event with empty line");
-        debug_assert_eq!(at, now);
-        link.stats.delivered_pkts += 1;
-        if let Some(&(next, _)) = link.line.front() {
-            self.engine.schedule(next, target(K_ARR, li));
+        link.arr_event = NEVER;
+        let pkt = link.pop_departure();
+        let to = link.to;
+        if link.delay > 0 {
+            if let Some(next) = link.line_head() {
+                link.arr_event = next;
+                self.engine.schedule(next, target(K_ARR, li));
+            }
+            self.arrive(to, pkt);
+        } else {
+            // A zero-delay line holds packets only on analytically served links; their next
+            // departure is the end of the next serialization, scheduled after the delivery as
+            // the serialization event used to be.
+            self.arrive(to, pkt);
+            self.link_settle(li);
         }
-        let to = self.links[li].to;
-        self.arrive(to, pkt);
     }
 
     /// `pkt` reaches `node`.
@@ -1292,30 +1207,7 @@ impl World {
     pub fn check_invariants(&self) -> Result<(), String> {
         for l in &self.links {
             l.queue.check_conservation().map_err(|e| e.0)?;
-            let s = &l.stats;
-            let q = &l.queue.stats;
-            if s.offered_pkts != s.lost_pkts + q.arrived_pkts {
-                return Err(format!(
-                    "link {}: offered {} != lost {} + queue arrivals {}",
-                    l.name, s.offered_pkts, s.lost_pkts, q.arrived_pkts
-                ));
-            }
-            let serving = l.in_service.is_some() as u64;
-            if q.dequeued_pkts != s.tx_pkts + serving {
-                return Err(format!(
-                    "link {}: dequeued {} != transmitted {} + in service {serving}",
-                    l.name, q.dequeued_pkts, s.tx_pkts
-                ));
-            }
-            if s.tx_pkts != s.delivered_pkts + l.line.len() as u64 {
-                return Err(format!(
-                    "link {}: transmitted {} != delivered {} + propagating {}",
-                    l.name,
-                    s.tx_pkts,
-                    s.delivered_pkts,
-                    l.line.len()
-                ));
-            }
+            l.check_accounting()?;
         }
         for c in &self.clients {
             c.session.check_invariants().map_err(|e| format!("client {}: {e}", c.session.name))?;
@@ -1330,7 +1222,7 @@ impl World {
 }
 
 /// Shortest-hop routes by BFS from every node (ties: lowest link index first).
-fn compute_routes(n: usize, links: &[Link]) -> Vec<Vec<u32>> {
+fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
     let mut out_links: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, l) in links.iter().enumerate() {
         out_links[l.from].push(i);
