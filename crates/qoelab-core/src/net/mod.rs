@@ -2,6 +2,8 @@
 
 pub mod clients;
 pub mod config;
+pub mod endpoint;
+pub mod error;
 pub mod link;
 pub mod loss;
 pub mod pcap;
@@ -9,9 +11,11 @@ pub mod pcap;
 pub mod record {
     pub use crate::report::table::*;
 }
+pub mod session_adapter;
 pub mod summary;
 pub mod trace;
 pub mod world;
 
 pub use config::SimConfig;
-pub use world::{SimError, World};
+pub use error::SimError;
+pub use world::World;

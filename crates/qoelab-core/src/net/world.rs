@@ -18,6 +18,9 @@ use crate::tcp::cc::{self, CcBuildCtx};
 use crate::tcp::{FlowAddr, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::{Ns, NEVER};
 
+use super::endpoint::{bytes_received, tcp_config, CbrSource, Ep, FlowRt, Sink};
+use super::error::{serr, SimError};
+
 const K_TX: u64 = 1;
 const K_ARR: u64 = 2;
 const K_EP: u64 = 3;
@@ -30,50 +33,6 @@ const IDX_MASK: u64 = (1 << 56) - 1;
 #[inline]
 pub(crate) fn target(kind: u64, idx: usize) -> u64 {
     kind << 56 | idx as u64
-}
-
-/// A build or run error with the config path it concerns.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SimError {
-    /// Where in the normalized config (e.g. "links[2].aqm_params.target").
-    pub path: String,
-    pub msg: String,
-}
-
-impl std::fmt::Display for SimError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.msg)
-    }
-}
-
-pub(crate) fn serr(path: impl Into<String>, msg: impl Into<String>) -> SimError {
-    SimError { path: path.into(), msg: msg.into() }
-}
-
-/// Constant-bit-rate datagram source.
-#[derive(Debug)]
-pub struct CbrSource {
-    pub rate_bps: u64,
-    pub size: u32,
-    pub next: Ns,
-    pub active: bool,
-    pub seq: u64,
-    pub sent_bytes: u64,
-}
-
-/// A datagram sink.
-#[derive(Debug, Default)]
-pub struct Sink {
-    pub bytes: u64,
-    pub pkts: u64,
-}
-
-/// An endpoint: anything attached to a host that consumes and emits packets.
-pub enum Ep {
-    Cbr(CbrSource),
-    Sink(Sink),
-    TcpTx(Box<TcpSender>),
-    TcpRx(Box<TcpReceiver>),
 }
 
 /// A web-like traffic generator: Poisson arrivals of TCP flows with sizes from a CDF.
@@ -103,58 +62,6 @@ impl WebGen {
         let (x1, p1) = c[i];
         let x = if p1 > p0 { x0 + (u - p0) / (p1 - p0) * (x1 - x0) } else { x1 };
         x.round().max(1.0) as u64
-    }
-}
-
-/// Runtime state of one flow (half-connection or datagram flow).
-#[derive(Debug)]
-pub struct FlowRt {
-    pub name: String,
-    pub kind: &'static str,
-    pub src: u16,
-    pub dst: u16,
-    /// Endpoint indices of the data sender and receiver.
-    pub tx: usize,
-    pub rx: usize,
-    pub start: Ns,
-    pub stop: Option<Ns>,
-    /// When the last byte of a finite transfer arrived.
-    pub done_at: Option<Ns>,
-    /// Bytes received at the previous sample (for interval goodput).
-    prev_bytes: u64,
-    /// Size of a finite transfer (bytes).
-    pub size: Option<u64>,
-    /// Discarded (connection reset): packets arriving for it are dropped, timers ignored.
-    pub dead: bool,
-    /// The video client this half-connection belongs to.
-    pub client: Option<u32>,
-    /// Sum and count of srtt samples (ns) taken at the sampling interval.
-    pub srtt_sum: f64,
-    pub srtt_n: u64,
-    /// Congestion controller name (TCP flows).
-    pub cc: Option<String>,
-}
-
-impl FlowRt {
-    fn new(name: &str, kind: &'static str, src: usize, dst: usize, tx: usize, rx: usize, start: Ns) -> FlowRt {
-        FlowRt {
-            name: name.to_string(),
-            kind,
-            src: src as u16,
-            dst: dst as u16,
-            tx,
-            rx,
-            start,
-            stop: None,
-            done_at: None,
-            prev_bytes: 0,
-            size: None,
-            cc: None,
-            dead: false,
-            client: None,
-            srtt_sum: 0.0,
-            srtt_n: 0,
-        }
     }
 }
 
@@ -1257,24 +1164,10 @@ fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
     routes
 }
 
-pub(crate) fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, SimError> {
-    let params = Params::from_value(v).map_err(|e| serr(format!("{p}.tcp"), e.msg))?;
-    crate::tcp::params::from_params(&params).map_err(|e| serr(format!("{p}.tcp.{}", e.param), e.msg))
-}
-
 fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
     if e.param == "cc" {
         serr(format!("{p}.cc"), e.msg)
     } else {
         serr(format!("{p}.cc_params.{}", e.param), e.msg)
-    }
-}
-
-/// Application bytes received by a flow's receiver.
-pub(crate) fn bytes_received(eps: &[Ep], f: &FlowRt) -> u64 {
-    match &eps[f.rx] {
-        Ep::Sink(s) => s.bytes,
-        Ep::TcpRx(r) => r.bytes_received(),
-        _ => 0,
     }
 }

@@ -1,0 +1,108 @@
+//! Endpoints of the packet simulator: anything attached to a host that consumes and emits
+//! packets (an open enum: datagram source and sink, TCP sender and receiver; a second transport
+//! plugs in as a further variant), and the runtime record of a flow.
+
+use super::error::{serr, SimError};
+use crate::params::Params;
+use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
+use crate::time::Ns;
+
+/// Constant-bit-rate datagram source.
+#[derive(Debug)]
+pub struct CbrSource {
+    pub rate_bps: u64,
+    pub size: u32,
+    pub next: Ns,
+    pub active: bool,
+    pub seq: u64,
+    pub sent_bytes: u64,
+}
+
+/// A datagram sink.
+#[derive(Debug, Default)]
+pub struct Sink {
+    pub bytes: u64,
+    pub pkts: u64,
+}
+
+/// An endpoint: anything attached to a host that consumes and emits packets.
+pub enum Ep {
+    Cbr(CbrSource),
+    Sink(Sink),
+    TcpTx(Box<TcpSender>),
+    TcpRx(Box<TcpReceiver>),
+}
+
+/// Runtime state of one flow (half-connection or datagram flow).
+#[derive(Debug)]
+pub struct FlowRt {
+    pub name: String,
+    pub kind: &'static str,
+    pub src: u16,
+    pub dst: u16,
+    /// Endpoint indices of the data sender and receiver.
+    pub tx: usize,
+    pub rx: usize,
+    pub start: Ns,
+    pub stop: Option<Ns>,
+    /// When the last byte of a finite transfer arrived.
+    pub done_at: Option<Ns>,
+    /// Bytes received at the previous sample (for interval goodput).
+    pub(crate) prev_bytes: u64,
+    /// Size of a finite transfer (bytes).
+    pub size: Option<u64>,
+    /// Discarded (connection reset): packets arriving for it are dropped, timers ignored.
+    pub dead: bool,
+    /// The video client this half-connection belongs to.
+    pub client: Option<u32>,
+    /// Sum and count of srtt samples (ns) taken at the sampling interval.
+    pub srtt_sum: f64,
+    pub srtt_n: u64,
+    /// Congestion controller name (TCP flows).
+    pub cc: Option<String>,
+}
+
+impl FlowRt {
+    pub(crate) fn new(
+        name: &str,
+        kind: &'static str,
+        src: usize,
+        dst: usize,
+        tx: usize,
+        rx: usize,
+        start: Ns,
+    ) -> FlowRt {
+        FlowRt {
+            name: name.to_string(),
+            kind,
+            src: src as u16,
+            dst: dst as u16,
+            tx,
+            rx,
+            start,
+            stop: None,
+            done_at: None,
+            prev_bytes: 0,
+            size: None,
+            cc: None,
+            dead: false,
+            client: None,
+            srtt_sum: 0.0,
+            srtt_n: 0,
+        }
+    }
+}
+
+pub(crate) fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, SimError> {
+    let params = Params::from_value(v).map_err(|e| serr(format!("{p}.tcp"), e.msg))?;
+    crate::tcp::params::from_params(&params).map_err(|e| serr(format!("{p}.tcp.{}", e.param), e.msg))
+}
+
+/// Application bytes received by a flow's receiver.
+pub(crate) fn bytes_received(eps: &[Ep], f: &FlowRt) -> u64 {
+    match &eps[f.rx] {
+        Ep::Sink(s) => s.bytes,
+        Ep::TcpRx(r) => r.bytes_received(),
+        _ => 0,
+    }
+}

@@ -1,0 +1,265 @@
+//! The packet driver's video-client methods: build clients, run their sessions on timer and
+//! packet events with a buffered [`Transport`](crate::session::Transport), apply their
+//! operations on simulated TCP, and report them. Types are in [`super::clients`].
+
+use super::clients::{session_parts, Buffered, ClientRt, ConnOp};
+use super::config::ClientCfg;
+use super::endpoint::{tcp_config, Ep};
+use super::error::{serr, SimError};
+use super::world::{target, World, K_CLIENT};
+use crate::params::Params;
+use crate::player::Player;
+use crate::report::summary::LossPhaseCounts;
+use crate::report::PacketClientInfo;
+use crate::session::{ConnId, Dir, Transport, VideoSession};
+use crate::time::{Ns, NEVER};
+
+impl World {
+    /// Build a client's session (player + ABR) from its config entry `p`, checking everything.
+    pub(crate) fn build_session(&self, p: &str, c: &ClientCfg) -> Result<VideoSession, SimError> {
+        let (video, abr, pcfg) = session_parts(p, c, &self.cfg, self.abr_factory.as_ref())?;
+        let player = Player::new(pcfg, video, abr, c.start);
+        Ok(VideoSession::new(c.name.clone(), c.abr.clone(), player, c.http.clone(), c.rtt))
+    }
+
+    /// Create a client from config entry `p` (at build time or when a session arrives).
+    pub(crate) fn add_client(&mut self, p: &str, c: &ClientCfg) -> Result<(), SimError> {
+        let session = self.build_session(p, c)?;
+        self.check_nodes(p, c.server, c.client, true)?;
+        let ci = self.clients.len();
+        let (req_flow, resp_flow) = self.open_connection(p, ci, c, 0, c.start)?;
+        self.clients.push(ClientRt {
+            session,
+            cfg: c.clone(),
+            req_flow,
+            resp_flow,
+            resp_flows: vec![resp_flow],
+            sched: NEVER,
+            started: false,
+        });
+        self.clients_sched(ci, c.start);
+        Ok(())
+    }
+
+    /// Open connection number `k` of client `ci`: (request flow, response flow).
+    fn open_connection(
+        &mut self,
+        p: &str,
+        ci: usize,
+        c: &ClientCfg,
+        k: u32,
+        start: Ns,
+    ) -> Result<(usize, usize), SimError> {
+        let tcfg = tcp_config(p, &c.tcp)?;
+        let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
+        let suffix = if k == 0 { String::new() } else { format!("~{k}") };
+        let name = &c.name;
+        let req = self.add_tcp_flow(
+            p,
+            &format!("{name}/req{suffix}"),
+            "http_req",
+            c.client,
+            c.server,
+            &c.cc,
+            &ccp,
+            &tcfg,
+            start,
+        )?;
+        // The response half starts established: the request half's handshake models the
+        // connection setup.
+        let mut down = tcfg.clone();
+        down.handshake = false;
+        let resp = self.add_tcp_flow(
+            p,
+            &format!("{name}/resp{suffix}"),
+            "video",
+            c.server,
+            c.client,
+            &c.cc,
+            &ccp,
+            &down,
+            start,
+        )?;
+        self.flows[req].client = Some(ci as u32);
+        self.flows[resp].client = Some(ci as u32);
+        Ok((req, resp))
+    }
+
+    fn clients_sched(&mut self, ci: usize, t: Ns) {
+        if t != NEVER && t < self.clients[ci].sched {
+            let t = t.max(self.engine.now());
+            self.clients[ci].sched = t;
+            self.engine.schedule(t, target(K_CLIENT, ci));
+        }
+    }
+
+    /// Client timer.
+    pub(crate) fn on_client_timer(&mut self, ci: usize) {
+        let now = self.engine.now();
+        if self.clients[ci].sched != now {
+            return;
+        }
+        self.clients[ci].sched = NEVER;
+        if !self.clients[ci].started {
+            self.clients[ci].started = true;
+            let tx = self.flows[self.clients[ci].req_flow].tx;
+            self.drain_ep(tx);
+        }
+        self.with_session(ci, |s, now, t| s.on_timer(now, t));
+    }
+
+    /// A TCP receiver of client `ci`'s connection got a packet (called after on_packet).
+    pub(crate) fn client_on_rx(&mut self, ci: usize, fid: usize) {
+        let c = &self.clients[ci];
+        let dir = if fid == c.req_flow {
+            Dir::Request
+        } else if fid == c.resp_flow {
+            Dir::Response
+        } else {
+            return;
+        };
+        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(0), dir, t));
+    }
+
+    /// Call the session with a buffered transport, apply its operations, reschedule its timer.
+    fn with_session(&mut self, ci: usize, f: impl FnOnce(&mut VideoSession, Ns, &mut dyn Transport)) {
+        let now = self.engine.now();
+        let mut ops = std::mem::take(&mut self.conn_ops);
+        let c = &mut self.clients[ci];
+        let mut t = Buffered {
+            flows: &self.flows,
+            eps: &self.eps,
+            req: c.req_flow,
+            resp: c.resp_flow,
+            ops: &mut ops,
+            reset: false,
+        };
+        f(&mut c.session, now, &mut t);
+        for op in ops.drain(..) {
+            match op {
+                ConnOp::Write(dir, bytes) => {
+                    let c = &self.clients[ci];
+                    let fid = if dir == Dir::Request { c.req_flow } else { c.resp_flow };
+                    let tx = self.flows[fid].tx;
+                    if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                        s.write(now, bytes);
+                    }
+                    self.drain_ep(tx);
+                }
+                ConnOp::Reset => self.client_reset(ci),
+            }
+        }
+        self.conn_ops = ops;
+        let t = self.clients[ci].session.poll_at();
+        self.clients_sched(ci, t);
+    }
+
+    /// Reset the connection: discard both halves, open a new connection.
+    fn client_reset(&mut self, ci: usize) {
+        let now = self.engine.now();
+        let (rq, rs) = (self.clients[ci].req_flow, self.clients[ci].resp_flow);
+        self.flows[rq].dead = true;
+        self.flows[rs].dead = true;
+        let k = self.clients[ci].resp_flows.len() as u32;
+        let cfg = self.clients[ci].cfg.clone();
+        let (nq, ns) =
+            self.open_connection("clients", ci, &cfg, k, now).expect("connection parameters were checked at build");
+        let c = &mut self.clients[ci];
+        c.req_flow = nq;
+        c.resp_flow = ns;
+        c.resp_flows.push(ns);
+        let tx = self.flows[nq].tx;
+        self.drain_ep(tx);
+    }
+}
+
+impl World {
+    /// Session views of the clients, with what only the packet network knows of them.
+    pub(crate) fn client_reports(&self) -> Vec<(crate::session::SessionView<'_>, Option<PacketClientInfo>)> {
+        let phases = self.loss_phases();
+        self.clients
+            .iter()
+            .map(|c| {
+                let flows = &c.resp_flows;
+                let (sum, n) =
+                    flows.iter().fold((0.0, 0u64), |a, &f| (a.0 + self.flows[f].srtt_sum, a.1 + self.flows[f].srtt_n));
+                let loss_phases = phases.as_ref().map(|ph| {
+                    let mut k = LossPhaseCounts::default();
+                    for (&f, &x) in ph.iter() {
+                        if flows.contains(&(f as usize)) {
+                            k.b += x[0];
+                            k.t += x[1];
+                            k.c += x[2];
+                        }
+                    }
+                    k
+                });
+                let info = PacketClientInfo {
+                    flow: flows[0],
+                    connections: c.session.connections(),
+                    srtt_mean_ms: (n > 0).then(|| (sum / n as f64 / 1e3).round() / 1e3),
+                    loss_phases,
+                };
+                (c.session.view(), Some(info))
+            })
+            .collect()
+    }
+
+    /// Loss phases of every dropped data packet of a video flow at the monitored links, from the
+    /// packet log: per flow id, counts [B, T, C].
+    fn loss_phases(&self) -> Option<std::collections::BTreeMap<u64, [u64; 3]>> {
+        use crate::metrics::lossphase::{classify_losses, LossPhase, LossPhaseRules, PktEvent, PktKind};
+        if !self.cfg.output.loss_phases {
+            return None;
+        }
+        let t = self.rec.packets.as_ref()?;
+        let col = |name: &str| -> &Vec<i64> {
+            match &t.columns.iter().find(|c| c.0 == name).expect("packet log column").1 {
+                crate::report::table::Column::I64(v) => v,
+                _ => unreachable!(),
+            }
+        };
+        let (tm, link, ev, flow, seq, ack, payload) =
+            (col("time_ns"), col("link"), col("event"), col("flow"), col("seq"), col("ack"), col("payload"));
+        let video: std::collections::BTreeSet<i64> =
+            self.flows.iter().enumerate().filter(|(_, f)| f.kind == "video").map(|(i, _)| i as i64).collect();
+        let mut events: Vec<PktEvent> = Vec::new();
+        // The latest arrival index of (link, flow, seq), to mark it dropped.
+        let mut last: std::collections::HashMap<(i64, i64, i64), usize> = std::collections::HashMap::new();
+        for i in 0..tm.len() {
+            if !video.contains(&flow[i]) || !self.links[link[i] as usize].monitor {
+                continue;
+            }
+            let is_data = payload[i] > 0;
+            match ev[i] {
+                0 => {
+                    let kind = if is_data {
+                        PktKind::Data { seq: seq[i] as u64 }
+                    } else {
+                        PktKind::Ack { ack: ack[i] as u64 }
+                    };
+                    if is_data {
+                        last.insert((link[i], flow[i], seq[i]), events.len());
+                    }
+                    events.push(PktEvent { t: tm[i] as u64, flow: flow[i] as u64, kind, dropped: false });
+                }
+                2 | 3 if is_data => {
+                    if let Some(&j) = last.get(&(link[i], flow[i], seq[i])) {
+                        events[j].dropped = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = std::collections::BTreeMap::new();
+        for (i, ph) in classify_losses(&events, &LossPhaseRules::default()) {
+            let e: &mut [u64; 3] = out.entry(events[i].flow).or_insert([0; 3]);
+            match ph {
+                LossPhase::B => e[0] += 1,
+                LossPhase::T => e[1] += 1,
+                LossPhase::C => e[2] += 1,
+            }
+        }
+        Some(out)
+    }
+}
