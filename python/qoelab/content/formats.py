@@ -63,7 +63,7 @@ def import_sabre(path: str, name: str | None = None) -> dict:
         "quality": {},
         "resolutions": None,
     }
-    from qoelab.content.corpus import validate
+    from qoelab.content.videoschema import validate
 
     validate(video, path)
     return video
@@ -125,7 +125,7 @@ def import_minerva(path: str, name: str | None = None) -> dict:
     video = {"name": name or os.path.basename(base), "segment_duration": int(round(dur * NS)),
              "last_segment_duration": None, "bitrates_bps": bitrates, "sizes": sizes, "quality": quality,
              "resolutions": None}
-    from qoelab.content.corpus import validate
+    from qoelab.content.videoschema import validate
 
     validate(video, dat)
     return video
