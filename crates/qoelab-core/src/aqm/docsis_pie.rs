@@ -5,7 +5,7 @@
 //! allowance. Queue delay = backlog / link rate (see docs: simplification of the token-bucket
 //! estimate).
 
-use super::codel::Fifo;
+use super::util::{Fifo, Limits};
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -145,8 +145,7 @@ pub struct DocsisPie {
     /// BUFFER: the queue's byte capacity (byte limit, or packet limit x 1500 B).
     buffer_bytes: u64,
     fifo: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
     target: Ns,
     alpha: f64,
     beta: f64,
@@ -178,22 +177,14 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
     if mean == 0 || minp == 0 {
         return Err(perr("mean_pktsize", "packet sizes must be > 0"));
     }
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
-    };
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
     let max_burst = p.req_u64(PARAMS, "max_burst")?;
-    let limit_pkts = lp.filter(|&x| x > 0).unwrap_or(u64::MAX);
-    let limit_bytes = lb.filter(|&x| x > 0).unwrap_or(u64::MAX);
-    let buffer_bytes = limit_bytes.min(limit_pkts.saturating_mul(crate::packet::MTU as u64));
+    let buffer_bytes = lim.bytes.min(lim.pkts.saturating_mul(crate::packet::MTU as u64));
     Ok(Box::new(DocsisPie {
         state: State::Inactive,
         buffer_bytes,
         fifo: Fifo::default(),
-        limit_pkts,
-        limit_bytes,
+        lim,
         target: p.req_u64(PARAMS, "target")?,
         alpha: p.f64(PARAMS, "alpha")?,
         beta: p.f64(PARAMS, "beta")?,
@@ -322,7 +313,7 @@ impl DocsisPie {
 impl QueueDiscipline for DocsisPie {
     fn enqueue(&mut self, now: Ns, pkt: Item, sink: &mut DropSink) {
         self.catch_up(now);
-        if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
+        if self.fifo.overflows(&pkt, self.lim) {
             self.accu_prob = 0.0;
             sink.reject(pkt, DropReason::Overflow);
             return;
@@ -382,8 +373,7 @@ mod tests {
             state: State::Active,
             buffer_bytes: 1_500_000,
             fifo: Fifo::default(),
-            limit_pkts: 1000,
-            limit_bytes: u64::MAX,
+            lim: Limits { pkts: 1000, bytes: u64::MAX },
             target: 10 * MS,
             alpha: 0.25,
             beta: 2.5,

@@ -5,8 +5,7 @@
 //! catches up missed periods at the start of every enqueue/dequeue (identical results whether or
 //! not the driver calls the timer on time).
 
-use super::codel::Fifo;
-use super::util::mark_ce;
+use super::util::{mark_ce, Fifo, Limits};
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -144,8 +143,7 @@ enum Mode {
 pub struct Pie {
     mode: Mode,
     fifo: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
     qdelay_ref: Ns,
     tupdate: Ns,
     alpha: f64,
@@ -205,17 +203,11 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
             return Err(perr("qdelay_ref", "mahimahi's pie requires qdelay_ref and max_burst > 0"));
         }
     }
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
-    };
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
     Ok(Box::new(Pie {
         mode,
         fifo: Fifo::default(),
-        limit_pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX),
-        limit_bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX),
+        lim,
         qdelay_ref,
         tupdate,
         alpha: p.f64(PARAMS, "alpha")?,
@@ -410,16 +402,12 @@ impl Pie {
             }
         }
     }
-
-    fn full(&self, pkt: &Item) -> bool {
-        self.fifo.q.len() as u64 + 1 > self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes
-    }
 }
 
 impl QueueDiscipline for Pie {
     fn enqueue(&mut self, now: Ns, mut pkt: Item, sink: &mut DropSink) {
         self.catch_up(now);
-        if self.full(&pkt) {
+        if self.fifo.overflows(&pkt, self.lim) {
             sink.reject(pkt, DropReason::Overflow);
             self.accu_prob = 0.0;
             return;
@@ -593,8 +581,7 @@ mod tests {
         Pie {
             mode,
             fifo: Fifo::default(),
-            limit_pkts: 1000,
-            limit_bytes: u64::MAX,
+            lim: Limits { pkts: 1000, bytes: u64::MAX },
             qdelay_ref: 15 * MS,
             tupdate: if mode == Mode::Rfc { 15 * MS } else { 30 * MS },
             alpha: 0.125,
