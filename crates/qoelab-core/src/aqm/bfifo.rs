@@ -1,11 +1,10 @@
 //! bfifo: droptail FIFO limited in bytes (Linux `bfifo`, Mahimahi `droptail` with `bytes=`).
+//! The queue is [`super::util::LimitedFifo`] (shared with pfifo and drophead).
 
-use super::util::{ctx_buffer_bytes, Fifo, LINUX_TXQUEUELEN};
-use super::Item;
-use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use super::util::{ctx_buffer_bytes, LimitedFifo, Limits, WhenFull, LINUX_TXQUEUELEN};
+use super::{AqmBuildCtx, AqmEntry, QueueDiscipline};
 use crate::packet::MTU;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
-use crate::time::Ns;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
@@ -24,34 +23,7 @@ pub const BFIFO: AqmEntry = AqmEntry {
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
     let limit = p.u64(PARAMS, "limit")?.or(ctx_buffer_bytes(ctx)).unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
-    Ok(Box::new(Bfifo { q: Fifo::default(), limit }))
-}
-
-pub struct Bfifo {
-    q: Fifo,
-    limit: u64,
-}
-
-impl QueueDiscipline for Bfifo {
-    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
-        if self.q.bytes + pkt.size as u64 > self.limit {
-            sink.reject(pkt, DropReason::Overflow);
-        } else {
-            self.q.push(pkt);
-        }
-    }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
-        self.q.pop()
-    }
-    fn fifo_limits(&self) -> Option<(u64, u64)> {
-        Some((u64::MAX, self.limit))
-    }
-    fn len_packets(&self) -> u64 {
-        self.q.len()
-    }
-    fn len_bytes(&self) -> u64 {
-        self.q.bytes
-    }
+    Ok(Box::new(LimitedFifo::new(Limits { pkts: u64::MAX, bytes: limit }, WhenFull::DropTail)))
 }
 
 #[cfg(test)]

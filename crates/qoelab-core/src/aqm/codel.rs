@@ -3,7 +3,7 @@
 //! The state machine ([`CodelVars::dequeue`]) is generic over the packet store ([`CodelQueue`])
 //! so that FQ-CoDel runs one instance per flow.
 
-use super::util::mark_ce;
+use super::util::{mark_ce, Fifo, Limits};
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -256,8 +256,6 @@ impl CodelVars {
     }
 }
 
-pub use super::util::Fifo;
-
 impl CodelQueue for Fifo {
     fn pop(&mut self) -> Option<Item> {
         Fifo::pop(self)
@@ -288,18 +286,12 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         CodelMode::Rfc => crate::packet::MTU as u64,
         CodelMode::Mahimahi => MAHIMAHI_PACKET_SIZE,
     });
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
-    };
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
     Ok(Box::new(Codel {
         cp: CodelParams { target, interval, mtu, ecn, mode },
         vars: CodelVars::default(),
         fifo: Fifo::default(),
-        limit_pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX),
-        limit_bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX),
+        lim,
     }))
 }
 
@@ -307,13 +299,12 @@ pub struct Codel {
     cp: CodelParams,
     vars: CodelVars,
     fifo: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
 }
 
 impl QueueDiscipline for Codel {
     fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
-        if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
+        if self.fifo.overflows(&pkt, self.lim) {
             sink.reject(pkt, DropReason::Overflow);
         } else {
             self.fifo.push(pkt);

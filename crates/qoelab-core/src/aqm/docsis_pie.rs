@@ -5,15 +5,15 @@
 //! allowance. Queue delay = backlog / link rate (see docs: simplification of the token-bucket
 //! estimate).
 
-use super::codel::Fifo;
+use super::pie::{autotune_divisor, derandomized_drop, pi_step, PeriodicUpdate};
+use super::util::{Fifo, Limits};
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::rng::Rng;
 use crate::time::{Ns, MS, SEC};
 
-pub const PROB_LOW: f64 = 0.85;
-pub const PROB_HIGH: f64 = 8.5;
+pub use super::pie::{PROB_HIGH, PROB_LOW};
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -104,22 +104,12 @@ pub const DOCSIS_PIE: AqmEntry = AqmEntry {
     build,
 };
 
-/// RFC 8034 auto-tuning factor (multiplier) at drop probability `p`.
+/// RFC 8034 auto-tuning factor (multiplier) at drop probability `p`: below 1 the RFC 8033
+/// ladder (1 / [`autotune_divisor`], exact as the divisors are powers of 2), extended upwards
+/// because a DOCSIS drop_prob (per MEAN_PKTSIZE packet) may exceed 1.
 pub fn docsis_factor(p: f64) -> f64 {
-    if p < 1e-6 {
-        1.0 / 2048.0
-    } else if p < 1e-5 {
-        1.0 / 512.0
-    } else if p < 1e-4 {
-        1.0 / 128.0
-    } else if p < 1e-3 {
-        1.0 / 32.0
-    } else if p < 1e-2 {
-        1.0 / 8.0
-    } else if p < 0.1 {
-        1.0 / 2.0
-    } else if p < 1.0 {
-        1.0
+    if p < 1.0 {
+        1.0 / autotune_divisor(p)
     } else if p < 10.0 {
         2.0
     } else if p < 100.0 {
@@ -145,8 +135,7 @@ pub struct DocsisPie {
     /// BUFFER: the queue's byte capacity (byte limit, or packet limit x 1500 B).
     buffer_bytes: u64,
     fifo: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
     target: Ns,
     alpha: f64,
     beta: f64,
@@ -169,6 +158,10 @@ pub struct DocsisPie {
 }
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    Ok(Box::new(from_params(p, ctx)?))
+}
+
+fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<DocsisPie, ParamError> {
     let tupdate = p.req_u64(PARAMS, "tupdate")?;
     if tupdate == 0 {
         return Err(perr("tupdate", "must be > 0"));
@@ -178,22 +171,14 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
     if mean == 0 || minp == 0 {
         return Err(perr("mean_pktsize", "packet sizes must be > 0"));
     }
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
-    };
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
     let max_burst = p.req_u64(PARAMS, "max_burst")?;
-    let limit_pkts = lp.filter(|&x| x > 0).unwrap_or(u64::MAX);
-    let limit_bytes = lb.filter(|&x| x > 0).unwrap_or(u64::MAX);
-    let buffer_bytes = limit_bytes.min(limit_pkts.saturating_mul(crate::packet::MTU as u64));
-    Ok(Box::new(DocsisPie {
+    let buffer_bytes = lim.bytes.min(lim.pkts.saturating_mul(crate::packet::MTU as u64));
+    Ok(DocsisPie {
         state: State::Inactive,
         buffer_bytes,
         fifo: Fifo::default(),
-        limit_pkts,
-        limit_bytes,
+        lim,
         target: p.req_u64(PARAMS, "target")?,
         alpha: p.f64(PARAMS, "alpha")?,
         beta: p.f64(PARAMS, "beta")?,
@@ -213,23 +198,15 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         accu_prob: 0.0,
         last_sojourn: 0,
         next_update: tupdate,
-    }))
+    })
 }
 
-impl DocsisPie {
-    /// Upper bound of drop_prob: a MIN_PKTSIZE packet's probability stays <= PROB_LOW.
-    fn prob_max(&self) -> f64 {
-        PROB_LOW * self.mean_pktsize / self.min_pktsize as f64
+impl PeriodicUpdate for DocsisPie {
+    fn period(&self) -> Ns {
+        self.tupdate
     }
-
-    fn qdelay(&self) -> Ns {
-        if self.fifo.q.is_empty() {
-            0
-        } else if self.rate_bps > 0 {
-            crate::time::tx_time(self.fifo.bytes, self.rate_bps)
-        } else {
-            self.last_sojourn
-        }
+    fn next_update_mut(&mut self) -> &mut Ns {
+        &mut self.next_update
     }
 
     fn update(&mut self) {
@@ -239,13 +216,8 @@ impl DocsisPie {
             self.drop_prob = 0.0;
             self.burst_allowance = self.burst_allowance.saturating_sub(self.tupdate);
         } else {
-            let s = |x: Ns| x as f64 / SEC as f64;
-            let mut p = self.alpha * (s(cur) - s(self.target)) + self.beta * (s(cur) - s(self.qdelay_old));
-            p *= docsis_factor(self.drop_prob);
-            if self.drop_prob >= 0.1 && p > 0.02 {
-                p = 0.02;
-            }
-            self.drop_prob += p;
+            let scale = docsis_factor(self.drop_prob);
+            self.drop_prob += pi_step(self.alpha, self.beta, cur, self.target, self.qdelay_old, self.drop_prob, scale);
             if cur < self.latency_low && self.qdelay_old < self.latency_low {
                 self.drop_prob *= 0.98;
             } else if cur > self.latency_high {
@@ -287,15 +259,21 @@ impl DocsisPie {
             && self.qdelay_old == 0
             && self.burst_allowance == 0
     }
+}
 
-    fn catch_up(&mut self, now: Ns) {
-        while self.next_update <= now {
-            if self.quiet_fixed_point() {
-                self.next_update += ((now - self.next_update) / self.tupdate + 1) * self.tupdate;
-                break;
-            }
-            self.update();
-            self.next_update += self.tupdate;
+impl DocsisPie {
+    /// Upper bound of drop_prob: a MIN_PKTSIZE packet's probability stays <= PROB_LOW.
+    fn prob_max(&self) -> f64 {
+        PROB_LOW * self.mean_pktsize / self.min_pktsize as f64
+    }
+
+    fn qdelay(&self) -> Ns {
+        if self.fifo.q.is_empty() {
+            0
+        } else if self.rate_bps > 0 {
+            crate::time::tx_time(self.fifo.bytes, self.rate_bps)
+        } else {
+            self.last_sojourn
         }
     }
 
@@ -304,25 +282,15 @@ impl DocsisPie {
         if self.state == State::Inactive || self.burst_allowance > 0 {
             return false;
         }
-        if self.drop_prob == 0.0 {
-            self.accu_prob = 0.0;
-        }
         let p1 = self.drop_prob * (size as u64).max(self.min_pktsize) as f64 / self.mean_pktsize;
-        self.accu_prob += p1;
-        if self.accu_prob < PROB_LOW {
-            return false;
-        }
-        if self.accu_prob >= PROB_HIGH {
-            return true;
-        }
-        self.rng.uniform() < p1
+        derandomized_drop(&mut self.accu_prob, self.drop_prob, p1, &mut self.rng)
     }
 }
 
 impl QueueDiscipline for DocsisPie {
     fn enqueue(&mut self, now: Ns, pkt: Item, sink: &mut DropSink) {
-        self.catch_up(now);
-        if self.fifo.q.len() as u64 >= self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes {
+        self.run_due_updates(now);
+        if self.fifo.overflows(&pkt, self.lim) {
             self.accu_prob = 0.0;
             sink.reject(pkt, DropReason::Overflow);
             return;
@@ -340,7 +308,7 @@ impl QueueDiscipline for DocsisPie {
         self.fifo.push(pkt);
     }
     fn dequeue(&mut self, now: Ns, _sink: &mut DropSink) -> Option<Item> {
-        self.catch_up(now);
+        self.run_due_updates(now);
         let p = self.fifo.pop()?;
         self.last_sojourn = now - p.enq_at;
         Some(p)
@@ -362,7 +330,7 @@ impl QueueDiscipline for DocsisPie {
         }
     }
     fn on_timer(&mut self, now: Ns) {
-        self.catch_up(now);
+        self.run_due_updates(now);
     }
     /// drop_prob (per MEAN_PKTSIZE packet; may exceed 1).
     fn probe(&self) -> f64 {
@@ -377,33 +345,12 @@ mod tests {
     use super::*;
     use crate::time::{NEVER, US};
 
+    /// The published defaults on a 10 Mbit/s link with no buffer given (1000 packets: BUFFER
+    /// = 1.5 MB), random stream seed 3, already ACTIVE.
     fn raw() -> DocsisPie {
-        DocsisPie {
-            state: State::Active,
-            buffer_bytes: 1_500_000,
-            fifo: Fifo::default(),
-            limit_pkts: 1000,
-            limit_bytes: u64::MAX,
-            target: 10 * MS,
-            alpha: 0.25,
-            beta: 2.5,
-            tupdate: 16 * MS,
-            max_burst: 142 * MS,
-            burst_reset_timeout: SEC,
-            mean_pktsize: 1024.0,
-            min_pktsize: 64,
-            latency_low: 5 * MS,
-            latency_high: 200 * MS,
-            rate_bps: 10_000_000,
-            rng: Rng::from_seed(3),
-            drop_prob: 0.0,
-            qdelay_old: 0,
-            burst_allowance: 0,
-            burst_reset: 0,
-            accu_prob: 0.0,
-            last_sojourn: 0,
-            next_update: 16 * MS,
-        }
+        let mut d = from_params(&Params::new(), &AqmBuildCtx { seed: 3, ..ctx() }).unwrap();
+        d.state = State::Active;
+        d
     }
 
     #[test]

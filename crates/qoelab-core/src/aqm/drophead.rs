@@ -1,11 +1,10 @@
 //! drophead: FIFO that accepts every arrival and then drops from the head until the queue is
 //! within its limits (Mahimahi `drophead`; Linux `pfifo_head_drop` when limited in packets only).
+//! The queue is [`super::util::LimitedFifo`] in its head-drop policy.
 
-use super::util::{Fifo, LINUX_TXQUEUELEN};
-use super::Item;
-use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use super::util::{LimitedFifo, Limits, WhenFull, LINUX_TXQUEUELEN};
+use super::{AqmBuildCtx, AqmEntry, QueueDiscipline};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
-use crate::time::Ns;
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -31,48 +30,13 @@ pub const DROPHEAD: AqmEntry = AqmEntry {
 };
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
     // Explicit parameters win as a pair; otherwise the link's buffer; otherwise Linux's 1000 pkts.
-    let (mut lp, mut lb) = if lp.is_some() || lb.is_some() { (lp, lb) } else { (ctx.limit_packets, ctx.limit_bytes) };
-    if lp.is_none() && lb.is_none() {
-        lp = Some(LINUX_TXQUEUELEN);
-    }
     // 0 = unlimited in that dimension (Mahimahi convention).
-    lp = lp.filter(|&x| x > 0);
-    lb = lb.filter(|&x| x > 0);
-    if lp.is_none() && lb.is_none() {
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, LINUX_TXQUEUELEN);
+    if lim.is_unlimited() {
         return Err(crate::params::perr("limit", "drophead needs a packet or byte limit"));
     }
-    Ok(Box::new(DropHead {
-        q: Fifo::default(),
-        limit_pkts: lp.unwrap_or(u64::MAX),
-        limit_bytes: lb.unwrap_or(u64::MAX),
-    }))
-}
-
-pub struct DropHead {
-    q: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
-}
-
-impl QueueDiscipline for DropHead {
-    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
-        self.q.push(pkt);
-        while self.q.len() > self.limit_pkts || self.q.bytes > self.limit_bytes {
-            let h = self.q.pop().expect("non-empty");
-            sink.drop_queued(h, DropReason::HeadDrop);
-        }
-    }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
-        self.q.pop()
-    }
-    fn len_packets(&self) -> u64 {
-        self.q.len()
-    }
-    fn len_bytes(&self) -> u64 {
-        self.q.bytes
-    }
+    Ok(Box::new(LimitedFifo::new(lim, WhenFull::DropHead)))
 }
 
 #[cfg(test)]

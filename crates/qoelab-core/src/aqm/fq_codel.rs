@@ -2,6 +2,7 @@
 //! new/old flow lists, and a CoDel instance per flow ([`super::codel::CodelVars`]).
 
 use super::codel::{CodelMode, CodelParams, CodelQueue, CodelVars};
+use super::util::Limits;
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -95,8 +96,7 @@ pub struct FqCodel {
     old_flows: VecDeque<usize>,
     quantum: i64,
     overhead: i64,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
     drop_batch: u64,
     cp: CodelParams,
     pkts: u64,
@@ -116,20 +116,14 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
     if interval == 0 {
         return Err(perr("interval", "must be > 0"));
     }
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(10240) } else { None }), ctx.limit_bytes)
-    };
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 10240);
     Ok(Box::new(FqCodel {
         flows: (0..nflows).map(|_| Flow::default()).collect(),
         new_flows: VecDeque::new(),
         old_flows: VecDeque::new(),
         quantum: quantum as i64,
         overhead: p.req_u64(PARAMS, "l2_overhead")? as i64,
-        limit_pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX),
-        limit_bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX),
+        lim,
         drop_batch: p.req_u64(PARAMS, "drop_batch")?.max(1),
         cp: CodelParams {
             target: p.req_u64(PARAMS, "target")?,
@@ -207,7 +201,7 @@ impl QueueDiscipline for FqCodel {
         }
         self.pkts += 1;
         self.bytes += pkt.size as u64;
-        while self.pkts > self.limit_pkts || self.bytes > self.limit_bytes {
+        while self.pkts > self.lim.pkts || self.bytes > self.lim.bytes {
             self.drop_fattest(sink);
         }
     }

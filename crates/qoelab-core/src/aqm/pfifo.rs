@@ -1,11 +1,10 @@
 //! pfifo: droptail FIFO limited in packets (Linux `pfifo`, Mahimahi `droptail` with `packets=`).
-//! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head).
+//! Siblings: [`super::bfifo`] (bytes), [`super::drophead`] (drop from the head); all three are
+//! [`super::util::LimitedFifo`].
 
-use super::util::Fifo;
-use super::Item;
-use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
+use super::util::{LimitedFifo, Limits, WhenFull, LINUX_TXQUEUELEN};
+use super::{AqmBuildCtx, AqmEntry, QueueDiscipline};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
-use crate::time::Ns;
 
 const PARAMS: &[ParamSpec] = &[ParamSpec {
     name: "limit",
@@ -29,33 +28,6 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         .u64(PARAMS, "limit")?
         .or(ctx.limit_packets)
         .or(ctx.limit_bytes.map(|b| (b / crate::packet::MTU as u64).max(1)))
-        .unwrap_or(1000);
-    Ok(Box::new(Pfifo { q: Fifo::default(), limit }))
-}
-
-pub struct Pfifo {
-    q: Fifo,
-    limit: u64,
-}
-
-impl QueueDiscipline for Pfifo {
-    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
-        if self.q.len() >= self.limit {
-            sink.reject(pkt, DropReason::Overflow);
-        } else {
-            self.q.push(pkt);
-        }
-    }
-    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
-        self.q.pop()
-    }
-    fn fifo_limits(&self) -> Option<(u64, u64)> {
-        Some((self.limit, u64::MAX))
-    }
-    fn len_packets(&self) -> u64 {
-        self.q.len()
-    }
-    fn len_bytes(&self) -> u64 {
-        self.q.bytes
-    }
+        .unwrap_or(LINUX_TXQUEUELEN);
+    Ok(Box::new(LimitedFifo::new(Limits { pkts: limit, bytes: u64::MAX }, WhenFull::DropTail)))
 }

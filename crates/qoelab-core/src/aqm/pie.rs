@@ -5,8 +5,7 @@
 //! catches up missed periods at the start of every enqueue/dequeue (identical results whether or
 //! not the driver calls the timer on time).
 
-use super::codel::Fifo;
-use super::util::mark_ce;
+use super::util::{mark_ce, Fifo, Limits};
 use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
@@ -135,6 +134,72 @@ pub fn mahimahi_divisor(p: f64) -> f64 {
     }
 }
 
+/// De-randomisation thresholds on `accu_prob` (RFC 8033 section 5.4; the same in RFC 8034).
+pub const PROB_LOW: f64 = 0.85;
+pub const PROB_HIGH: f64 = 8.5;
+
+// ---- Shared with DOCSIS-PIE (docsis_pie.rs), which repeats these RFC 8033 computations ----
+
+/// The PI step of RFC 8033 section 4.2 (`calculate_drop_prob`), which RFC 8034 (Appendix A
+/// pseudocode) repeats with its own gains, reference delay and auto-tuning ladder:
+/// `(alpha (cur - reference) + beta (cur - old)) x scale`, delays in seconds, `scale` the
+/// auto-tuning factor at `drop_prob`; an increase is capped at 0.02 once `drop_prob` >= 10%.
+pub(super) fn pi_step(alpha: f64, beta: f64, cur: Ns, reference: Ns, old: Ns, drop_prob: f64, scale: f64) -> f64 {
+    let s = |x: Ns| x as f64 / SEC as f64;
+    let mut p = alpha * (s(cur) - s(reference)) + beta * (s(cur) - s(old));
+    p *= scale;
+    if drop_prob >= 0.1 && p > 0.02 {
+        p = 0.02;
+    }
+    p
+}
+
+/// RFC 8033 section 5.4 de-randomisation (optional in PIE, mandatory in RFC 8034, where `p` is
+/// the packet-size-scaled probability): `accu_prob` (reset while `drop_prob` is 0) accumulates
+/// `p`; no drop below PROB_LOW, a forced drop from PROB_HIGH, else a drop with probability `p`.
+/// The caller resets `accu_prob` after a drop. True = drop.
+pub(super) fn derandomized_drop(accu_prob: &mut f64, drop_prob: f64, p: f64, rng: &mut Rng) -> bool {
+    if drop_prob == 0.0 {
+        *accu_prob = 0.0;
+    }
+    *accu_prob += p;
+    if *accu_prob < PROB_LOW {
+        return false;
+    }
+    if *accu_prob >= PROB_HIGH {
+        return true;
+    }
+    rng.uniform() < p
+}
+
+/// The drop-probability update run every T_UPDATE (RFC 8033 section 4.2; RFC 8034's 16-ms
+/// INTERVAL), with the lazy catch-up both disciplines use: updates missed since the last
+/// enqueue/dequeue/timer run in order, and from a state that an update leaves unchanged the
+/// clock skips straight past `now`.
+pub(super) trait PeriodicUpdate {
+    /// T_UPDATE.
+    fn period(&self) -> Ns;
+    /// The time of the next update.
+    fn next_update_mut(&mut self) -> &mut Ns;
+    /// True when an update would leave the state unchanged (then no timer is needed).
+    fn quiet_fixed_point(&self) -> bool;
+    /// One update.
+    fn update(&mut self);
+    /// Run the updates due at or before `now`.
+    fn run_due_updates(&mut self, now: Ns) {
+        let period = self.period();
+        while *self.next_update_mut() <= now {
+            if self.quiet_fixed_point() {
+                let next = self.next_update_mut();
+                *next += ((now - *next) / period + 1) * period;
+                break;
+            }
+            self.update();
+            *self.next_update_mut() += period;
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
     Rfc,
@@ -144,8 +209,7 @@ enum Mode {
 pub struct Pie {
     mode: Mode,
     fifo: Fifo,
-    limit_pkts: u64,
-    limit_bytes: u64,
+    lim: Limits,
     qdelay_ref: Ns,
     tupdate: Ns,
     alpha: f64,
@@ -184,6 +248,10 @@ pub struct Pie {
 }
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    Ok(Box::new(from_params(p, ctx)?))
+}
+
+fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
     let mode = if p.choice(PARAMS, "mode")? == "mahimahi" { Mode::Mahimahi } else { Mode::Rfc };
     let qdelay_ref = p.req_u64(PARAMS, "qdelay_ref")?;
     let tupdate = p.u64(PARAMS, "tupdate")?.unwrap_or(if mode == Mode::Rfc { 15 * MS } else { 30 * MS });
@@ -205,17 +273,11 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
             return Err(perr("qdelay_ref", "mahimahi's pie requires qdelay_ref and max_burst > 0"));
         }
     }
-    let (lp, lb) = (p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?);
-    let (lp, lb) = if lp.is_some() || lb.is_some() {
-        (lp, lb)
-    } else {
-        (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(1000) } else { None }), ctx.limit_bytes)
-    };
-    Ok(Box::new(Pie {
+    let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
+    Ok(Pie {
         mode,
         fifo: Fifo::default(),
-        limit_pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX),
-        limit_bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX),
+        lim,
         qdelay_ref,
         tupdate,
         alpha: p.f64(PARAMS, "alpha")?,
@@ -248,31 +310,22 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         mm_dq_tstamp: 0,
         mm_avg_dq_rate: 0,
         mm_last_update: 0,
-    }))
+    })
 }
 
-impl Pie {
-    /// Current queue delay estimate (ns), RFC mode.
-    fn qdelay(&self) -> Ns {
-        if self.fifo.q.is_empty() {
-            0
-        } else if self.use_rate {
-            (self.fifo.bytes as f64 * self.avg_dq_time / self.dq_threshold as f64) as Ns
-        } else {
-            self.last_sojourn
-        }
+impl PeriodicUpdate for Pie {
+    fn period(&self) -> Ns {
+        self.tupdate
+    }
+    fn next_update_mut(&mut self) -> &mut Ns {
+        &mut self.next_update
     }
 
     /// RFC 8033 calculate_drop_prob(), run every T_UPDATE.
     fn update(&mut self) {
         let cur = self.qdelay();
-        let s = |x: Ns| x as f64 / SEC as f64;
-        let mut p = self.alpha * (s(cur) - s(self.qdelay_ref)) + self.beta * (s(cur) - s(self.qdelay_old));
-        p /= autotune_divisor(self.drop_prob);
-        if self.drop_prob >= 0.1 && p > 0.02 {
-            p = 0.02;
-        }
-        self.drop_prob += p;
+        let scale = 1.0 / autotune_divisor(self.drop_prob); // exact: the divisors are powers of 2
+        self.drop_prob += pi_step(self.alpha, self.beta, cur, self.qdelay_ref, self.qdelay_old, self.drop_prob, scale);
         if cur == 0 && self.qdelay_old == 0 {
             self.drop_prob *= 0.98;
         }
@@ -294,19 +347,23 @@ impl Pie {
             && self.burst_allowance == self.max_burst
             && self.qdelay_ref > 0
     }
+}
+
+impl Pie {
+    /// Current queue delay estimate (ns), RFC mode.
+    fn qdelay(&self) -> Ns {
+        if self.fifo.q.is_empty() {
+            0
+        } else if self.use_rate {
+            (self.fifo.bytes as f64 * self.avg_dq_time / self.dq_threshold as f64) as Ns
+        } else {
+            self.last_sojourn
+        }
+    }
 
     fn catch_up(&mut self, now: Ns) {
         match self.mode {
-            Mode::Rfc => {
-                while self.next_update <= now {
-                    if self.quiet_fixed_point() {
-                        self.next_update += ((now - self.next_update) / self.tupdate + 1) * self.tupdate;
-                        break;
-                    }
-                    self.update();
-                    self.next_update += self.tupdate;
-                }
-            }
+            Mode::Rfc => self.run_due_updates(now),
             Mode::Mahimahi => self.mm_catch_up(now / MS),
         }
     }
@@ -320,16 +377,7 @@ impl Pie {
             return false;
         }
         if self.derandomize {
-            if self.drop_prob == 0.0 {
-                self.accu_prob = 0.0;
-            }
-            self.accu_prob += self.drop_prob;
-            if self.accu_prob < 0.85 {
-                return false;
-            }
-            if self.accu_prob >= 8.5 {
-                return true;
-            }
+            return derandomized_drop(&mut self.accu_prob, self.drop_prob, self.drop_prob, &mut self.rng);
         }
         self.rng.uniform() < self.drop_prob
     }
@@ -410,16 +458,12 @@ impl Pie {
             }
         }
     }
-
-    fn full(&self, pkt: &Item) -> bool {
-        self.fifo.q.len() as u64 + 1 > self.limit_pkts || self.fifo.bytes + pkt.size as u64 > self.limit_bytes
-    }
 }
 
 impl QueueDiscipline for Pie {
     fn enqueue(&mut self, now: Ns, mut pkt: Item, sink: &mut DropSink) {
         self.catch_up(now);
-        if self.full(&pkt) {
+        if self.fifo.overflows(&pkt, self.lim) {
             sink.reject(pkt, DropReason::Overflow);
             self.accu_prob = 0.0;
             return;
@@ -586,48 +630,10 @@ mod tests {
         assert_eq!(mahimahi_divisor(0.5), 16.0);
     }
 
+    /// The published defaults (`p` may set mode and derandomize) on an unlimited link: a
+    /// 1000-packet limit; random stream seed 1.
     fn raw(p: Params) -> Pie {
-        build(&p, &ctx()).unwrap();
-        let mode =
-            if p.0.get("mode").and_then(|v| v.as_str()) == Some("mahimahi") { Mode::Mahimahi } else { Mode::Rfc };
-        Pie {
-            mode,
-            fifo: Fifo::default(),
-            limit_pkts: 1000,
-            limit_bytes: u64::MAX,
-            qdelay_ref: 15 * MS,
-            tupdate: if mode == Mode::Rfc { 15 * MS } else { 30 * MS },
-            alpha: 0.125,
-            beta: 1.25,
-            max_burst: 150 * MS,
-            dq_threshold: 16384,
-            mean_pktsize: 1500,
-            ecn: false,
-            derandomize: p.0.get("derandomize").and_then(|v| v.as_bool()).unwrap_or(false),
-            use_rate: false,
-            rng: Rng::from_seed(1),
-            drop_prob: 0.0,
-            qdelay_old: 0,
-            cur_qdelay: 0,
-            burst_allowance: 150 * MS,
-            accu_prob: 0.0,
-            in_measurement: false,
-            dq_count: 0,
-            dq_tstamp: 0,
-            avg_dq_time: 0.0,
-            last_sojourn: 0,
-            next_update: 15 * MS,
-            mm_ref: 15,
-            mm_max_burst: 150,
-            mm_tupdate: 30,
-            mm_cur: 0,
-            mm_old: 0,
-            mm_burst: 0,
-            mm_dq_count: None,
-            mm_dq_tstamp: 0,
-            mm_avg_dq_rate: 0,
-            mm_last_update: 0,
-        }
+        from_params(&p, &AqmBuildCtx { seed: 1, ..ctx() }).unwrap()
     }
 
     #[test]

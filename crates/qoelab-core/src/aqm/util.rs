@@ -1,12 +1,13 @@
-//! Helpers shared by the disciplines (limits from the build context, ECN marking) and, under
-//! `cfg(test)`, the plain-loop test utilities.
+//! Helpers shared by the disciplines (the byte-counting packet store, queue limits from the
+//! parameters and the build context, ECN marking), the plain FIFO discipline behind pfifo, bfifo
+//! and drophead, and, under `cfg(test)`, the plain-loop test utilities.
 
-use super::AqmBuildCtx;
 use super::Item;
+use super::{AqmBuildCtx, DropReason, DropSink, QueueDiscipline};
 use crate::packet::{ecn, MTU};
+use crate::time::Ns;
 use std::collections::VecDeque;
 
-/// Linux default queue length in packets (`txqueuelen`).
 /// A FIFO packet store with byte accounting (the storage of every single-queue discipline).
 #[derive(Default)]
 pub struct Fifo {
@@ -38,8 +39,100 @@ impl Fifo {
         self.q.clear();
         self.bytes = 0;
     }
+    /// Tail-drop test: whether `pkt` must be refused under `lim` (the queue already holds
+    /// `lim.pkts` packets, or `pkt` would take it above `lim.bytes`).
+    #[inline]
+    pub fn overflows(&self, pkt: &Item, lim: Limits) -> bool {
+        self.len() >= lim.pkts || self.bytes + pkt.size as u64 > lim.bytes
+    }
 }
 
+/// Packet and byte limits of a queue; `u64::MAX` = not limited in that dimension.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    pub pkts: u64,
+    pub bytes: u64,
+}
+
+impl Limits {
+    /// The limits of a discipline with `limit` (packets) and `limit_bytes` parameters: the
+    /// explicit parameters win as a pair; otherwise the link's buffer; otherwise
+    /// `default_pkts` packets. 0 = not limited in that dimension (Linux/Mahimahi convention).
+    pub fn resolve(limit: Option<u64>, limit_bytes: Option<u64>, ctx: &AqmBuildCtx, default_pkts: u64) -> Limits {
+        let (lp, lb) = if limit.is_some() || limit_bytes.is_some() {
+            (limit, limit_bytes)
+        } else {
+            (ctx.limit_packets.or(if ctx.limit_bytes.is_none() { Some(default_pkts) } else { None }), ctx.limit_bytes)
+        };
+        Limits { pkts: lp.filter(|&x| x > 0).unwrap_or(u64::MAX), bytes: lb.filter(|&x| x > 0).unwrap_or(u64::MAX) }
+    }
+    pub fn is_unlimited(&self) -> bool {
+        self.pkts == u64::MAX && self.bytes == u64::MAX
+    }
+}
+
+/// What a [`LimitedFifo`] does when an arrival would exceed its limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WhenFull {
+    /// Refuse the arrival (Overflow) exactly when [`Fifo::overflows`] (Linux pfifo/bfifo).
+    DropTail,
+    /// Accept it, then drop from the head (HeadDrop) until within the limits (Linux
+    /// pfifo_head_drop, Mahimahi drop_head_packet_queue).
+    DropHead,
+}
+
+/// The plain FIFO disciplines (`pfifo`, `bfifo`, `drophead`): packet/byte limits and a policy
+/// for a full queue, nothing else (no marks, no timers, no drops at dequeue).
+pub struct LimitedFifo {
+    q: Fifo,
+    lim: Limits,
+    when_full: WhenFull,
+}
+
+impl LimitedFifo {
+    pub fn new(lim: Limits, when_full: WhenFull) -> LimitedFifo {
+        LimitedFifo { q: Fifo::default(), lim, when_full }
+    }
+}
+
+impl QueueDiscipline for LimitedFifo {
+    fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
+        match self.when_full {
+            WhenFull::DropTail => {
+                if self.q.overflows(&pkt, self.lim) {
+                    sink.reject(pkt, DropReason::Overflow);
+                } else {
+                    self.q.push(pkt);
+                }
+            }
+            WhenFull::DropHead => {
+                self.q.push(pkt);
+                while self.q.len() > self.lim.pkts || self.q.bytes > self.lim.bytes {
+                    let h = self.q.pop().expect("non-empty");
+                    sink.drop_queued(h, DropReason::HeadDrop);
+                }
+            }
+        }
+    }
+    fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
+        self.q.pop()
+    }
+    /// A tail-drop FIFO may be served analytically by a link; a head-drop one may not.
+    fn fifo_limits(&self) -> Option<(u64, u64)> {
+        match self.when_full {
+            WhenFull::DropTail => Some((self.lim.pkts, self.lim.bytes)),
+            WhenFull::DropHead => None,
+        }
+    }
+    fn len_packets(&self) -> u64 {
+        self.q.len()
+    }
+    fn len_bytes(&self) -> u64 {
+        self.q.bytes
+    }
+}
+
+/// Linux default queue length in packets (`txqueuelen`).
 pub const LINUX_TXQUEUELEN: u64 = 1000;
 
 /// The link buffer in bytes: `limit_bytes`, else `limit_packets` x 1500 B, else None.
