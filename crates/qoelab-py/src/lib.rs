@@ -223,6 +223,7 @@ fn table_to_py<'py>(py: Python<'py>, t: &Table) -> PyResult<Bound<'py, PyList>> 
 #[pyo3(signature = (config_json, abrs=None))]
 fn run<'py>(py: Python<'py>, config_json: &str, abrs: Option<Bound<'py, PyDict>>) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
+    cfg.validate().map_err(|(p, m)| config_error(&p, &m))?;
     let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone()));
     let errs = errors.clone();
@@ -250,6 +251,19 @@ fn run<'py>(py: Python<'py>, config_json: &str, abrs: Option<Bound<'py, PyDict>>
     Ok((summary, d, pc))
 }
 
+/// Check a normalized config (JSON) the way `run` does before simulating -- parse, validate,
+/// build the World (models, routes, clients) -- without simulating. Raises ValueError(path,
+/// message) like `run`. For `qoelab validate`.
+#[pyfunction]
+#[pyo3(signature = (config_json, abrs=None))]
+fn check(config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+    let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
+    cfg.validate().map_err(|(p, m)| config_error(&p, &m))?;
+    let factory = abrs.map(|d| py_factory(d.unbind(), Arc::new(Mutex::new(Vec::new()))));
+    World::build_with(cfg, factory).map_err(|e| config_error(&e.path, &e.msg))?;
+    Ok(())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -257,5 +271,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(check_video, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     Ok(())
 }
