@@ -150,7 +150,17 @@ CASES = [
     ("onoff-period-zero", scen(flow='kind = "onoff"\nsize = "100KB"\nperiod = "0s"'), "flow[0].period", {}),
     ("http-request-bytes-huge", vscen('[client.http]\nrequest_bytes = "1e30B"'), "client[0].http.request_bytes", {}),
     ("http-progress-zero", vscen('[client.http]\nprogress_interval = "0s"'), "client[0].http.progress_interval", {}),
+    ("stagger-overflow", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 30000\nstagger = "90000h"'),
+     "flow[0].stagger", {}),
+    ("client-stagger-overflow", vscen('count = 30000\nstagger = "90000h"'), "client[0].stagger", {}),
     # --- output ---
+    ("sample-rows-too-many", scen(scenario="", flow='kind = "cbr"\nrate = "1Mbps"\ncount = 2000').replace(
+        'duration = "1s"', 'duration = "2h"'), "scenario.duration", {}),
+    ("sample-rows-interval", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 2000',
+                                  extra='[output]\nsample_interval = "1ms"').replace('duration = "1s"', 'duration = "1h"'),
+     "output.sample_interval", {}),
+    ("packet-log-too-big", scen(topology='rate = "10Gbps"', extra="[output]\npacket_log = true").replace(
+        'duration = "1s"', 'duration = "2h"'), "output.packet_log", {}),
     ("sample-interval-0s", scen(extra='[output]\nsample_interval = "0s"'), "output.sample_interval", {}),
     ("sample-interval-1ns", scen(extra='[output]\nsample_interval = "1ns"'), "output.sample_interval", {}),
     ("sample-interval-inf", scen(extra='[output]\nsample_interval = "infs"'), "output.sample_interval", {}),
@@ -198,6 +208,12 @@ CASES = [
      {"n.json": '[{"duration_ms": 1000, "bandwidth_kbps": -5, "latency_ms": 20}]'}),
     ("pensieve-trace-nan", scen(topology='trace = "p.txt"\ntrace_format = "pensieve"\nrate_up = "10Mbps"'), "p.txt:2",
      {"p.txt": "0 1.0\nnan 2.0\n2 3.0\n"}),
+    ("trace-dev-zero", scen(topology='trace = "/dev/zero"\nrate_up = "10Mbps"'), "topology.trace", {}),
+    ("trace-is-folder", scen(topology='trace = "."\nrate_up = "10Mbps"'), "topology.trace", {}),
+    ("video-dev-zero", vscen().replace('video = "synthetic:has-testbed"', 'video = "/dev/zero"'), "client[0].video", {}),
+    ("sizes-dev-zero", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "/dev/zero"'), "flow[0].sizes", {}),
+    ("sizes-cdf-huge-number", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "c.txt"'), "c.txt:1",
+     {"c.txt": "9" * 400 + " 1.0\n"}),
     ("sizes-cdf-garbage", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "c.txt"'), "c.txt", {"c.txt": "a b\n"}),
     # --- structure and keys ---
     ("unknown-key-scenario", scen(scenario='duraton = "1s"'), "scenario.duraton", {}),

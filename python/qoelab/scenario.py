@@ -348,6 +348,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
                 raise out.err("pcap", "a link name (one of " + ", ".join(names) + ")", pcap)
             builder.links[names.index(pcap)]["pcap"] = True
         out.finish()
+    _check_table_sizes(src, builder, output, duration, out)
     top.finish()
     config = {
         "name": name,
@@ -375,6 +376,32 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
     if check:
         check_core(result)
     return result
+
+
+MAX_SAMPLE_ROWS = 50_000_000     # rows of the sampled tables (flows, tcp, queues) of one run
+MAX_PACKET_EVENTS = 50_000_000   # rows of the packet log
+
+
+def _check_table_sizes(src, b, output, duration, out) -> None:
+    """Refuse runs whose tables would not fit in memory (rows are kept until the run ends)."""
+    def where(k):
+        return InputError(src, f"output.{k}" if out is not None and k in out.data else "scenario.duration",
+                          message=msg)
+    sampled = [t for t in ("flows", "tcp", "queues") if t in output["tables"]]
+    if sampled:
+        n = len(b.flows) + len(b.clients) + len(b.monitored())
+        rows = duration // output["sample_interval"] * n
+        if rows > MAX_SAMPLE_ROWS:
+            msg = (f"expected at most {MAX_SAMPLE_ROWS:,} rows of {'/'.join(sampled)} samples, found ~{rows:,} "
+                   f"(duration / sample_interval x {n} flows and links); raise sample_interval or shorten the run")
+            raise where("sample_interval")
+    logged = [l for l in b.links if l.get("packet_log")]
+    if logged:
+        pkts = sum(max(l["rate_bps"], _trace_mean(l.get("trace"))) for l in logged) / (8 * MTU) * duration / 1e9 * 2
+        if pkts > MAX_PACKET_EVENTS:
+            msg = (f"expected at most {MAX_PACKET_EVENTS:,} packet-log rows, found ~{pkts:,.0f} (link rate x duration); "
+                   "shorten the run or turn the packet log off")
+            raise where("packet_log" if out is not None and "packet_log" in out.data else "loss_phases")
 
 
 class _StubAbr:
@@ -408,6 +435,9 @@ def core_error(sc: Scenario, e: ValueError) -> Exception:
     if len(e.args) != 2:
         return e
     path, msg = e.args
+    if path == "config":  # the normalized config did not parse: a value out of the core's range
+        msg = re.sub(r"\s*at line \d+ column \d+", "", str(msg)).removeprefix("config: ")
+        return InputError(sc.path, None, message=f"a value is out of range ({msg})")
     key, detail = core_key(sc.meta, path)
     msg = "; ".join(x for x in (detail, msg) if x) or "invalid value"
     return InputError(sc.path, key, message=msg)
@@ -532,6 +562,7 @@ class _Builder:
         if not os.path.exists(full):
             raise sec.err(k, "an existing trace file (\"data:...\" paths are relative to $QOELAB_DATA, default "
                           "../shared/data)", p)
+        _regular_file(sec, k, full)
         return traces.load_trace(full, None if fmt == "auto" else fmt)
 
     def _loss(self, sec: _Section, k: str):
@@ -732,6 +763,8 @@ class _Builder:
                             "over the run", ar)
             common["arrival_rate"] = ar
             common["sizes"] = _load_sizes(f, self.base_dir)
+        if start + (count - 1) * stagger > units.MAX_DURATION_NS:
+            raise f.err("stagger", "start + (count - 1) x stagger of at most 100 years", f.data.get("stagger"))
         f.finish()
         for k in range(count):
             label = name if count == 1 else f"{name}-{k}"
@@ -751,6 +784,19 @@ def _max_count(self) -> int:
 
 
 _Builder.max_count = _max_count
+
+
+MAX_INPUT_FILE_BYTES = 256 * 2**20
+
+
+def _regular_file(sec: _Section, k: str, full: str, allow_dir: bool = False) -> None:
+    """Input files must be regular files of a sane size (not /dev/zero, a FIFO or a 10 GB file)."""
+    if allow_dir and os.path.isdir(full):
+        return
+    if not os.path.isfile(full):
+        raise sec.err(k, "a regular file" + (" or a folder" if allow_dir else ""), sec.data.get(k))
+    if os.path.getsize(full) > MAX_INPUT_FILE_BYTES:
+        raise sec.err(k, "a file of at most 256 MiB", sec.data.get(k))
 
 
 def _describe_tcp():
@@ -783,6 +829,8 @@ def _load_sizes(f: _Section, base_dir: str):
         except KeyError:
             raise f.err("sizes", "builtin:" + " or builtin:".join(flowsizes.BUILTIN), v) from None
     full = v if os.path.isabs(v) else os.path.join(base_dir, v)
+    if os.path.exists(full):
+        _regular_file(f, "sizes", full)
     return flowsizes.load_cdf(full)
 
 
@@ -842,6 +890,7 @@ def _load_client_video(b, sec: _Section):
             if not os.path.exists(path):
                 raise sec.err("video", "an existing video file (Sabre movie JSON, MPD, HLS playlist, Video JSON, "
                               "Pensieve size folder), synthetic:<ladder> or corpus:<clip>", spec)
+            _regular_file(sec, "video", path, allow_dir=True)
             v = vmod.load_video(path)
         if dur is not None:
             n = math.ceil(dur / v["segment_duration"] - 1e-9)
@@ -939,6 +988,8 @@ def _client(b, c: _Section):
                         "over the run", arrival_rate)
         if count != 1:
             raise c.err("count", "1 when arrival_rate is set (sessions share the entry's hosts)", count)
+    if start + (count - 1) * stagger > units.MAX_DURATION_NS:
+        raise c.err("stagger", "start + (count - 1) x stagger of at most 100 years", c.data.get("stagger"))
     c.finish()
     for k in range(count):
         label = name if count == 1 else f"{name}-{k}"
