@@ -232,8 +232,9 @@ class Scenario:
         return json.dumps(self.config, separators=(",", ":"))
 
 
-def load(path: str) -> Scenario:
-    """Read and validate a scenario TOML file."""
+def load(path: str, standalone: bool = False) -> Scenario:
+    """Read and validate a scenario TOML file. `standalone` (the CLI): no ABR classes will be
+    given at run time, so a bare `python:<name>` ABR is an error now rather than at run time."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -257,12 +258,13 @@ def load(path: str) -> Scenario:
     except RecursionError:
         raise InputError(path, None, message="invalid TOML: arrays or tables nested too deeply") from None
     try:
-        return from_dict(data, path)
+        return from_dict(data, path, standalone=standalone)
     except RecursionError:
         raise InputError(path, None, message="values nested too deeply") from None
 
 
-def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True) -> Scenario:
+def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True,
+              standalone: bool = False) -> Scenario:
     """Validate a scenario given as a dict (the parsed TOML). `seed` overrides the scenario's
     seed. With `check`, the core also builds the simulation from the config (without running
     it), so that a scenario that loads is one that runs."""
@@ -374,7 +376,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
                             "origin": builder.origin, "link_origin": builder.link_origin,
                             "has_trace": builder.links[builder.hops[0]["down"]].get("trace") is not None})
     if check:
-        check_core(result)
+        check_core(result, standalone)
     return result
 
 
@@ -414,16 +416,18 @@ class _StubAbr:
         return 0
 
 
-def check_core(sc: Scenario) -> None:
+def check_core(sc: Scenario, standalone: bool = False) -> None:
     """Build the simulation from the normalized config in the core without running it; a core
-    error becomes an InputError naming the scenario's key."""
+    error becomes an InputError naming the scenario's key. Unless `standalone`, a bare
+    `python:<name>` ABR (given to qoelab.run(abrs=...) later) is checked with a stand-in."""
     from qoelab import _core
     if not hasattr(_core, "check"):  # an extension built before check() existed
         return
     classes = dict(sc.meta.get("python_abrs", {}))
-    for c in sc.config.get("clients", []):
-        if c["abr"].startswith("python:") and c["abr"] not in classes:
-            classes[c["abr"]] = _StubAbr
+    if not standalone:
+        for c in sc.config.get("clients", []):
+            if c["abr"].startswith("python:") and c["abr"] not in classes:
+                classes[c["abr"]] = _StubAbr
     try:
         _core.check(sc.to_json(), classes or None)
     except ValueError as e:
@@ -446,6 +450,7 @@ def core_error(sc: Scenario, e: ValueError) -> Exception:
 # Field names of the normalized config that differ from the scenario's keys.
 _FLOW_FIELDS = {"rate_bps": "rate", "bytes": "size", "src": "", "dst": "", "server": "", "client": "",
                 "video": "video"}
+_PLAYER_FIELDS = {"startup_buffer": "startup", "startup_segments": "startup"}
 _LINK_FIELDS = {"rate": "rate", "trace": "trace", "loss": "loss", "aqm": "aqm", "aqm_params": "aqm_params",
                 "buffer": "buffer", "buffer_packets": "buffer", "buffer_bytes": "buffer"}
 
@@ -476,10 +481,14 @@ def core_key(meta: dict, path: str) -> tuple[str | None, str]:
             head = _FLOW_FIELDS.get(head, head)
             if not head:
                 return key, ""
-            if head in ("video", "player") and tail and head == "video":
+            if head == "video" and tail:
                 return f"{key}.video", tail
             if head == "player" and tail:
                 # the core's player errors read "<field>: <message>"
+                m = re.fullmatch(r"(\w+): (.*)", tail, flags=re.S)
+                if m:
+                    f = _PLAYER_FIELDS.get(m.group(1), m.group(1))
+                    return f"{key}.player.{f}", m.group(2)
                 return f"{key}.player", tail
             return f"{key}.{head}" + (f".{tail}" if tail else ""), ""
     if path in ("duration", "seed", "network"):
