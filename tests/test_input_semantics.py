@@ -87,3 +87,12 @@ def test_validate_runs_core_build(tmp_path):
     r = qoelab_cli("validate", str(p))
     assert r.returncode == 2
     assert f"{p}:client[0].arrival_rate" in r.stderr, r.stderr
+
+
+def test_trace_mode_with_trace_file_needs_no_rate_up(tmp_path):
+    (tmp_path / "n.json").write_text('[{"duration_ms": 1000, "bandwidth_kbps": 3000, "latency_ms": 20}, '
+                                     '{"duration_ms": 1000, "bandwidth_kbps": 1000, "latency_ms": 20}]')
+    text = TRACE.format(dur="10s", seed="", rate="x").replace('rate = "x"', 'trace = "n.json"')
+    s = _run(tmp_path, text)
+    (c,) = s["clients"]
+    assert c["segments"] > 0
