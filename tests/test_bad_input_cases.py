@@ -144,6 +144,7 @@ CASES = [
      "flow[0].weight_schedule", {}),
     ("weight-schedule-nan", scen(flow='kind = "bulk"\nweight_schedule = [["1s", nan]]'), "flow[0].weight_schedule", {}),
     ("cbr-rate-zero", scen(flow='kind = "cbr"\nrate = "0bps"'), "flow[0].rate", {}),
+    ("cbr-rate-above-access", scen(flow='kind = "cbr"\nrate = "90000Gbps"\npacket_size = 28'), "flow[0].rate", {}),
     ("cbr-rate-inf", scen(flow='kind = "cbr"\nrate = "infbps"'), "flow[0].rate", {}),
     ("flow-size-1e400", scen(flow='kind = "bulk"\nsize = "1e400B"'), "flow[0].size", {}),
     ("flow-size-zero", scen(flow='kind = "bulk"\nsize = "0B"'), "flow[0].size", {}),

@@ -763,6 +763,9 @@ class _Builder:
                 raise f.err("period", "size > 0 and period > 0", f.data.get("period"))
         elif kind == "cbr":
             common["rate_bps"] = f.get("rate", _link_rate, required=True)
+            if common["rate_bps"] > self.access_rate:
+                raise f.err("rate", f"a rate <= the access links' {units.fmt_rate(self.access_rate)} "
+                            "(topology.access_rate)", f.data["rate"])
             common["packet_size"] = f.int("packet_size", default=MTU, minimum=28, maximum=65_535)
         else:
             ar = f.num("arrival_rate", required=True, minimum=0)
