@@ -50,7 +50,7 @@ def _print_summary(res, out):
 def _cmd_validate(args):
     from qoelab import scenario
     for path in args.files:
-        sc = scenario.load(path)
+        sc = scenario.load(path, standalone=True)
         n = len(sc.config["flows"])
         nc = len(sc.config.get("clients", []))
         print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {nc} video clients, {len(sc.config['links'])} links, "

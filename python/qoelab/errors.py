@@ -34,7 +34,9 @@ class InputError(Exception):
         if self.found is not None:
             parts.append(f"found {self.found}")
         body = ", ".join(parts) if parts else "invalid input"
-        return f"{loc}: {body}" if loc else body
+        text = f"{loc}: {body}" if loc else body
+        # one line whatever the input holds (a JSON key or a TOML string with a newline in it)
+        return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 class Terminated(KeyboardInterrupt):

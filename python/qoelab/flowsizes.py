@@ -80,6 +80,8 @@ def load_cdf(path: str) -> list[list[float]]:
             sz = float(parts[0]) if parts[0].replace(".", "", 1).isdigit() else float(units.size(parts[0]))
         except ValueError:
             raise InputError(path, str(no), "a size in bytes or like \"15KB\"", repr(parts[0])) from None
+        if not 0 <= sz <= units.MAX_SIZE_BYTES:
+            raise InputError(path, str(no), "a size of at most 1PB", repr(parts[0]))
         try:
             p = float(parts[1])
         except ValueError:

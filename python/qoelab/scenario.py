@@ -7,9 +7,11 @@ what was expected and what was found (:class:`qoelab.errors.InputError`).
 from __future__ import annotations
 
 import copy
+import difflib
 import json
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 
@@ -17,6 +19,20 @@ from qoelab import units
 from qoelab.errors import InputError
 
 MTU = 1500
+
+# Limits of scenario values (beyond them a run would overflow, exhaust memory or never end;
+# docs/scenario-format.md, "Limits").
+MAX_DURATION_NS = 7 * 86_400 * 10**9          # simulated time of a run
+MAX_DELAY_NS = 60 * 10**9                     # RTTs, propagation delays
+MIN_LINK_RATE_BPS = 1_000                     # below this one 1500-byte packet takes 12 s
+MIN_SAMPLE_INTERVAL_NS = 1_000_000
+MAX_SAMPLES = 10_000_000                      # duration / sample_interval
+MAX_NODES = 65_535
+MAX_SEGMENTS = 100_000                        # segments of one video
+MAX_WEB_ARRIVALS = 1_000_000                  # expected web flows of one [[flow]] over the run
+MAX_SESSIONS = 100_000                        # expected video sessions of one [[client]]
+U64_MAX = 2**64 - 1
+I64_MAX = 2**63 - 1
 
 
 def _describe(family: str) -> dict:
@@ -32,6 +48,7 @@ class _Section:
         if not isinstance(data, dict):
             raise InputError(src, path or "(top level)", "a table", _show(data))
         self.used: set[str] = set()
+        self.asked: set[str] = set()
 
     def key(self, k: str) -> str:
         return f"{self.path}.{k}" if self.path else k
@@ -40,13 +57,16 @@ class _Section:
         return InputError(self.src, self.key(k), expected, None if found is None else _show(found), message)
 
     def has(self, k):
+        self.asked.add(k)
         return k in self.data
 
     def raw(self, k, default=None):
+        self.asked.add(k)
         self.used.add(k)
         return self.data.get(k, default)
 
     def get(self, k, conv, default=None, required=False):
+        self.asked.add(k)
         if k not in self.data:
             if required:
                 raise InputError(self.src, self.key(k), message="missing required key")
@@ -55,7 +75,7 @@ class _Section:
         v = self.data[k]
         try:
             return conv(v)
-        except ValueError as e:
+        except (ValueError, TypeError, OverflowError) as e:
             msg = str(e)
             raise InputError(self.src, self.key(k), message=msg[0].lower() + msg[1:] if msg else "invalid") from None
 
@@ -68,12 +88,14 @@ class _Section:
             return v
         return self.get(k, conv, default, required)
 
-    def int(self, k, default=None, minimum=None, required=False):
+    def int(self, k, default=None, minimum=None, required=False, maximum=I64_MAX):
         def conv(v):
             if isinstance(v, bool) or not isinstance(v, int):
                 raise ValueError(f"expected an integer, found {_show(v)}")
             if minimum is not None and v < minimum:
                 raise ValueError(f"expected an integer >= {minimum}, found {v}")
+            if maximum is not None and v > maximum:
+                raise ValueError(f"expected an integer <= {maximum}, found {v}")
             return v
         return self.get(k, conv, default, required)
 
@@ -81,9 +103,15 @@ class _Section:
         def conv(v):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise ValueError(f"expected a number, found {_show(v)}")
-            if minimum is not None and v < minimum:
+            try:
+                f = float(v)
+            except OverflowError:
+                f = math.inf
+            if not math.isfinite(f):
+                raise ValueError(f"expected a finite number, found {_show(v)}")
+            if minimum is not None and f < minimum:
                 raise ValueError(f"expected a number >= {minimum}, found {v}")
-            return float(v)
+            return f
         return self.get(k, conv, default, required)
 
     def bool(self, k, default=None):
@@ -94,6 +122,7 @@ class _Section:
         return self.get(k, conv, default)
 
     def sub(self, k) -> "_Section | None":
+        self.asked.add(k)
         if k not in self.data:
             return None
         self.used.add(k)
@@ -103,9 +132,14 @@ class _Section:
         unknown = [k for k in self.data if k not in self.used]
         if unknown:
             k = unknown[0]
-            known = sorted(self.used | set(self._allowed)) if hasattr(self, "_allowed") else sorted(self.used)
-            raise InputError(self.src, self.key(k), message="unknown key" + (
+            known = sorted(self.asked | self.used)
+            raise InputError(self.src, self.key(k), message="unknown key" + _did_you_mean(k, known) + (
                 f"; known keys here: {', '.join(known)}" if known else "") + extra_hint)
+
+
+def _did_you_mean(k, known) -> str:
+    close = difflib.get_close_matches(str(k), known, n=1, cutoff=0.6)
+    return f"; did you mean \"{close[0]}\"?" if close else ""
 
 
 def _show(v) -> str:
@@ -118,6 +152,29 @@ def _show(v) -> str:
     return json.dumps(v) if isinstance(v, (bool, int, float)) else repr(v)
 
 
+def _link_rate(v) -> int:
+    r = units.rate(v)
+    if r < MIN_LINK_RATE_BPS:
+        raise ValueError(f"expected a rate of at least 1kbps, found {_show(v)}")
+    return r
+
+
+def _delay(v) -> int:
+    d = units.duration(v)
+    if d > MAX_DELAY_NS:
+        raise ValueError(f"expected a duration of at most 60s, found {_show(v)}")
+    return d
+
+
+def _positive(conv, what):
+    def f(v):
+        x = conv(v)
+        if x <= 0:
+            raise ValueError(f"expected {what} > 0, found {_show(v)}")
+        return x
+    return f
+
+
 def convert_params(sec: _Section | None, specs: list, where: str, ctx_rate: int = 0, ctx_rtt: int = 0) -> dict:
     """Convert a model's parameter table using its spec (units from the core's registry)."""
     out = {}
@@ -127,7 +184,8 @@ def convert_params(sec: _Section | None, specs: list, where: str, ctx_rate: int 
     for k, v in sec.data.items():
         if k not in by_name:
             names = ", ".join(sorted(by_name)) or "(none)"
-            raise InputError(sec.src, sec.key(k), message=f"unknown parameter of {where}; expected one of: {names}")
+            raise InputError(sec.src, sec.key(k), message=f"unknown parameter of {where}" +
+                             _did_you_mean(k, sorted(by_name)) + f"; expected one of: {names}")
         unit = by_name[k]["unit"]
         conv = {
             "duration": units.duration,
@@ -157,8 +215,15 @@ class Scenario:
     name: str
     config: dict
     meta: dict = field(default_factory=dict)
+    raw: dict | None = field(default=None, repr=False, compare=False)
 
     def with_seed(self, seed: int) -> "Scenario":
+        """The scenario with another seed (`--seed`); what derives from the seed (the default
+        seed of synthetic videos) is derived again."""
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
+            raise InputError(None, "--seed", f"an integer in 0..{U64_MAX}", str(seed))
+        if self.raw is not None:
+            return from_dict(self.raw, self.path, seed=seed)
         s = copy.deepcopy(self)
         s.config["seed"] = seed
         return s
@@ -167,8 +232,9 @@ class Scenario:
         return json.dumps(self.config, separators=(",", ":"))
 
 
-def load(path: str) -> Scenario:
-    """Read and validate a scenario TOML file."""
+def load(path: str, standalone: bool = False) -> Scenario:
+    """Read and validate a scenario TOML file. `standalone` (the CLI): no ABR classes will be
+    given at run time, so a bare `python:<name>` ABR is an error now rather than at run time."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -180,17 +246,28 @@ def load(path: str) -> Scenario:
         raise InputError(path, None, "UTF-8 text", "binary data") from None
     except tomllib.TOMLDecodeError as e:
         msg = str(e)
-        line = None
-        import re
-        m = re.search(r"at line (\d+)", msg)
+        where = None
+        m = re.search(r"\s*\(at line (\d+), column (\d+)\)", msg)
         if m:
-            line = m.group(1)
-        raise InputError(path, line, message=f"invalid TOML: {msg}") from None
-    return from_dict(data, path)
+            where = f"{m.group(1)}:{m.group(2)}"
+            msg = msg[:m.start()] + msg[m.end():]
+        elif (m := re.search(r"\s*\(at end of document\)", msg)):
+            where = str(raw.count(b"\n") + 1)
+            msg = msg[:m.start()] + msg[m.end():]
+        raise InputError(path, where, message=f"invalid TOML: {msg}") from None
+    except RecursionError:
+        raise InputError(path, None, message="invalid TOML: arrays or tables nested too deeply") from None
+    try:
+        return from_dict(data, path, standalone=standalone)
+    except RecursionError:
+        raise InputError(path, None, message="values nested too deeply") from None
 
 
-def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
-    """Validate a scenario given as a dict (the parsed TOML)."""
+def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True,
+              standalone: bool = False) -> Scenario:
+    """Validate a scenario given as a dict (the parsed TOML). `seed` overrides the scenario's
+    seed. With `check`, the core also builds the simulation from the config (without running
+    it), so that a scenario that loads is one that runs."""
     base_dir = os.path.dirname(os.path.abspath(src)) if os.path.exists(src) else os.getcwd()
     top = _Section(src, "", data)
     sc = top.sub("scenario")
@@ -198,9 +275,10 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
         raise InputError(src, "scenario", message="missing required table [scenario]")
     name = sc.str("name", default=os.path.splitext(os.path.basename(src))[0])
     duration = sc.get("duration", units.duration, required=True)
-    if duration <= 0:
-        raise sc.err("duration", "a duration > 0", sc.data["duration"])
-    seed = sc.int("seed", default=1, minimum=0)
+    if not 0 < duration <= MAX_DURATION_NS:
+        raise sc.err("duration", "a duration > 0 and at most 7 days", sc.data["duration"])
+    file_seed = sc.int("seed", default=1, minimum=0, maximum=U64_MAX)
+    seed = file_seed if seed is None else seed
     network = sc.str("network", default="packet", choices=["packet", "trace"])
     sc.finish()
 
@@ -214,6 +292,7 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
     flows_raw = data.get("flow", data.get("flows", []))
     flow_key = "flow" if "flow" in data else "flows"
     top.used.add(flow_key)
+    top.asked.update(("flow", "client", "output"))
     if not isinstance(flows_raw, list):
         raise InputError(src, flow_key, "an array of tables [[flow]]", _show(flows_raw))
     clients_raw = data.get("client", [])
@@ -225,6 +304,8 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
 
     builder = _Builder(src, base_dir, aqms, ccs)
     builder.duration = duration
+    builder.seed = seed
+    builder.network = network
     if kind == "dumbbell":
         builder.dumbbell(topo)
     else:
@@ -241,6 +322,10 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
     pcap = None
     if out is not None:
         output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
+        si = output["sample_interval"]
+        if si < MIN_SAMPLE_INTERVAL_NS or duration // si > MAX_SAMPLES:
+            raise out.err("sample_interval", f"a duration >= 1ms and at most {MAX_SAMPLES:,} samples per run "
+                          f"(duration / sample_interval)", out.data["sample_interval"])
 
         def tables(v):
             ok = ["flows", "tcp", "queues", "packets", "web", "segments"]
@@ -265,6 +350,7 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
                 raise out.err("pcap", "a link name (one of " + ", ".join(names) + ")", pcap)
             builder.links[names.index(pcap)]["pcap"] = True
         out.finish()
+    _check_table_sizes(src, builder, output, duration, out)
     top.finish()
     config = {
         "name": name,
@@ -285,9 +371,135 @@ def from_dict(data: dict, src: str = "<scenario>") -> Scenario:
             raise InputError(src, flow_key, message="trace mode simulates video clients only; remove the [[flow]] "
                              "entries or use network = \"packet\"")
         config["trace_schedule"] = builder.trace_schedule()
-    return Scenario(path=src, name=name, config=config, meta={"topology": kind, "bottleneck": builder.bottleneck,
-                                                             "python_abrs": builder.python_abrs,
-                                                             "origin": builder.origin})
+    result = Scenario(path=src, name=name, config=config, raw=data,
+                      meta={"topology": kind, "bottleneck": builder.bottleneck, "python_abrs": builder.python_abrs,
+                            "origin": builder.origin, "link_origin": builder.link_origin,
+                            "has_trace": builder.links[builder.hops[0]["down"]].get("trace") is not None})
+    if check:
+        check_core(result, standalone)
+    return result
+
+
+MAX_SAMPLE_ROWS = 50_000_000     # rows of the sampled tables (flows, tcp, queues) of one run
+MAX_PACKET_EVENTS = 50_000_000   # rows of the packet log
+
+
+def _check_table_sizes(src, b, output, duration, out) -> None:
+    """Refuse runs whose tables would not fit in memory (rows are kept until the run ends)."""
+    def where(k):
+        return InputError(src, f"output.{k}" if out is not None and k in out.data else "scenario.duration",
+                          message=msg)
+    sampled = [t for t in ("flows", "tcp", "queues") if t in output["tables"]]
+    if sampled:
+        n = len(b.flows) + len(b.clients) + len(b.monitored())
+        rows = duration // output["sample_interval"] * n
+        if rows > MAX_SAMPLE_ROWS:
+            msg = (f"expected at most {MAX_SAMPLE_ROWS:,} rows of {'/'.join(sampled)} samples, found ~{rows:,} "
+                   f"(duration / sample_interval x {n} flows and links); raise sample_interval or shorten the run")
+            raise where("sample_interval")
+    logged = [l for l in b.links if l.get("packet_log")]
+    if logged:
+        pkts = sum(max(l["rate_bps"], _trace_mean(l.get("trace"))) for l in logged) / (8 * MTU) * duration / 1e9 * 2
+        if pkts > MAX_PACKET_EVENTS:
+            msg = (f"expected at most {MAX_PACKET_EVENTS:,} packet-log rows, found ~{pkts:,.0f} (link rate x duration); "
+                   "shorten the run or turn the packet log off")
+            raise where("packet_log" if out is not None and "packet_log" in out.data else "loss_phases")
+
+
+class _StubAbr:
+    """Stands in for a `python:<name>` ABR given only at run time (run(abrs=...)) while checking."""
+
+    def __init__(self, **params):
+        pass
+
+    def choose(self, obs):  # pragma: no cover - never called (nothing is simulated)
+        return 0
+
+
+def check_core(sc: Scenario, standalone: bool = False) -> None:
+    """Build the simulation from the normalized config in the core without running it; a core
+    error becomes an InputError naming the scenario's key. Unless `standalone`, a bare
+    `python:<name>` ABR (given to qoelab.run(abrs=...) later) is checked with a stand-in."""
+    from qoelab import _core
+    if not hasattr(_core, "check"):  # an extension built before check() existed
+        return
+    classes = dict(sc.meta.get("python_abrs", {}))
+    if not standalone:
+        for c in sc.config.get("clients", []):
+            if c["abr"].startswith("python:") and c["abr"] not in classes:
+                classes[c["abr"]] = _StubAbr
+    try:
+        _core.check(sc.to_json(), classes or None)
+    except ValueError as e:
+        raise core_error(sc, e) from None
+
+
+def core_error(sc: Scenario, e: ValueError) -> Exception:
+    """The InputError for a core ValueError(path, message) about `sc` (other errors unchanged)."""
+    if len(e.args) != 2:
+        return e
+    path, msg = e.args
+    if path == "config":  # the normalized config did not parse: a value out of the core's range
+        msg = re.sub(r"\s*at line \d+ column \d+", "", str(msg)).removeprefix("config: ")
+        return InputError(sc.path, None, message=f"a value is out of range ({msg})")
+    key, detail = core_key(sc.meta, path)
+    msg = "; ".join(x for x in (detail, msg) if x) or "invalid value"
+    return InputError(sc.path, key, message=msg)
+
+
+# Field names of the normalized config that differ from the scenario's keys.
+_FLOW_FIELDS = {"rate_bps": "rate", "bytes": "size", "src": "", "dst": "", "server": "", "client": "",
+                "video": "video"}
+_PLAYER_FIELDS = {"startup_buffer": "startup", "startup_segments": "startup"}
+_LINK_FIELDS = {"rate": "rate", "trace": "trace", "loss": "loss", "aqm": "aqm", "aqm_params": "aqm_params",
+                "buffer": "buffer", "buffer_packets": "buffer", "buffer_bytes": "buffer"}
+
+
+def core_key(meta: dict, path: str) -> tuple[str | None, str]:
+    """Map a path of the normalized config (`links[2].aqm_params.alpha`, `clients[0].video.sizes`)
+    to the scenario key it came from, plus detail that has no scenario key (e.g. a field of a
+    video file). Never returns an internal path."""
+    m = re.fullmatch(r"links\[(\d+)\](?:\.([A-Za-z_]+))?(.*)", path)
+    if m:
+        lo = meta.get("link_origin", {}).get(int(m.group(1)))
+        field_, rest = m.group(2) or "", m.group(3)
+        if lo is None:
+            return "topology", ""
+        sec, suffix, access = lo
+        if access:
+            return ("topology.access_rate", "") if field_ == "rate" else (sec, "")
+        if field_ in _LINK_FIELDS:
+            rest_key, detail = (rest, "") if re.fullmatch(r"(\.[A-Za-z_]\w*)*", rest) else ("", rest.lstrip("."))
+            return f"{sec}.{_LINK_FIELDS[field_]}{suffix}{rest_key}", detail
+        return sec, ""
+    for prefix, key in meta.get("origin", {}).items():
+        if path == prefix or path.startswith(prefix + "."):
+            rest = path[len(prefix) + 1:]
+            if not rest:
+                return key, ""
+            head, _, tail = rest.partition(".")
+            head = _FLOW_FIELDS.get(head, head)
+            if not head:
+                return key, ""
+            if head == "video" and tail:
+                return f"{key}.video", tail
+            if head == "player" and tail:
+                # the core's player errors read "<field>: <message>"
+                m = re.fullmatch(r"(\w+): (.*)", tail, flags=re.S)
+                if m:
+                    f = _PLAYER_FIELDS.get(m.group(1), m.group(1))
+                    return f"{key}.player.{f}", m.group(2)
+                return f"{key}.player", tail
+            return f"{key}.{head}" + (f".{tail}" if tail else ""), ""
+    if path in ("duration", "seed", "network"):
+        return f"scenario.{path}", ""
+    if path.startswith("output."):
+        return path, ""
+    if path.startswith("trace_schedule"):
+        return ("topology.trace" if meta.get("has_trace") else "topology.rate"), ""
+    if path == "nodes":
+        return "topology", "too many hosts"
+    return None, ""
 
 
 class _Builder:
@@ -311,15 +523,20 @@ class _Builder:
         self.python_abrs: dict = {}
         # normalized config path prefix -> scenario key (for errors raised by the core)
         self.origin: dict[str, str] = {}
+        # link index -> (scenario key of its section, key suffix "" or "_up", access link?)
+        self.link_origin: dict[int, tuple] = {}
+        self.seed = 1
+        self.network = "packet"
 
     def node(self, name):
         self.nodes.append(name)
         return len(self.nodes) - 1
 
-    def link(self, name, a, b, rate, delay, **kw):
+    def link(self, name, a, b, rate, delay, origin=("topology", "", False), **kw):
         d = {"name": name, "from": a, "to": b, "rate_bps": rate, "delay": delay}
         d.update(kw)
         self.links.append(d)
+        self.link_origin[len(self.links) - 1] = origin
         return len(self.links) - 1
 
     def monitored(self):
@@ -354,6 +571,7 @@ class _Builder:
         if not os.path.exists(full):
             raise sec.err(k, "an existing trace file (\"data:...\" paths are relative to $QOELAB_DATA, default "
                           "../shared/data)", p)
+        _regular_file(sec, k, full)
         return traces.load_trace(full, None if fmt == "auto" else fmt)
 
     def _loss(self, sec: _Section, k: str):
@@ -382,13 +600,11 @@ class _Builder:
         def conv(v):
             if not isinstance(v, list) or not v or not all(isinstance(x, list) and len(x) == 2 for x in v):
                 raise ValueError('expected a list of [time, rate] pairs like [["0s", "4Mbps"], ["120s", "1Mbps"]]')
-            pts = [(units.duration(a), units.rate(b)) for a, b in v]
+            pts = [(units.duration(a), _link_rate(b)) for a, b in v]
             if pts[0][0] != 0:
                 raise ValueError("expected the first step at time 0s")
             if any(b[0] <= a[0] for a, b in zip(pts, pts[1:])):
                 raise ValueError("expected strictly increasing times")
-            if any(r <= 0 for _, r in pts):
-                raise ValueError("expected rates > 0")
             return pts
         pts = t.get("rate_profile", conv)
         end = max(self.duration, pts[-1][0] + 1)
@@ -398,7 +614,7 @@ class _Builder:
         return {"kind": "rates", "segments": segs, "loop": False}
 
     def dumbbell(self, t: _Section):
-        rate = t.get("rate", units.rate, None)
+        rate = t.get("rate", _link_rate, None)
         trace = self._trace(t, "trace")
         profile = self._profile(t)
         if profile is not None:
@@ -407,14 +623,16 @@ class _Builder:
             trace = profile
         if rate is None and trace is None:
             raise InputError(self.src, t.key("rate"), message="missing required key (or give a trace)")
-        rate_up = t.get("rate_up", units.rate, rate)
+        rate_up = t.get("rate_up", _link_rate, rate)
         trace_up = self._trace(t, "trace_up")
         if rate_up is None and trace_up is None:
-            raise InputError(self.src, t.key("rate_up"), message="missing: needed when the downstream uses a trace")
-        delay = t.get("delay", units.duration, 0)
-        self.default_rtt = t.get("rtt", units.duration, 40_000_000)
-        bdp_rtt = t.get("bdp_rtt", units.duration, self.default_rtt)
-        self.access_rate = t.get("access_rate", units.rate, 1_000_000_000)
+            if self.network != "trace":
+                raise InputError(self.src, t.key("rate_up"), message="missing: needed when the downstream uses a trace")
+            rate_up = max(MIN_LINK_RATE_BPS, _trace_mean(trace))  # trace mode does not use the upstream
+        delay = t.get("delay", _delay, 0)
+        self.default_rtt = t.get("rtt", _delay, 40_000_000)
+        bdp_rtt = t.get("bdp_rtt", _delay, self.default_rtt)
+        self.access_rate = t.get("access_rate", _link_rate, 1_000_000_000)
         nominal = rate or _trace_mean(trace)
         nominal_up = rate_up or _trace_mean(trace_up)
         qd = self._queue(t, "", nominal, bdp_rtt, "pfifo", {"packets": 1000})
@@ -423,7 +641,8 @@ class _Builder:
         r2 = self.node("router-client")
         self.routers = [r1, r2]
         down = self.link("bottleneck", r1, r2, rate or 0, delay, monitor=True, **qd)
-        up = self.link("bottleneck_up", r2, r1, rate_up or 0, delay, monitor=True, **qu)
+        up = self.link("bottleneck_up", r2, r1, rate_up or 0, delay, origin=("topology", "_up", False), monitor=True,
+                       **qu)
         if trace is not None:
             self.links[down]["trace"] = trace
         if trace_up is not None:
@@ -437,25 +656,26 @@ class _Builder:
                            "aqm": qd["aqm"]}
 
     def chain(self, t: _Section):
-        self.default_rtt = t.get("rtt", units.duration, 40_000_000)
-        bdp_rtt = t.get("bdp_rtt", units.duration, self.default_rtt)
-        self.access_rate = t.get("access_rate", units.rate, 1_000_000_000)
+        self.default_rtt = t.get("rtt", _delay, 40_000_000)
+        bdp_rtt = t.get("bdp_rtt", _delay, self.default_rtt)
+        self.access_rate = t.get("access_rate", _link_rate, 1_000_000_000)
         hops = t.data.get("hop")
         t.used.add("hop")
+        t.asked.add("hop")
         if not isinstance(hops, list) or not hops:
             raise InputError(self.src, t.key("hop"), message="expected at least one [[topology.hop]]")
         self.routers = [self.node("router-0")]
         for i, h in enumerate(hops):
             hs = _Section(self.src, t.key(f"hop[{i}]"), h)
-            rate = hs.get("rate", units.rate, required=True)
-            rate_up = hs.get("rate_up", units.rate, rate)
-            delay = hs.get("delay", units.duration, 0)
+            rate = hs.get("rate", _link_rate, required=True)
+            rate_up = hs.get("rate_up", _link_rate, rate)
+            delay = hs.get("delay", _delay, 0)
             qd = self._queue(hs, "", rate, bdp_rtt, "pfifo", {"packets": 1000})
             qu = self._queue(hs, "_up", rate_up, bdp_rtt, "pfifo", {"packets": 1000})
             r = self.node(f"router-{i + 1}")
             a = self.routers[-1]
-            down = self.link(f"hop{i}", a, r, rate, delay, monitor=True, **qd)
-            up = self.link(f"hop{i}_up", r, a, rate_up, delay, monitor=True, **qu)
+            down = self.link(f"hop{i}", a, r, rate, delay, origin=(hs.path, "", False), monitor=True, **qd)
+            up = self.link(f"hop{i}_up", r, a, rate_up, delay, origin=(hs.path, "_up", False), monitor=True, **qu)
             loss = self._loss(hs, "loss")
             if loss:
                 self.links[down]["loss"] = loss
@@ -487,20 +707,21 @@ class _Builder:
         c = self.node(f"{label}-client")
         ra, rb = self.routers[first], self.routers[last]
         big = {"aqm": "pfifo", "aqm_params": {}, "buffer_packets": 10_000}
-        self.link(f"{label}-server-up", s, ra, self.access_rate, access, **big)
-        self.link(f"{label}-server-down", ra, s, self.access_rate, access, **big)
-        self.link(f"{label}-client-down", rb, c, self.access_rate, 0, **big)
-        self.link(f"{label}-client-up", c, rb, self.access_rate, 0, **big)
+        o = (sec.path, "", True)
+        self.link(f"{label}-server-up", s, ra, self.access_rate, access, origin=o, **big)
+        self.link(f"{label}-server-down", ra, s, self.access_rate, access, origin=o, **big)
+        self.link(f"{label}-client-down", rb, c, self.access_rate, 0, origin=o, **big)
+        self.link(f"{label}-client-up", c, rb, self.access_rate, 0, origin=o, **big)
         return s, c
 
     def flow(self, f: _Section):
         kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web", "onoff"])
         name = f.str("name", default=f"{kind}{len(self.flows)}")
-        count = f.int("count", default=1, minimum=1)
-        rtt = f.get("rtt", units.duration, self.default_rtt)
+        count = f.int("count", default=1, minimum=1, maximum=self.max_count())
+        rtt = f.get("rtt", _delay, self.default_rtt)
         direction = f.str("direction", default="down", choices=["down", "up"])
-        first = f.int("from_hop", default=0, minimum=0)
-        last = f.int("to_hop", default=len(self.hops), minimum=1)
+        first = f.int("from_hop", default=0, minimum=0, maximum=len(self.hops) - 1)
+        last = f.int("to_hop", default=len(self.hops), minimum=1, maximum=len(self.hops))
         if last > len(self.hops) or first >= last:
             raise f.err("to_hop", f"0 <= from_hop < to_hop <= {len(self.hops)}", last)
         start = f.get("start", units.duration, 0)
@@ -518,14 +739,20 @@ class _Builder:
             tcp_specs = _describe_tcp()
             common["tcp"] = convert_params(f.sub("tcp"), tcp_specs, "tcp")
         if kind == "bulk":
-            size = f.get("size", units.size, None)
+            size = f.get("size", _positive(units.size, "a size"), None)
             if size is not None:
                 common["bytes"] = size
 
             def sched(v):
                 if not isinstance(v, list) or not all(isinstance(x, list) and len(x) == 2 for x in v):
                     raise ValueError("expected a list of [time, weight] pairs like [[\"100s\", 3.0]]")
-                return [[units.duration(x[0]), float(x[1])] for x in v]
+                out = []
+                for t, w in v:
+                    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < math.inf:
+                        raise ValueError(f"expected a list of [time, weight] pairs with finite weights >= 0, "
+                                         f"found weight {_show(w)}")
+                    out.append([units.duration(t), float(w)])
+                return out
             ws = f.get("weight_schedule", sched, None)
             if ws:
                 common["weight_schedule"] = ws
@@ -535,11 +762,21 @@ class _Builder:
             if common["bytes"] <= 0 or common["period"] <= 0:
                 raise f.err("period", "size > 0 and period > 0", f.data.get("period"))
         elif kind == "cbr":
-            common["rate_bps"] = f.get("rate", units.rate, required=True)
-            common["packet_size"] = f.int("packet_size", default=MTU, minimum=28)
+            common["rate_bps"] = f.get("rate", _link_rate, required=True)
+            if common["rate_bps"] > self.access_rate:
+                raise f.err("rate", f"a rate <= the access links' {units.fmt_rate(self.access_rate)} "
+                            "(topology.access_rate)", f.data["rate"])
+            common["packet_size"] = f.int("packet_size", default=MTU, minimum=28, maximum=65_535)
         else:
-            common["arrival_rate"] = f.num("arrival_rate", required=True, minimum=0)
+            ar = f.num("arrival_rate", required=True, minimum=0)
+            span = (stop if stop is not None else self.duration) - start
+            if ar <= 0 or ar * max(span, 0) / 1e9 > MAX_WEB_ARRIVALS:
+                raise f.err("arrival_rate", f"flows per second > 0 and at most {MAX_WEB_ARRIVALS:,} expected flows "
+                            "over the run", ar)
+            common["arrival_rate"] = ar
             common["sizes"] = _load_sizes(f, self.base_dir)
+        if start + (count - 1) * stagger > units.MAX_DURATION_NS:
+            raise f.err("stagger", "start + (count - 1) x stagger of at most 100 years", f.data.get("stagger"))
         f.finish()
         for k in range(count):
             label = name if count == 1 else f"{name}-{k}"
@@ -551,6 +788,27 @@ class _Builder:
             d.update(copy.deepcopy(common))
             self.origin[f"flows[{len(self.flows)}]"] = f.path
             self.flows.append(d)
+
+
+def _max_count(self) -> int:
+    """Largest `count` the remaining node budget allows (each instance adds two hosts)."""
+    return max(1, (MAX_NODES - len(self.nodes)) // 2)
+
+
+_Builder.max_count = _max_count
+
+
+MAX_INPUT_FILE_BYTES = 256 * 2**20
+
+
+def _regular_file(sec: _Section, k: str, full: str, allow_dir: bool = False) -> None:
+    """Input files must be regular files of a sane size (not /dev/zero, a FIFO or a 10 GB file)."""
+    if allow_dir and os.path.isdir(full):
+        return
+    if not os.path.isfile(full):
+        raise sec.err(k, "a regular file" + (" or a folder" if allow_dir else ""), sec.data.get(k))
+    if os.path.getsize(full) > MAX_INPUT_FILE_BYTES:
+        raise sec.err(k, "a file of at most 256 MiB", sec.data.get(k))
 
 
 def _describe_tcp():
@@ -583,6 +841,8 @@ def _load_sizes(f: _Section, base_dir: str):
         except KeyError:
             raise f.err("sizes", "builtin:" + " or builtin:".join(flowsizes.BUILTIN), v) from None
     full = v if os.path.isabs(v) else os.path.join(base_dir, v)
+    if os.path.exists(full):
+        _regular_file(f, "sizes", full)
     return flowsizes.load_cdf(full)
 
 
@@ -608,8 +868,8 @@ def _startup(v):
 
 def _load_client_video(b, sec: _Section):
     spec = sec.str("video", default="synthetic:has-testbed")
-    seed = sec.int("video_seed", default=1, minimum=0)
-    dur = sec.get("video_duration", units.duration, None)
+    seed = sec.int("video_seed", default=b.seed, minimum=0, maximum=U64_MAX)
+    dur = sec.get("video_duration", _positive(units.duration, "a duration"), None)
     key = (spec, seed, dur)
     if key in b.video_keys:
         return b.video_keys[key]
@@ -621,6 +881,9 @@ def _load_client_video(b, sec: _Section):
             raise sec.err("video", "synthetic:<ladder> with a ladder of " + ", ".join(LADDERS), spec)
         seg = LADDERS[ladder].segment_duration_s
         n = 300 if dur is None else max(1, math.ceil(dur / (seg * 1e9) - 1e-9))
+        if n > MAX_SEGMENTS:
+            raise sec.err("video_duration", f"at most {MAX_SEGMENTS:,} segments of {seg:g} s",
+                          sec.data["video_duration"])
         v = vmod.synthetic_video(ladder, n_segments=n, seed=seed, name=f"{ladder}-seed{seed}")
     else:
         from qoelab import traces
@@ -639,8 +902,13 @@ def _load_client_video(b, sec: _Section):
             if not os.path.exists(path):
                 raise sec.err("video", "an existing video file (Sabre movie JSON, MPD, HLS playlist, Video JSON, "
                               "Pensieve size folder), synthetic:<ladder> or corpus:<clip>", spec)
+            _regular_file(sec, "video", path, allow_dir=True)
             v = vmod.load_video(path)
         if dur is not None:
+            n = math.ceil(dur / v["segment_duration"] - 1e-9)
+            if n > MAX_SEGMENTS:
+                raise sec.err("video_duration", f"at most {MAX_SEGMENTS:,} segments of "
+                              f"{v['segment_duration'] / 1e9:g} s", sec.data["video_duration"])
             v = _fit_duration(v, dur)
     b.videos.append(v)
     b.video_keys[key] = len(b.videos) - 1
@@ -662,7 +930,7 @@ def _client(b, c: _Section):
     if b.abrs is None:
         b.abrs = _describe_abr()
     name = c.str("name", default=f"client{len(b.clients)}")
-    count = c.int("count", default=1, minimum=1)
+    count = c.int("count", default=1, minimum=1, maximum=b.max_count())
     abr = c.str("abr", default="dynamic")
     if abr.startswith("python:"):
         from qoelab import abr as pyabr
@@ -678,7 +946,7 @@ def _client(b, c: _Section):
             raise c.err("abr", "one of " + ", ".join(sorted(b.abrs)) + ", or python:<module>:<Class>", abr)
         abr_params = convert_params(c.sub("abr_params"), b.abrs[abr]["params"], f"abr {abr}")
     vid = _load_client_video(b, c)
-    rtt = c.get("rtt", units.duration, b.default_rtt)
+    rtt = c.get("rtt", _delay, b.default_rtt)
     start = c.get("start", units.duration, 0)
     stagger = c.get("stagger", units.duration, 0)
     cc = c.str("cc", default="cubic")
@@ -690,7 +958,7 @@ def _client(b, c: _Section):
     ps = c.sub("player")
     if ps is not None:
         player = {}
-        bm = ps.get("buffer_max", units.duration, None)
+        bm = ps.get("buffer_max", _positive(units.duration, "a duration"), None)
         if bm is not None:
             player["buffer_max"] = bm
             player["abr_buffer_max"] = False
@@ -710,21 +978,30 @@ def _client(b, c: _Section):
     http = {}
     hs = c.sub("http")
     if hs is not None:
-        for k, conv in (("request_bytes", units.size), ("response_header_bytes", units.size),
-                        ("think", units.duration), ("progress_interval", units.duration)):
+        def small_size(v):
+            x = units.size(v)
+            if x > 10**9:
+                raise ValueError(f"expected a size of at most 1GB, found {_show(v)}")
+            return x
+        for k, conv in (("request_bytes", small_size), ("response_header_bytes", small_size),
+                        ("think", _delay), ("progress_interval", _positive(_delay, "a duration"))):
             v = hs.get(k, conv, None)
             if v is not None:
                 http[k] = v
         hs.finish()
-    first = c.int("from_hop", default=0, minimum=0)
-    last = c.int("to_hop", default=len(b.hops), minimum=1)
+    first = c.int("from_hop", default=0, minimum=0, maximum=len(b.hops) - 1)
+    last = c.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
     arrival_rate = c.num("arrival_rate", default=None, minimum=0)
     stop = c.get("stop", units.duration, None)
     if arrival_rate is not None:
-        if arrival_rate <= 0:
-            raise c.err("arrival_rate", "sessions per second > 0", arrival_rate)
+        span = (stop if stop is not None else b.duration) - start
+        if arrival_rate <= 0 or arrival_rate * max(span, 0) / 1e9 > MAX_SESSIONS:
+            raise c.err("arrival_rate", f"sessions per second > 0 and at most {MAX_SESSIONS:,} expected sessions "
+                        "over the run", arrival_rate)
         if count != 1:
             raise c.err("count", "1 when arrival_rate is set (sessions share the entry's hosts)", count)
+    if start + (count - 1) * stagger > units.MAX_DURATION_NS:
+        raise c.err("stagger", "start + (count - 1) x stagger of at most 100 years", c.data.get("stagger"))
     c.finish()
     for k in range(count):
         label = name if count == 1 else f"{name}-{k}"

@@ -61,6 +61,10 @@ FORMATS = ("mahimahi", "sabre", "pensieve", "voxel")
 _NS_PER_MS = 1_000_000
 _NS_PER_S = 1_000_000_000
 _INT_RE = re.compile(r"[0-9]+\Z")
+# Limits of trace values (the core keeps them in unsigned 64-bit integers; beyond these a value is
+# a typo): times/durations (ns), rates (bit/s), and one loop of a trace.
+MAX_TIME_NS = 10**17          # ~3 years
+MAX_RATE_BPS = 10**14         # 100 Tbit/s
 _NUM_RE = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
 
@@ -124,6 +128,8 @@ def load_mahimahi(path: str, bytes_per_opportunity: int = MAHIMAHI_BYTES_PER_OPP
             what = "a non-negative integer millisecond timestamp"
             raise InputError(path, str(i), what, _show(ln))
         ms = int(ln)
+        if ms * _NS_PER_MS > MAX_TIME_NS:
+            raise InputError(path, str(i), f"a timestamp of at most {MAX_TIME_NS // _NS_PER_MS} ms", _show(ln))
         if ms < prev:
             raise InputError(path, str(i), f"non-decreasing timestamps (>= {prev})", str(ms))
         prev = ms
@@ -182,6 +188,8 @@ def load_sabre_network(path: str) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(path, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
+    except RecursionError:
+        raise InputError(path, None, "valid JSON", "lists or objects nested too deeply") from None
     if not isinstance(doc, list) or not doc:
         raise InputError(path, "1", "a non-empty JSON list of {duration_ms, bandwidth_kbps, latency_ms}",
                          type(doc).__name__ if not isinstance(doc, list) else "an empty list")
@@ -206,6 +214,10 @@ def load_sabre_network(path: str) -> dict:
         dur = round(item["duration_ms"] * _NS_PER_MS)
         if dur <= 0:
             raise InputError(path, where("duration_ms"), "a duration > 0", json.dumps(item["duration_ms"]))
+        for key, scale, limit in (("duration_ms", _NS_PER_MS, MAX_TIME_NS), ("latency_ms", _NS_PER_MS, MAX_TIME_NS),
+                                  ("bandwidth_kbps", 1000, MAX_RATE_BPS)):
+            if item[key] * scale > limit:
+                raise InputError(path, where(key), f"a number <= {limit // scale}", json.dumps(item[key]))
         segs.append([dur, round(item["bandwidth_kbps"] * 1000), round(item["latency_ms"] * _NS_PER_MS)])
     trace = {"kind": "rates", "segments": segs, "loop": True}
     _check_nonzero(path, trace)
@@ -242,6 +254,9 @@ def load_pensieve(path: str, align: str = "next") -> dict:
         for col, name in zip(parts, ("time_s", "throughput_Mbps")):
             if not _NUM_RE.match(col):
                 raise InputError(path, str(i), f"a non-negative number for {name}", _show(col))
+        if float(parts[0]) * _NS_PER_S > MAX_TIME_NS or float(parts[1]) * 1e6 > MAX_RATE_BPS:
+            raise InputError(path, str(i), f"time_s <= {MAX_TIME_NS // _NS_PER_S} and throughput_Mbps <= "
+                             f"{MAX_RATE_BPS // 10**6}", _show(ln))
         t = round(float(parts[0]) * _NS_PER_S)
         r = round(float(parts[1]) * 1e6)
         if times and t <= times[-1]:
@@ -284,6 +299,9 @@ def load_voxel(path: str) -> dict:
             if not _INT_RE.match(col):
                 raise InputError(path, str(i), f"a non-negative integer for {name}", _show(col))
         sec, nbytes = int(parts[0]), int(parts[1])
+        if nbytes * 8 > MAX_RATE_BPS or sec * _NS_PER_S > MAX_TIME_NS:
+            raise InputError(path, str(i), f"second <= {MAX_TIME_NS // _NS_PER_S} and bytes <= {MAX_RATE_BPS // 8}",
+                             _show(ln))
         if prev is not None and sec != prev + 1:
             raise InputError(path, str(i), f"second {prev + 1} (one line per second)", str(sec))
         prev = sec
@@ -340,14 +358,19 @@ def load_trace(path: str, format: str | None = None, *, bytes_per_opportunity: i
     path = str(path)
     fmt = detect_format(path) if format is None else format
     if fmt == "mahimahi":
-        return load_mahimahi(path, bytes_per_opportunity)
-    if fmt == "sabre":
-        return load_sabre_network(path)
-    if fmt == "pensieve":
-        return load_pensieve(path, align=pensieve_align)
-    if fmt == "voxel":
-        return load_voxel(path)
-    raise InputError(path, None, "trace format " + "|".join(FORMATS), repr(fmt))
+        trace = load_mahimahi(path, bytes_per_opportunity)
+    elif fmt == "sabre":
+        trace = load_sabre_network(path)
+    elif fmt == "pensieve":
+        trace = load_pensieve(path, align=pensieve_align)
+    elif fmt == "voxel":
+        trace = load_voxel(path)
+    else:
+        raise InputError(path, None, "trace format " + "|".join(FORMATS), repr(fmt))
+    if duration_ns(trace) > MAX_TIME_NS:
+        raise InputError(path, None, f"a trace at most {MAX_TIME_NS // _NS_PER_S} s long",
+                         f"{duration_ns(trace) // _NS_PER_S} s")
+    return trace
 
 
 # ------------------------------------------------------------------------------------- validation

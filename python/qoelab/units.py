@@ -20,6 +20,13 @@ _RATE = {"bps": 1, "bit/s": 1, "kbps": 1e3, "kbit/s": 1e3, "mbps": 1e6, "mbit/s"
 _SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
 _PKTS = ("pkts", "pkt", "packets", "packet", "p")
 
+# Largest values the parsers accept (the core keeps them in unsigned 64-bit integers; anything
+# near these is a typo). Scenario keys add tighter, meaningful bounds.
+MAX_DURATION_NS = 100 * 365 * 86_400 * 10**9
+MAX_RATE_BPS = 10**14
+MAX_SIZE_BYTES = 10**15
+MAX_PACKETS = 10**9
+
 DURATION_EXAMPLE = "a duration like \"20ms\", \"1.5s\", \"250us\""
 RATE_EXAMPLE = "a rate like \"10Mbps\", \"600kbps\", \"1Gbps\""
 SIZE_EXAMPLE = "a size like \"256KB\", \"1500B\", \"1MiB\""
@@ -32,7 +39,17 @@ def _split(text, what):
     m = re.fullmatch(r"\s*" + _NUM + r"\s*([A-Za-zµ/%]+)\s*", text)
     if not m:
         raise ValueError(f"expected {what}, found {text!r}")
-    return float(m.group(1)), m.group(2)
+    v = float(m.group(1))
+    if not math.isfinite(v):
+        raise ValueError(f"expected {what}, found {text!r} (the number is too large)")
+    return v, m.group(2)
+
+
+def _bounded(v: float, limit: float, text, what: str, shown: str) -> int:
+    """round(v) if it is at most `limit`, else a ValueError naming the limit."""
+    if not v <= limit:
+        raise ValueError(f"expected {what} of at most {shown}, found {text!r}")
+    return int(round(v))
 
 
 def duration(text) -> int:
@@ -41,7 +58,7 @@ def duration(text) -> int:
     if u not in _DUR:
         raise ValueError(f"expected {DURATION_EXAMPLE}, found {text!r} (unit {u!r} is not one of "
                          f"{', '.join(_DUR)})")
-    return int(round(v * _DUR[u]))
+    return _bounded(v * _DUR[u], MAX_DURATION_NS, text, "a duration", "100 years")
 
 
 def rate(text) -> int:
@@ -51,7 +68,7 @@ def rate(text) -> int:
     if k not in _RATE:
         raise ValueError(f"expected {RATE_EXAMPLE}, found {text!r} (unit {u!r} is not one of "
                          "bps, kbps, Mbps, Gbps, kbit/s, Mbit/s, Gbit/s)")
-    return int(round(v * _RATE[k]))
+    return _bounded(v * _RATE[k], MAX_RATE_BPS, text, "a rate", "100Tbps")
 
 
 def size(text) -> int:
@@ -62,23 +79,30 @@ def size(text) -> int:
     k = u.lower()
     if k not in _SIZE:
         raise ValueError(f"expected {SIZE_EXAMPLE}, found {text!r}")
-    return int(round(v * _SIZE[k]))
+    return _bounded(v * _SIZE[k], MAX_SIZE_BYTES, text, "a size", "1PB")
 
 
 def packets(text) -> int:
     """Packet count: an integer or "100pkts"."""
-    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+    if isinstance(text, int) and not isinstance(text, bool) and 0 <= text <= MAX_PACKETS:
         return text
+    if isinstance(text, int) and not isinstance(text, bool) and text > MAX_PACKETS:
+        raise ValueError(f"expected a packet count of at most {MAX_PACKETS}, found {text!r}")
     v, u = _split(text, "a packet count like 100 or \"100pkts\"")
     if u.lower() not in _PKTS or v != int(v):
         raise ValueError(f"expected a packet count like 100 or \"100pkts\", found {text!r}")
+    if v > MAX_PACKETS:
+        raise ValueError(f"expected a packet count of at most {MAX_PACKETS}, found {text!r}")
     return int(v)
 
 
 def probability(text) -> float:
     """Probability: a number in [0, 1] or a percentage string "1%"."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        v = float(text)
+        try:
+            v = float(text)
+        except OverflowError:
+            v = math.inf
     else:
         val, u = _split(text, "a probability like 0.01 or \"1%\"")
         if u != "%":
@@ -94,16 +118,32 @@ def buffer(text, rate_bps: int, rtt_ns: int, mtu: int = 1500) -> dict:
     "100pkts", or a byte size. Returns {"packets": n} or {"bytes": n}."""
     if isinstance(text, str) and text.strip().lower().endswith("bdp"):
         v, _ = _split(text, BUFFER_EXAMPLE)
+        if v <= 0:
+            raise ValueError(f"expected a buffer > 0, found {text!r}")
         bdp_bytes = rate_bps * rtt_ns / 8e9
-        return {"packets": max(1, math.ceil(v * bdp_bytes / mtu - 1e-9))}
+        n = max(1, math.ceil(v * bdp_bytes / mtu - 1e-9))
+        if n > MAX_PACKETS:
+            raise ValueError(f"expected a buffer of at most {MAX_PACKETS} packets, found {text!r} ({n} packets)")
+        return {"packets": n}
     try:
-        return {"packets": packets(text)}
-    except ValueError:
-        pass
+        n = packets(text)
+    except ValueError as e:
+        if "at most" in str(e):
+            raise
+        n = None
+    if n is not None:
+        if n < 1:
+            raise ValueError(f"expected a buffer of at least 1 packet, found {text!r}")
+        return {"packets": n}
     try:
-        return {"bytes": size(text)}
-    except ValueError:
+        b = size(text)
+    except ValueError as e:
+        if "at most" in str(e):
+            raise
         raise ValueError(f"expected {BUFFER_EXAMPLE}, found {text!r}") from None
+    if b < mtu:
+        raise ValueError(f"expected a buffer of at least one packet ({mtu}B), found {text!r}")
+    return {"bytes": b}
 
 
 def fmt_duration(ns: int) -> str:

@@ -144,7 +144,11 @@ impl Params {
     }
     pub fn f64(&self, specs: &[ParamSpec], name: &str) -> Result<f64, ParamError> {
         match self.0.get(name) {
-            Some(Value::Number(n)) => Ok(n.as_f64().unwrap_or(f64::NAN)),
+            Some(Value::Number(n)) => match n.as_f64() {
+                // Every real parameter (gains, probabilities, ratios, weights) is >= 0.
+                Some(f) if f.is_finite() && f >= 0.0 => Ok(f),
+                _ => Err(perr(name, format!("expected a finite number >= 0, found {n}"))),
+            },
             Some(v) => Err(perr(name, format!("expected a number, found {v}"))),
             None => match Self::spec(specs, name).default {
                 Default::Float(f) => Ok(f),

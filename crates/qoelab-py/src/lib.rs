@@ -298,6 +298,7 @@ fn run<'py>(
     progress: Option<Bound<'py, PyAny>>,
 ) -> PyResult<(String, Bound<'py, PyDict>, Bound<'py, PyDict>)> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
+    cfg.validate().map_err(|(p, m)| config_error(&p, &m))?;
     let errors: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let interrupt: Interrupt = Arc::new(Mutex::new(None));
     let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone(), interrupt.clone()));
@@ -356,6 +357,19 @@ fn run<'py>(
     Ok((summary, d, pc))
 }
 
+/// Check a normalized config (JSON) the way `run` does before simulating -- parse, validate,
+/// build the driver (models, routes, clients) -- without simulating. Raises ValueError(path,
+/// message) like `run`. For `qoelab validate`.
+#[pyfunction]
+#[pyo3(signature = (config_json, abrs=None))]
+fn check(config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+    let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
+    cfg.validate().map_err(|(p, m)| config_error(&p, &m))?;
+    let factory = abrs.map(|d| py_factory(d.unbind(), Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(None))));
+    Driver::build(cfg, factory).map_err(|e| config_error(&e.path, &e.msg))?;
+    Ok(())
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -363,5 +377,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(check_video, m)?)?;
+    m.add_function(wrap_pyfunction!(check, m)?)?;
     Ok(())
 }

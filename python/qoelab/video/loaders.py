@@ -36,6 +36,14 @@ NS_PER_S = 1_000_000_000
 PENSIEVE_BITRATES_KBPS = (300, 750, 1200, 1850, 2850, 4300)
 
 
+# Limits of a video (beyond them it is a typo, or a few bytes of manifest that would expand to
+# gigabytes): segments per video, bytes per segment, bit/s per rung, ns per segment.
+MAX_SEGMENTS = 100_000
+MAX_SEGMENT_BYTES = 10**12
+MAX_BITRATE_BPS = 10**12
+MAX_SEGMENT_NS = 3600 * 10**9
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -71,28 +79,30 @@ def validate_video(video: dict, path: str | None = None) -> dict:
     if not isinstance(b, list) or not b:
         raise InputError(p, "bitrates_bps", "at least one rung", repr(b))
     for i, x in enumerate(b):
-        if not _is_int(x) or x <= 0:
-            raise InputError(p, f"bitrates_bps[{i}]", "an integer bit/s > 0", repr(x))
+        if not _is_int(x) or not 0 < x <= MAX_BITRATE_BPS:
+            raise InputError(p, f"bitrates_bps[{i}]", "an integer bit/s > 0 and <= 1e12", repr(x)[:40])
     for i in range(1, len(b)):
         if b[i] <= b[i - 1]:
             raise InputError(p, f"bitrates_bps[{i}]", f"strictly ascending bitrates (> {b[i - 1]})", str(b[i]))
     d = video.get("segment_duration")
-    if not _is_int(d) or d <= 0:
-        raise InputError(p, "segment_duration", "an integer ns > 0", repr(d))
+    if not _is_int(d) or not 0 < d <= MAX_SEGMENT_NS:
+        raise InputError(p, "segment_duration", "an integer ns > 0 (at most one hour)", repr(d)[:40])
     last = video.get("last_segment_duration")
-    if last is not None and (not _is_int(last) or last <= 0):
-        raise InputError(p, "last_segment_duration", "null or an integer ns > 0", repr(last))
+    if last is not None and (not _is_int(last) or not 0 < last <= MAX_SEGMENT_NS):
+        raise InputError(p, "last_segment_duration", "null or an integer ns > 0 (at most one hour)", repr(last)[:40])
     sizes = video.get("sizes")
     if not isinstance(sizes, list) or not sizes:
         raise InputError(p, "sizes", "at least one segment", repr(sizes)[:40])
+    if len(sizes) > MAX_SEGMENTS:
+        raise InputError(p, "sizes", f"at most {MAX_SEGMENTS:,} segments", str(len(sizes)))
     r = len(b)
     for i, row in enumerate(sizes):
         if not isinstance(row, list) or len(row) != r:
             n = len(row) if isinstance(row, list) else type(row).__name__
             raise InputError(p, f"sizes[{i}]", f"{r} sizes (one per rung)", str(n))
         for j, x in enumerate(row):
-            if not _is_int(x) or x < 0:
-                raise InputError(p, f"sizes[{i}][{j}]", "an integer byte count >= 0", repr(x))
+            if not _is_int(x) or not 0 <= x <= MAX_SEGMENT_BYTES:
+                raise InputError(p, f"sizes[{i}][{j}]", "an integer byte count >= 0 and <= 1e12", repr(x)[:40])
     q = video.get("quality") or {}
     if not isinstance(q, dict):
         raise InputError(p, "quality", "an object metric -> [segment][rung]", type(q).__name__)
@@ -120,9 +130,19 @@ def _json_load(path: str) -> tuple[Any, str]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(path, None, "a readable UTF-8 file", str(e)) from None
     try:
-        return json.loads(text), text
+        return json.loads(text, parse_constant=_no_constant), text
     except json.JSONDecodeError as e:
         raise InputError(path, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
+    except ValueError as e:  # NaN / Infinity
+        m = re.search(r"[:\[,]\s*-?(Infinity|NaN)\b", text)
+        line = str(text.count("\n", 0, m.start()) + 1) if m else None
+        raise InputError(path, line, "valid JSON numbers", str(e)) from None
+    except RecursionError:
+        raise InputError(path, None, "valid JSON", "arrays or objects nested too deeply") from None
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} (not a JSON number)")
 
 
 def _key_line(text: str, key: str) -> str:

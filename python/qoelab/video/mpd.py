@@ -29,7 +29,7 @@ from collections import Counter
 from urllib.parse import unquote, urlparse
 
 from qoelab.errors import InputError
-from qoelab.video.loaders import NS_PER_S, make_video, validate_video
+from qoelab.video.loaders import MAX_SEGMENTS, NS_PER_S, make_video, validate_video
 
 __all__ = ["load_mpd", "parse_sidx", "parse_iso_duration"]
 
@@ -275,6 +275,8 @@ def _timeline(path, tl: _Node) -> list[tuple[int, int]]:
             if not re.fullmatch(r"[0-9]+", rv):
                 raise _err(path, s, "r", "a repeat count >= 0 (negative r is not supported)", repr(rv))
             r = int(rv)
+        if len(out) + r + 1 > MAX_SEGMENTS:
+            raise _err(path, s, "r", f"at most {MAX_SEGMENTS:,} segments in the timeline", repr(s.attrib.get("r")))
         for _ in range(r + 1):
             out.append((t, d))
             t += d
@@ -539,6 +541,10 @@ def _sizes_table(path, sizes):
         raise InputError(sp, None, "a sizes table file", "no such file") from None
     except json.JSONDecodeError as e:
         raise InputError(sp, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(sp, None, "a readable UTF-8 sizes table", str(e)) from None
+    except RecursionError:
+        raise InputError(sp, None, "valid JSON", "lists or objects nested too deeply") from None
     if not isinstance(doc, dict):
         raise InputError(sp, "1", 'an object {"<Representation@id>": [bytes, ...]}', type(doc).__name__)
     return doc, sp
@@ -578,6 +584,8 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
             n = len(timeline)
         elif total_ns is not None:
             n = math.ceil(total_ns / fixed - 1e-9)
+            if n > MAX_SEGMENTS:
+                raise _err(path, st, "duration", f"at most {MAX_SEGMENTS:,} segments in the presentation", str(n))
         else:
             raise _err(path, st, None, "a SegmentTimeline, Period@duration or MPD@mediaPresentationDuration "
                        "to count segments", "none")

@@ -244,8 +244,89 @@ fn default_tables() -> Vec<String> {
     vec!["flows".into(), "tcp".into(), "queues".into(), "web".into(), "segments".into()]
 }
 
+/// Most samples per sampled table row kind a run may record (duration / sample_interval).
+pub const MAX_SAMPLES: u64 = 100_000_000;
+/// Most expected arrivals (web flows or video sessions) of one generator over the run.
+pub const MAX_EXPECTED_ARRIVALS: f64 = 1e7;
+
 impl SimConfig {
     pub fn from_json(s: &str) -> Result<SimConfig, String> {
         serde_json::from_str(s).map_err(|e| format!("config: {e}"))
+    }
+
+    /// Values the types accept but that make no sense or would exhaust memory or time (zero
+    /// buffers, zero sample intervals, non-finite or runaway arrival rates). `World::build`
+    /// checks what needs the built world (nodes, routes, models). Errors are (path, message).
+    pub fn validate(&self) -> Result<(), (String, String)> {
+        let e = |p: String, m: &str| Err((p, m.to_string()));
+        if self.duration == 0 {
+            return e("duration".into(), "expected > 0");
+        }
+        let si = self.output.sample_interval;
+        if si == 0 || self.duration / si > MAX_SAMPLES {
+            return e(
+                "output.sample_interval".into(),
+                &format!("expected > 0 and at most {MAX_SAMPLES} samples per run"),
+            );
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            if l.buffer_packets == Some(0) || l.buffer_bytes == Some(0) {
+                return e(format!("links[{i}].buffer"), "expected a buffer of at least one packet");
+            }
+        }
+        let expected = |rate: f64, start: Ns, stop: Option<Ns>| {
+            let end = stop.unwrap_or(self.duration).min(self.duration);
+            rate * end.saturating_sub(start) as f64 / 1e9
+        };
+        for (i, f) in self.flows.iter().enumerate() {
+            match f {
+                FlowCfg::Cbr { rate_bps, packet_size, .. } => {
+                    if *rate_bps == 0 {
+                        return e(format!("flows[{i}].rate_bps"), "expected a rate > 0");
+                    }
+                    if *packet_size < 28 || *packet_size > 65_535 {
+                        return e(format!("flows[{i}].packet_size"), "expected 28..65535 bytes");
+                    }
+                }
+                FlowCfg::Onoff { bytes, period, .. } => {
+                    if *bytes == 0 || *period == 0 {
+                        return e(format!("flows[{i}].period"), "expected bytes > 0 and period > 0");
+                    }
+                }
+                FlowCfg::Web { arrival_rate, start, stop, sizes, .. } => {
+                    if !(arrival_rate.is_finite() && *arrival_rate > 0.0) {
+                        return e(format!("flows[{i}].arrival_rate"), "expected a finite rate > 0 per second");
+                    }
+                    if expected(*arrival_rate, *start, *stop) > MAX_EXPECTED_ARRIVALS {
+                        return e(format!("flows[{i}].arrival_rate"), "expected at most 1e7 arrivals over the run");
+                    }
+                    if sizes.is_empty() || sizes.iter().any(|(b, p)| !(b.is_finite() && p.is_finite() && *b >= 0.0)) {
+                        return e(
+                            format!("flows[{i}].sizes"),
+                            "expected a CDF of finite (bytes >= 0, probability) points",
+                        );
+                    }
+                }
+                FlowCfg::Bulk { weight_schedule, .. } => {
+                    if weight_schedule.iter().any(|(_, w)| !(w.is_finite() && *w >= 0.0)) {
+                        return e(format!("flows[{i}].weight_schedule"), "expected finite weights >= 0");
+                    }
+                }
+            }
+        }
+        for (i, c) in self.clients.iter().enumerate() {
+            if let Some(r) = c.arrival_rate {
+                if !(r.is_finite() && r > 0.0) {
+                    return e(format!("clients[{i}].arrival_rate"), "expected a finite rate > 0 per second");
+                }
+                if expected(r, c.start, c.stop) > MAX_EXPECTED_ARRIVALS {
+                    return e(format!("clients[{i}].arrival_rate"), "expected at most 1e7 sessions over the run");
+                }
+            }
+            if c.http.progress_interval == 0 {
+                return e(format!("clients[{i}].http.progress_interval"), "expected > 0");
+            }
+        }
+        Ok(())
     }
 }

@@ -161,34 +161,51 @@ impl Schedule {
         }
     }
 
+    /// Payload units (bit-ns x 1e6, see [`Schedule::transfer_end`]) one loop of the schedule
+    /// carries at `fraction_ppm`.
+    fn loop_units(&self, fraction_ppm: u64) -> u128 {
+        self.periods.iter().map(|p| p.rate_bps as u128 * fraction_ppm as u128 * p.duration as u128).sum()
+    }
+
     /// The instant the last of `bytes` arrives when the transfer starts at `t0` at the schedule's
-    /// rates times `fraction_ppm / 1e6` (1e6 = the full rate).
+    /// rates times `fraction_ppm / 1e6` (1e6 = the full rate). [`NEVER`] if beyond the clock's
+    /// range. Whole loops of the schedule are skipped arithmetically, so a transfer spanning
+    /// many loops (a tiny rate, a short trace) costs one pass over the periods.
     pub fn transfer_end(&self, t0: Ns, bytes: u64, fraction_ppm: u64) -> Ns {
         // Work in bit-ns * 1e6: each ns at rate r (bit/s) carries r * ppm units of 1e-15 bit.
         let mut need: u128 = bytes as u128 * 8 * SEC as u128 * 1_000_000;
-        let mut now = t0;
+        let mut now = t0 as u128;
         if need == 0 {
-            return now;
+            return t0;
         }
         if fraction_ppm == 0 {
             return NEVER;
         }
+        let per_loop = self.loop_units(fraction_ppm);
+        if per_loop > 0 && need > 2 * per_loop {
+            let k = need / per_loop - 1;
+            now += k * self.total as u128;
+            need -= k * per_loop;
+        }
         loop {
-            let (i, left) = self.locate(now);
+            if now >= NEVER as u128 {
+                return NEVER;
+            }
+            let (i, left) = self.locate(now as Ns);
             let r = self.periods[i].rate_bps as u128 * fraction_ppm as u128;
             if r > 0 {
                 let cap = r * left as u128;
                 if need <= cap {
-                    return now + need.div_ceil(r) as Ns;
+                    return (now + need.div_ceil(r)).min(NEVER as u128) as Ns;
                 }
                 need -= cap;
             }
-            now += left;
+            now += left as u128;
         }
     }
 
-    /// Bytes delivered between `t0` and `t1` (floor), at the rates times `fraction_ppm / 1e6`.
-    pub fn bytes_between(&self, t0: Ns, t1: Ns, fraction_ppm: u64) -> u64 {
+    /// Payload units delivered between `t0` and `t1` (exact; additive over adjacent intervals).
+    fn units_between(&self, t0: Ns, t1: Ns, fraction_ppm: u64) -> u128 {
         let mut units: u128 = 0;
         let mut now = t0;
         while now < t1 {
@@ -197,9 +214,17 @@ impl Schedule {
             units += self.periods[i].rate_bps as u128 * fraction_ppm as u128 * d as u128;
             now += d;
         }
-        (units / (8 * SEC as u128 * 1_000_000)) as u64
+        units
+    }
+
+    /// Bytes delivered between `t0` and `t1` (floor), at the rates times `fraction_ppm / 1e6`.
+    pub fn bytes_between(&self, t0: Ns, t1: Ns, fraction_ppm: u64) -> u64 {
+        (self.units_between(t0, t1, fraction_ppm) / UNITS_PER_BYTE) as u64
     }
 }
+
+/// Payload units (bit-ns x 1e6) per byte.
+const UNITS_PER_BYTE: u128 = 8 * SEC as u128 * 1_000_000;
 
 /// Options of the trace-mode driver (missing fields take the Sabre values when deserialized).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -217,7 +242,9 @@ pub struct TraceOpts {
     /// The session (and the player's media clock) starts at this absolute time; the schedule is
     /// read at absolute time, so a non-zero start enters the schedule mid-way.
     pub start: Ns,
-    /// Give up (an error in the result) if playback has not ended by this absolute time.
+    /// The run ends at this absolute time: a session still playing then is cut there (a
+    /// download in progress keeps the bytes received so far) and reported as it stands, like a
+    /// packet-level run that ends before the video does. Not an error.
     pub max_time: Ns,
 }
 
@@ -278,35 +305,55 @@ pub fn run_trace_mode(
         error = Some("trace mode: payload_ppm: expected > 0".to_string());
     }
     let mut bytes_total = 0u64;
-    while error.is_none() && !p.is_done() {
-        if t > opts.max_time {
-            error = Some(format!("trace mode: playback not ended by {} s", opts.max_time / SEC));
-            break;
-        }
+    let end = opts.max_time;
+    while error.is_none() && !p.is_done() && t < end {
         if let Some(req) = p.poll(t) {
-            let t_first = t + opts.extra_rtt + schedule.latency_from(t + opts.extra_rtt);
+            let t_first = t
+                .saturating_add(opts.extra_rtt)
+                .saturating_add(schedule.latency_from(t.saturating_add(opts.extra_rtt)));
+            if t_first >= end {
+                t = end; // cut while waiting for the first byte
+                break;
+            }
             let t_last = schedule.transfer_end(t_first, req.bytes, opts.payload_ppm);
             p.on_first_byte(t_first);
             let mut abandoned = false;
+            // Bytes are integrated incrementally from the previous progress point (exact).
+            let mut units: u128 = 0;
+            let mut prev = t_first;
+            let got_by = |units: u128| ((units / UNITS_PER_BYTE) as u64).min(req.bytes);
             if let Some(step) = opts.progress_interval.filter(|s| *s > 0) {
-                let mut tp = t_first + step;
-                while tp < t_last {
-                    let got = schedule.bytes_between(t_first, tp, opts.payload_ppm).min(req.bytes);
-                    if let Some(a) = p.on_bytes(tp, got) {
+                let mut tp = t_first.saturating_add(step);
+                while tp < t_last && tp < end {
+                    units += schedule.units_between(prev, tp, opts.payload_ppm);
+                    prev = tp;
+                    if let Some(a) = p.on_bytes(tp, got_by(units)) {
                         bytes_total += a.bytes_received;
                         t = tp;
                         abandoned = true;
                         break;
                     }
-                    tp += step;
+                    tp = tp.saturating_add(step);
                 }
             }
-            if !abandoned {
-                p.on_bytes(t_last, req.bytes);
-                p.on_complete(t_last);
-                bytes_total += req.bytes;
-                t = t_last;
+            if abandoned {
+                continue;
             }
+            if t_last > end {
+                // Cut mid-download: report what arrived by the end.
+                units += schedule.units_between(prev, end, opts.payload_ppm);
+                let got = got_by(units);
+                match p.on_bytes(end, got) {
+                    Some(a) => bytes_total += a.bytes_received,
+                    None => bytes_total += got,
+                }
+                t = end;
+                break;
+            }
+            p.on_bytes(t_last, req.bytes);
+            p.on_complete(t_last);
+            bytes_total += req.bytes;
+            t = t_last;
             continue;
         }
         let next = p.poll_at();
@@ -319,7 +366,13 @@ pub fn run_trace_mode(
             error = Some(format!("trace mode: player asks to be polled at {next} but issues nothing"));
             break;
         }
-        t = next;
+        t = next.min(end);
+        p.advance(t);
+    }
+    if error.is_none() && !p.is_done() && t < end {
+        t = end;
+    }
+    if error.is_none() && !p.is_done() {
         p.advance(t);
     }
     if let Err(e) = p.check_invariants() {

@@ -394,3 +394,31 @@ fn trace_mode_speed() {
     let dt = t0.elapsed().as_secs_f64();
     println!("{segs} segments in {dt:.3} s: {:.1} us/segment", dt * 1e6 / segs as f64);
 }
+
+#[test]
+fn run_ends_at_max_time_with_a_partial_session() {
+    // Same schedule as run_hand_computed_sabre_model, cut at 2 s: the third download (1.74 s ..
+    // 2.56 s) is in progress; 0.26 s at 4 Mbit/s = 130 kB of it arrived.
+    let v = cbr_video(3, 2 * SEC, &[800_000]);
+    let opts = TraceOpts { start: 500 * MS, max_time: 2 * SEC, ..no_progress(TraceOpts::sabre()) };
+    let r = run_trace_mode(v, Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &two_step(), &opts);
+    assert_eq!(r.error, None);
+    assert_eq!(r.end, 2 * SEC);
+    assert_eq!(r.log.iter().filter(|l| !l.abandoned).count(), 2);
+    assert_eq!(r.bytes, 400_000 + 130_000);
+}
+
+#[test]
+fn tiny_rate_ends_at_max_time_quickly() {
+    // 1 bit/s against a 300-segment video: every download would take days; the run is cut at 10 s
+    // and costs a handful of steps (whole loops of the schedule are skipped arithmetically).
+    let v = cbr_video(300, 2 * SEC, &[800_000]);
+    let s = Schedule::new(vec![Period { duration: MS, rate_bps: 1, latency: 0 }]).unwrap();
+    let opts = TraceOpts { max_time: 10 * SEC, ..TraceOpts::sabre() };
+    let t0 = std::time::Instant::now();
+    let r = run_trace_mode(v, Box::new(Fixed { rung: 0, delay: 0 }), PlayerConfig::default(), &s, &opts);
+    assert!(t0.elapsed().as_secs_f64() < 5.0);
+    assert_eq!(r.error, None);
+    assert_eq!(r.end, 10 * SEC);
+    assert_eq!(s.transfer_end(0, 1_000_000, 1_000_000), 8_000_000 * SEC);
+}

@@ -1,0 +1,311 @@
+"""Malformed and extreme inputs, tried as a new user would: every one gets exit code 2, one line
+on stderr naming the user's file and key (or line), no traceback, no hang, no out-of-memory kill,
+and no output directory left behind. `qoelab validate` and `qoelab run` give the same line.
+
+Each case runs `validate` then `run` in one child process (address space capped at 3 GB, a
+timeout per case), see _DRIVER.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import REPO
+
+_DRIVER = r"""
+import contextlib, io, json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+from qoelab import cli
+out = []
+for argv in json.loads(sys.argv[1]):
+    e, o = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(e), contextlib.redirect_stdout(o):
+        try:
+            rc = cli.main(argv)
+        except SystemExit as x:
+            rc = x.code
+    out.append([rc, e.getvalue(), o.getvalue()])
+print(json.dumps(out))
+"""
+
+
+def run_cli_many(argvs, timeout=60):
+    r = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps(argvs)], capture_output=True, text=True,
+                       cwd=REPO, timeout=timeout)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def scen(*, scenario="", topology='rate = "10Mbps"\nrtt = "20ms"', flow='kind = "cbr"\nrate = "1Mbps"',
+         client=None, extra=""):
+    parts = [f'[scenario]\nname = "t"\nduration = "1s"\n{scenario}', f"[topology]\n{topology}"]
+    if flow is not None:
+        parts.append(f"[[flow]]\n{flow}")
+    if client is not None:
+        parts.append(f"[[client]]\n{client}")
+    if extra:
+        parts.append(extra)
+    return "\n\n".join(parts) + "\n"
+
+
+VIDEO = 'video = "synthetic:has-testbed"\nvideo_duration = "4s"'
+
+
+def vscen(client="", **kw):
+    return scen(flow=None, client=VIDEO + "\n" + client, **kw)
+
+
+def tscen(client="", topology='rate = "5Mbps"\nrtt = "20ms"', **kw):
+    return scen(flow=None, client=VIDEO + "\n" + client, topology=topology, scenario='network = "trace"', **kw)
+
+
+MPD_HUGE_R = """<?xml version="1.0"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT10S">
+<Period><AdaptationSet mimeType="video/mp4"><SegmentTemplate timescale="1" media="$Number$.m4s">
+<SegmentTimeline><S t="0" d="2" r="1000000000"/></SegmentTimeline></SegmentTemplate>
+<Representation id="a" bandwidth="1000000"/></AdaptationSet></Period></MPD>
+"""
+SABRE_MOVIE = '{"segment_duration_ms": 2000, "bitrates_kbps": [500, 1000], ' \
+              '"segment_sizes_bits": [[1000000, 2000000], [1000000, 2000000]]}'
+
+# (id, scenario text, expected "file:key" (file "s.toml" unless given), extra files {name: text or bytes})
+CASES = [
+    # --- unit strings: overflow, non-finite, absurd magnitudes ---
+    ("rate-inf", scen(topology='rate = "infMbps"'), "topology.rate", {}),
+    ("rate-nan", scen(topology='rate = "nanMbps"'), "topology.rate", {}),
+    ("rate-1e400", scen(topology='rate = "1e400Mbps"'), "topology.rate", {}),
+    ("rate-overflow-u64", scen(topology='rate = "1e30Gbps"'), "topology.rate", {}),
+    ("duration-1e400", scen(scenario='duration = "1e400s"').replace('duration = "1s"\n', "", 1), "scenario.duration", {}),
+    ("duration-overflow", scen().replace('"1s"', '"1e12h"', 1), "scenario.duration", {}),
+    ("duration-zero", scen().replace('"1s"', '"0s"', 1), "scenario.duration", {}),
+    ("duration-negative-int", scen().replace('"1s"', "-1", 1), "scenario.duration", {}),
+    ("duration-datetime", scen().replace('"1s"', "1979-05-27T07:32:00Z", 1), "scenario.duration", {}),
+    ("duration-date", scen().replace('"1s"', "1979-05-27", 1), "scenario.duration", {}),
+    ("duration-time", scen().replace('"1s"', "07:32:00", 1), "scenario.duration", {}),
+    ("duration-table", scen().replace('"1s"', "{ a = { b = { c = 1 } } }", 1), "scenario.duration", {}),
+    ("duration-array", scen().replace('"1s"', '["1s"]', 1), "scenario.duration", {}),
+    ("rtt-1e400", scen(topology='rate = "10Mbps"\nrtt = "1e400ms"'), "topology.rtt", {}),
+    ("rtt-nan", scen(topology='rate = "10Mbps"\nrtt = "nanms"'), "topology.rtt", {}),
+    ("delay-overflow", scen(topology='rate = "10Mbps"\ndelay = "1e15h"'), "topology.delay", {}),
+    ("rate-datetime", scen(topology="rate = 1979-05-27T07:32:00"), "topology.rate", {}),
+    ("rate-nested", scen(topology="rate = { a = { b = { c = { d = 1 } } } }"), "topology.rate", {}),
+    ("rate-deeply-nested-array", scen(topology="rate = " + "[" * 5000 + "]" * 5000), "", {}),
+    ("rate-deeply-nested-table", scen(topology="rate = " + "{a=" * 3000 + "1" + "}" * 3000), "", {}),
+    ("rate-10bps", scen(topology='rate = "10bps"'), "topology.rate", {}),
+    ("rate-zero", scen(topology='rate = "0Mbps"'), "topology.rate", {}),
+    ("rate-up-1bps", scen(topology='rate = "10Mbps"\nrate_up = "1bps"'), "topology.rate_up", {}),
+    ("access-rate-inf", scen(topology='rate = "10Mbps"\naccess_rate = "infGbps"'), "topology.access_rate", {}),
+    ("buffer-0pkts", scen(topology='rate = "10Mbps"\nbuffer = "0pkts"'), "topology.buffer", {}),
+    ("buffer-0", scen(topology='rate = "10Mbps"\nbuffer = 0'), "topology.buffer", {}),
+    ("buffer-0B", scen(topology='rate = "10Mbps"\nbuffer = "0B"'), "topology.buffer", {}),
+    ("buffer-1e400KB", scen(topology='rate = "10Mbps"\nbuffer = "1e400KB"'), "topology.buffer", {}),
+    ("buffer-1e30pkts", scen(topology='rate = "10Mbps"\nbuffer = "1e30pkts"'), "topology.buffer", {}),
+    ("buffer-huge-int", scen(topology='rate = "10Mbps"\nbuffer = 100000000000000000000'), "topology.buffer", {}),
+    ("buffer-infbdp", scen(topology='rate = "10Mbps"\nbuffer = "infbdp"'), "topology.buffer", {}),
+    ("buffer-up-0bdp", scen(topology='rate = "10Mbps"\nbuffer_up = "0bdp"'), "topology.buffer_up", {}),
+    ("rate-profile-inf", scen(topology='rate_profile = [["0s", "infMbps"]]'), "topology.rate_profile", {}),
+    ("rate-profile-datetime", scen(topology='rate_profile = [["0s", 1979-05-27]]'), "topology.rate_profile", {}),
+    ("loss-nan", scen(topology='rate = "10Mbps"\nloss = nan'), "topology.loss", {}),
+    ("loss-inf-percent", scen(topology='rate = "10Mbps"\nloss = "inf%"'), "topology.loss", {}),
+    # --- integers out of range ---
+    ("seed-huge", scen(scenario="seed = 99999999999999999999999"), "scenario.seed", {}),
+    ("seed-negative", scen(scenario="seed = -1"), "scenario.seed", {}),
+    ("flow-count-1e12", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 1000000000000'), "flow[0].count", {}),
+    ("client-count-1e12", vscen("count = 1000000000000"), "client[0].count", {}),
+    ("flow-count-nodes", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 40000'), "flow[0].count", {}),
+    ("packet-size-u32", scen(flow='kind = "cbr"\nrate = "1Mbps"\npacket_size = 10000000000'), "flow[0].packet_size", {}),
+    ("packet-size-huge", scen(flow='kind = "cbr"\nrate = "1Mbps"\npacket_size = 100000'), "flow[0].packet_size", {}),
+    ("from-hop-huge", scen(flow='kind = "cbr"\nrate = "1Mbps"\nfrom_hop = 100000000000000000000'), "flow[0].from_hop", {}),
+    ("video-seed-huge", vscen("video_seed = 99999999999999999999999"), "client[0].video_seed", {}),
+    ("cc-int-param-huge", scen(flow='kind = "bulk"\ncc = "cubic"\n[flow.tcp]\ninitial_window = 100000000000000000000000'),
+     "flow[0].tcp.initial_window", {}),
+    # --- floats: non-finite, negative, absurd ---
+    ("web-arrival-inf", scen(flow='kind = "web"\narrival_rate = inf'), "flow[0].arrival_rate", {}),
+    ("web-arrival-nan", scen(flow='kind = "web"\narrival_rate = nan'), "flow[0].arrival_rate", {}),
+    ("web-arrival-1e9", scen(flow='kind = "web"\narrival_rate = 1e9'), "flow[0].arrival_rate", {}),
+    ("web-arrival-zero", scen(flow='kind = "web"\narrival_rate = 0'), "flow[0].arrival_rate", {}),
+    ("client-arrival-1e9", vscen("arrival_rate = 1e9"), "client[0].arrival_rate", {}),
+    ("client-arrival-nan", vscen("arrival_rate = nan"), "client[0].arrival_rate", {}),
+    ("pie-alpha-negative", scen(topology='rate = "10Mbps"\naqm = "pie"\n[topology.aqm_params]\nalpha = -1.0'),
+     "topology.aqm_params.alpha", {}),
+    ("pie-alpha-nan", scen(topology='rate = "10Mbps"\naqm = "pie"\n[topology.aqm_params]\nalpha = nan'),
+     "topology.aqm_params.alpha", {}),
+    ("pie-beta-inf", scen(topology='rate = "10Mbps"\naqm = "pie"\n[topology.aqm_params]\nbeta = inf'),
+     "topology.aqm_params.beta", {}),
+    ("red-max-p-negative", scen(topology='rate = "10Mbps"\naqm = "red"\n[topology.aqm_params]\nprobability = -0.5'),
+     "topology.aqm_params.probability", {}),
+    ("codel-target-inf", scen(topology='rate = "10Mbps"\naqm = "codel"\n[topology.aqm_params]\ntarget = "infms"'),
+     "topology.aqm_params.target", {}),
+    ("weight-schedule-datetime", scen(flow='kind = "bulk"\nweight_schedule = [["1s", 1979-05-27]]'),
+     "flow[0].weight_schedule", {}),
+    ("weight-schedule-nan", scen(flow='kind = "bulk"\nweight_schedule = [["1s", nan]]'), "flow[0].weight_schedule", {}),
+    ("cbr-rate-zero", scen(flow='kind = "cbr"\nrate = "0bps"'), "flow[0].rate", {}),
+    ("cbr-rate-above-access", scen(flow='kind = "cbr"\nrate = "90000Gbps"\npacket_size = 28'), "flow[0].rate", {}),
+    ("cbr-rate-inf", scen(flow='kind = "cbr"\nrate = "infbps"'), "flow[0].rate", {}),
+    ("flow-size-1e400", scen(flow='kind = "bulk"\nsize = "1e400B"'), "flow[0].size", {}),
+    ("flow-size-zero", scen(flow='kind = "bulk"\nsize = "0B"'), "flow[0].size", {}),
+    ("onoff-period-zero", scen(flow='kind = "onoff"\nsize = "100KB"\nperiod = "0s"'), "flow[0].period", {}),
+    ("http-request-bytes-huge", vscen('[client.http]\nrequest_bytes = "1e30B"'), "client[0].http.request_bytes", {}),
+    ("http-progress-zero", vscen('[client.http]\nprogress_interval = "0s"'), "client[0].http.progress_interval", {}),
+    ("stagger-overflow", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 30000\nstagger = "90000h"'),
+     "flow[0].stagger", {}),
+    ("client-stagger-overflow", vscen('count = 30000\nstagger = "90000h"'), "client[0].stagger", {}),
+    # --- output ---
+    ("sample-rows-too-many", scen(scenario="", flow='kind = "cbr"\nrate = "1Mbps"\ncount = 2000').replace(
+        'duration = "1s"', 'duration = "2h"'), "scenario.duration", {}),
+    ("sample-rows-interval", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 2000',
+                                  extra='[output]\nsample_interval = "1ms"').replace('duration = "1s"', 'duration = "1h"'),
+     "output.sample_interval", {}),
+    ("packet-log-too-big", scen(topology='rate = "10Gbps"', extra="[output]\npacket_log = true").replace(
+        'duration = "1s"', 'duration = "2h"'), "output.packet_log", {}),
+    ("sample-interval-0s", scen(extra='[output]\nsample_interval = "0s"'), "output.sample_interval", {}),
+    ("sample-interval-1ns", scen(extra='[output]\nsample_interval = "1ns"'), "output.sample_interval", {}),
+    ("sample-interval-inf", scen(extra='[output]\nsample_interval = "infs"'), "output.sample_interval", {}),
+    ("output-tables-bad", scen(extra='[output]\ntables = ["flows", 3]'), "output.tables", {}),
+    ("output-pcap-unknown", scen(extra='[output]\npcap = "nolink"'), "output.pcap", {}),
+    # --- video ---
+    ("video-duration-zero", vscen().replace('video_duration = "4s"', 'video_duration = "0s"'),
+     "client[0].video_duration", {}),
+    ("video-duration-huge-synthetic", vscen().replace('video_duration = "4s"', 'video_duration = "100000000h"'),
+     "client[0].video_duration", {}),
+    ("video-duration-huge-file", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.json"').replace(
+        'video_duration = "4s"', 'video_duration = "1000000h"'), "client[0].video_duration", {"m.json": SABRE_MOVIE}),
+    ("mpd-huge-repeat", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.mpd"'), "m.mpd:", {"m.mpd": MPD_HUGE_R}),
+    ("mpd-malformed", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.mpd"'), "m.mpd:",
+     {"m.mpd": "<MPD><Period>"}),
+    ("movie-json-infinity", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.json"'), "m.json",
+     {"m.json": SABRE_MOVIE.replace("2000,", "Infinity,", 1)}),
+    ("movie-json-garbage", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.json"'), "m.json:",
+     {"m.json": '{"segment_duration_ms": '}),
+    ("movie-json-huge-size", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.json"'), "m.json",
+     {"m.json": SABRE_MOVIE.replace("2000000]", "1e300]", 1)}),
+    ("hls-bad-extinf", vscen().replace('video = "synthetic:has-testbed"', 'video = "p.m3u8"'), "p.m3u8:",
+     {"p.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:abc,\nseg1.ts\n#EXT-X-ENDLIST\n"}),
+    ("video-unknown-ladder", vscen().replace("synthetic:has-testbed", "synthetic:nope"), "client[0].video", {}),
+    ("startup-0seg", vscen('[client.player]\nstartup = "0seg"'), "client[0].player.startup", {}),
+    ("buffer-max-zero", vscen('[client.player]\nbuffer_max = "0s"'), "client[0].player.buffer_max", {}),
+    ("buffer-max-inf", vscen('[client.player]\nbuffer_max = "infs"'), "client[0].player.buffer_max", {}),
+    ("buffer-max-1ns", vscen('[client.player]\nbuffer_max = "1ns"'), "client[0].player.buffer_max", {}),
+    ("startup-beyond-buffer-max", vscen('[client.player]\nstartup = "1000h"'), "client[0].player.startup", {}),
+    ("rebuffer-resume-huge", vscen('[client.player]\nrebuffer_resume = "1000h"'), "client[0].player.rebuffer_resume", {}),
+    ("mpc-horizon-huge", vscen('abr = "mpc"\n[client.abr_params]\nhorizon = 100000'), "client[0].abr_params.horizon", {}),
+    ("tcp-mss-huge", scen(flow='kind = "bulk"\n[flow.tcp]\nmss = "1GB"'), "flow[0].tcp.mss", {}),
+    ("tcp-ack-every-zero", scen(flow='kind = "bulk"\n[flow.tcp]\nack_every = 0'), "flow[0].tcp.ack_every", {}),
+    ("fq-codel-flows-huge", scen(topology='rate = "10Mbps"\naqm = "fq_codel"\n[topology.aqm_params]\nflows = 100000000'),
+     "topology.aqm_params.flows", {}),
+    ("pie-tupdate-zero", scen(topology='rate = "10Mbps"\naqm = "pie"\n[topology.aqm_params]\ntupdate = "0s"'),
+     "topology.aqm_params.tupdate", {}),
+    ("red-wlog-huge", scen(topology='rate = "10Mbps"\naqm = "red"\n[topology.aqm_params]\nwlog = 100'),
+     "topology.aqm_params.wlog", {}),
+    ("aqm-upstream-param-negative", scen(topology='rate = "10Mbps"\naqm_up = "pie"\n[topology.aqm_params_up]\nalpha = -2.0'),
+     "topology.aqm_params_up.alpha", {}),
+    ("chain-hop-aqm-param-negative", scen(topology='kind = "chain"\n[[topology.hop]]\nrate = "10Mbps"\naqm = "pie"\n'
+                                                  '[topology.hop.aqm_params]\nbeta = -1.0'),
+     "topology.hop[0].aqm_params.beta", {}),
+    ("abr-python-bare-name", vscen('abr = "python:foo"'), "client[0].abr", {}),
+    ("abr-python-no-module", vscen('abr = "python:nomodule_xyz:Cls"'), "client[0].abr", {}),
+    ("quality-metric-missing", vscen('[client.player]\nquality_metric = "vmaf"'), "client[0].player.quality_metric", {}),
+    ("abr-unknown", vscen('abr = "dynamik"'), "client[0].abr", {}),
+    ("abr-param-unknown", vscen('abr = "bola"\n[client.abr_params]\nfoo = 1'), "client[0].abr_params.foo", {}),
+    # --- trace mode ---
+    ("trace-mode-10bps", tscen(topology='rate = "10bps"'), "topology.rate", {}),
+    ("trace-mode-flow", scen(scenario='network = "trace"'), "flow", {}),
+    ("trace-mode-arrivals", tscen("arrival_rate = 1.0"), "client[0].arrival_rate", {}),
+    ("network-unknown", scen(scenario='network = "pigeon"'), "scenario.network", {}),
+    # --- trace files ---
+    ("trace-garbage-line", scen(topology='trace = "t.down"\nrate_up = "10Mbps"'), "t.down:3", {"t.down": "1\n2\nx\n"}),
+    ("trace-binary", scen(topology='trace = "t.down"\nrate_up = "10Mbps"'), "t.down", {"t.down": b"\xff\xfe\x00\x01"}),
+    ("trace-empty", scen(topology='trace = "t.down"\nrate_up = "10Mbps"'), "t.down", {"t.down": ""}),
+    ("trace-huge-number", scen(topology='trace = "t.down"\nrate_up = "10Mbps"'), "t.down:2",
+     {"t.down": "1\n" + "9" * 40 + "\n"}),
+    ("sabre-trace-inf", scen(topology='trace = "n.json"\ntrace_format = "sabre"\nrate_up = "10Mbps"'), "n.json",
+     {"n.json": '[{"duration_ms": 1000, "bandwidth_kbps": Infinity, "latency_ms": 20}]'}),
+    ("sabre-trace-negative", scen(topology='trace = "n.json"\ntrace_format = "sabre"\nrate_up = "10Mbps"'), "n.json",
+     {"n.json": '[{"duration_ms": 1000, "bandwidth_kbps": -5, "latency_ms": 20}]'}),
+    ("pensieve-trace-nan", scen(topology='trace = "p.txt"\ntrace_format = "pensieve"\nrate_up = "10Mbps"'), "p.txt:2",
+     {"p.txt": "0 1.0\nnan 2.0\n2 3.0\n"}),
+    ("trace-dev-zero", scen(topology='trace = "/dev/zero"\nrate_up = "10Mbps"'), "topology.trace", {}),
+    ("trace-is-folder", scen(topology='trace = "."\nrate_up = "10Mbps"'), "topology.trace", {}),
+    ("video-dev-zero", vscen().replace('video = "synthetic:has-testbed"', 'video = "/dev/zero"'), "client[0].video", {}),
+    ("sizes-dev-zero", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "/dev/zero"'), "flow[0].sizes", {}),
+    ("sizes-cdf-huge-number", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "c.txt"'), "c.txt:1",
+     {"c.txt": "9" * 400 + " 1.0\n"}),
+    ("sizes-cdf-garbage", scen(flow='kind = "web"\narrival_rate = 5\nsizes = "c.txt"'), "c.txt", {"c.txt": "a b\n"}),
+    # --- structure and keys ---
+    ("unknown-key-scenario", scen(scenario='duraton = "1s"'), "scenario.duraton", {}),
+    ("unknown-key-topology", scen(topology='rate = "10Mbps"\nrat = "5Mbps"'), "topology.rat", {}),
+    ("unknown-table", scen(extra='[outptu]\nsample_interval = "1s"'), "outptu", {}),
+    ("unknown-key-with-newline", scen(topology='rate = "10Mbps"\n"ra\\nte" = 1'), "topology.ra\\nte", {}),
+    ("video-json-key-with-newline", vscen().replace('video = "synthetic:has-testbed"', 'video = "v.json"'), "v.json",
+     {"v.json": '{"name": "v", "segm\\nt_duration": 2000000000, "bitrates_bps": [500000, 1000000], "sizes": {}}'}),
+    ("flow-not-array", scen(flow=None, extra="flow = 3"), "flow", {}),
+    ("scenario-not-table", "scenario = [1, 2]\n", "scenario", {}),
+    ("count-zero", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 0'), "flow[0].count", {}),
+    ("to-hop-out-of-range", scen(flow='kind = "cbr"\nrate = "1Mbps"\nto_hop = 5'), "flow[0].to_hop", {}),
+    ("stop-before-start", scen(flow='kind = "cbr"\nrate = "1Mbps"\nstart = "2s"\nstop = "1s"'), "flow[0].stop", {}),
+    ("chain-no-hops", scen(topology='kind = "chain"'), "topology.hop", {}),
+    ("empty-file", "", "scenario", {}),
+    ("not-utf8", b"\xff\xfe[scenario]\n", "", {}),
+    ("toml-syntax", scen().replace('rate = "10Mbps"', 'rate = "10Mbps'), "", {}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_bad_input(tmp_path, case):
+    _, text, key, files = case
+    for name, body in files.items():
+        (tmp_path / name).write_bytes(body if isinstance(body, bytes) else body.encode())
+    p = tmp_path / "s.toml"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    out = tmp_path / "out"
+    res = run_cli_many([["validate", str(p)], ["run", str(p), "--out", str(out)]])
+    lines = {}
+    for cmd, (rc, err, _) in zip(("validate", "run"), res):
+        assert rc == 2, (cmd, rc, err)
+        assert "Traceback" not in err and "internal error" not in err, err
+        got = err.strip().splitlines()
+        assert len(got) == 1, (cmd, err)
+        line = got[0]
+        assert line.startswith(f"qoelab {cmd}: error: "), line
+        where = key if (":" in key or key in files) else f"s.toml:{key}"
+        assert str(tmp_path) in line, line
+        assert where in line, (where, line)
+        # never internal paths of the normalized config
+        for internal in ("links[", "flows[", "clients[", "config:", "column", "trace_schedule", "videos["):
+            assert internal not in line, (internal, line)
+        lines[cmd] = line.split(": error: ", 1)[1]
+    assert lines["validate"] == lines["run"]
+    assert not out.exists()
+    assert not [x for x in os.listdir(tmp_path) if x.startswith(".qoelab-tmp")]
+
+
+@pytest.mark.parametrize("typo,suggestion", [("rat", "rate"), ("acess_rate", "access_rate"), ("buffr", "buffer"),
+                                             ("aqm_param", "aqm_params")])
+def test_unknown_key_suggests_nearest(tmp_path, typo, suggestion):
+    p = tmp_path / "s.toml"
+    p.write_text(scen(topology=f'rate = "10Mbps"\n{typo} = 1'))
+    (rc, err, _), = run_cli_many([["validate", str(p)]])
+    assert rc == 2 and f"did you mean {suggestion!r}" in err or f'did you mean "{suggestion}"' in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "s.toml", "--out", "o", "--seed", "99999999999999999999999"],
+    ["run", "s.toml", "--out", "o", "--seed", "1e3"],
+    ["validate"],
+    ["validate", "nope.toml"],
+    ["validate", "."],
+    ["run", ".", "--out", "o"],
+])
+def test_bad_cli_arguments(tmp_path, argv):
+    (tmp_path / "s.toml").write_text(scen())
+    argv = [str(tmp_path / a) if a in ("s.toml", "nope.toml", "o") else (str(tmp_path) if a == "." else a)
+            for a in argv]
+    (rc, err, _), = run_cli_many([argv])
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in err and "internal error" not in err
+    assert not (tmp_path / "o").exists()
