@@ -72,3 +72,16 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     case = json.loads(p.stdout)["cases"][0]
     assert case["bottleneck_packets"] > 10_000 and case["bottleneck_packets_per_s"] > 0
     assert 5 < case["peak_rss_mb"] < 2000
+
+
+def test_aqm_parameters_that_would_hang_or_divide_by_zero_are_refused(tmp_path):
+    import pytest
+    from qoelab.errors import InputError
+    base = {"scenario": {"name": "a", "duration": "5s"}, "topology": {"rate": "10Mbps", "rtt": "20ms"},
+            "flow": [{"kind": "bulk"}]}
+    for aqm, params, key in [("pie", {"tupdate": "1ns"}, "tupdate"), ("docsis-pie", {"tupdate": "1us"}, "tupdate"),
+                             ("pie", {"dq_threshold": "0B"}, "dq_threshold"), ("red", {"avpkt": "0B"}, "avpkt")]:
+        s = {**base, "topology": {**base["topology"], "aqm": aqm, "aqm_params": params}}
+        with pytest.raises((InputError, ValueError)) as e:
+            qoelab.run(s)
+        assert key in str(e.value)

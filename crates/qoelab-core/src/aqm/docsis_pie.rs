@@ -163,8 +163,10 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
 
 fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<DocsisPie, ParamError> {
     let tupdate = p.req_u64(PARAMS, "tupdate")?;
-    if tupdate == 0 {
-        return Err(perr("tupdate", "must be > 0"));
+    // A sub-millisecond update interval is outside every spec and would flood the run with
+    // timer events (1 ns: one per nanosecond).
+    if tupdate < 100 * crate::time::US {
+        return Err(perr("tupdate", "expected >= 100us (RFC 8033: 15 ms, RFC 8034: 16 ms)"));
     }
     let mean = p.req_u64(PARAMS, "mean_pktsize")?;
     let minp = p.req_u64(PARAMS, "min_pktsize")?;

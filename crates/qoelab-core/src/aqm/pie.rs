@@ -255,8 +255,13 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
     let mode = if p.choice(PARAMS, "mode")? == "mahimahi" { Mode::Mahimahi } else { Mode::Rfc };
     let qdelay_ref = p.req_u64(PARAMS, "qdelay_ref")?;
     let tupdate = p.u64(PARAMS, "tupdate")?.unwrap_or(if mode == Mode::Rfc { 15 * MS } else { 30 * MS });
-    if tupdate == 0 {
-        return Err(perr("tupdate", "must be > 0"));
+    // A sub-millisecond update interval is outside every spec and would flood the run with
+    // timer events (1 ns: one per nanosecond).
+    if p.req_u64(PARAMS, "dq_threshold")? == 0 {
+        return Err(perr("dq_threshold", "expected > 0 bytes (RFC 8033: 16 KB)"));
+    }
+    if tupdate < 100 * crate::time::US {
+        return Err(perr("tupdate", "expected >= 100us (RFC 8033: 15 ms, RFC 8034: 16 ms)"));
     }
     let max_burst = p.req_u64(PARAMS, "max_burst")?;
     let ecn = p.bool(PARAMS, "ecn")?;

@@ -149,7 +149,10 @@ impl Red {
         let b = p.u64(PARAMS, "limit")?.or(ctx_buffer_bytes(ctx)).unwrap_or(LINUX_TXQUEUELEN * MTU as u64);
         let min = p.u64(PARAMS, "min")?.unwrap_or(b / 6);
         let max = p.u64(PARAMS, "max")?.unwrap_or(b / 2);
-        let avpkt = p.req_u64(PARAMS, "avpkt")?.max(1);
+        let avpkt = p.req_u64(PARAMS, "avpkt")?;
+        if avpkt == 0 {
+            return Err(crate::params::perr("avpkt", "expected an average packet size > 0 bytes"));
+        }
         if min >= max {
             return Err(perr("min", format!("need min < max (min {min} B, max {max} B)")));
         }

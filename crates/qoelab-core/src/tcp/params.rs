@@ -168,9 +168,10 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
         return Err(perr("max_rto", "expected 0 < min_rto <= max_rto"));
     }
     // Rejects NaN as well as values <= 0.
-    if c.pacing_ss_ratio.is_nan() || c.pacing_ss_ratio <= 0.0 || c.pacing_ca_ratio.is_nan() || c.pacing_ca_ratio <= 0.0
-    {
-        return Err(perr("pacing_ca_ratio", "expected pacing ratios > 0"));
+    for (name, v) in [("pacing_ss_ratio", c.pacing_ss_ratio), ("pacing_ca_ratio", c.pacing_ca_ratio)] {
+        if v.is_nan() || v <= 0.0 {
+            return Err(perr(name, "expected a pacing ratio > 0"));
+        }
     }
     Ok(c)
 }
