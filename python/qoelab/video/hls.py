@@ -17,7 +17,7 @@ import re
 from urllib.parse import unquote, urlparse
 
 from qoelab.errors import InputError
-from qoelab.video.loaders import NS_PER_S, make_video, validate_video
+from qoelab.video.model import NS_PER_S, make_video, validate_video
 from qoelab.video.mpd import _durations_to_nominal
 
 __all__ = ["load_hls", "parse_attribute_list"]

@@ -29,98 +29,23 @@ __all__ = [
     "save_sabre_movie",
 ]
 
-NS_PER_MS = 1_000_000
-NS_PER_S = 1_000_000_000
-
-#: Pensieve's ``VIDEO_BIT_RATE`` (kbit/s) for ``video_size_0`` .. ``video_size_5`` (Envivio, 4 s).
-PENSIEVE_BITRATES_KBPS = (300, 750, 1200, 1850, 2850, 4300)
-
-
-# Limits of a video (beyond them it is a typo, or a few bytes of manifest that would expand to
-# gigabytes): segments per video, bytes per segment, bit/s per rung, ns per segment.
-MAX_SEGMENTS = 100_000
-MAX_SEGMENT_BYTES = 10**12
-MAX_BITRATE_BPS = 10**12
-MAX_SEGMENT_NS = 3600 * 10**9
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+from qoelab.video.model import (  # noqa: F401  (re-exported)
+    MAX_BITRATE_BPS,
+    MAX_SEGMENT_BYTES,
+    MAX_SEGMENT_NS,
+    MAX_SEGMENTS,
+    NS_PER_MS,
+    NS_PER_S,
+    PENSIEVE_BITRATES_KBPS,
+    _is_int,
+    _is_num,
+    make_video,
+    validate_video,
+)
+from qoelab.video.mpd import load_mpd
+from qoelab.video.hls import load_hls
 
 
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def make_video(name: str, segment_duration: int, bitrates_bps: list, sizes: list, *,
-               last_segment_duration: int | None = None, quality: dict | None = None,
-               resolutions: list | None = None) -> dict:
-    """Assemble a Video dict (no validation; see :func:`validate_video`)."""
-    return {
-        "name": str(name),
-        "segment_duration": int(segment_duration),
-        "last_segment_duration": None if last_segment_duration is None else int(last_segment_duration),
-        "bitrates_bps": [int(b) for b in bitrates_bps],
-        "sizes": [[int(x) for x in row] for row in sizes],
-        "quality": {} if quality is None else quality,
-        "resolutions": None if resolutions is None else [[int(w), int(h)] for w, h in resolutions],
-    }
-
-
-def validate_video(video: dict, path: str | None = None) -> dict:
-    """The rules of ``Video::validate`` (core), raised as InputError naming ``path`` and the key."""
-    p = path if path is not None else video.get("name", "video")
-    allowed = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
-               "resolutions"}
-    extra = sorted(set(video) - allowed)
-    if extra:
-        raise InputError(p, extra[0], "only the Video keys " + ", ".join(sorted(allowed)), f"key {extra[0]}")
-    b = video.get("bitrates_bps")
-    if not isinstance(b, list) or not b:
-        raise InputError(p, "bitrates_bps", "at least one rung", repr(b))
-    for i, x in enumerate(b):
-        if not _is_int(x) or not 0 < x <= MAX_BITRATE_BPS:
-            raise InputError(p, f"bitrates_bps[{i}]", "an integer bit/s > 0 and <= 1e12", repr(x)[:40])
-    for i in range(1, len(b)):
-        if b[i] <= b[i - 1]:
-            raise InputError(p, f"bitrates_bps[{i}]", f"strictly ascending bitrates (> {b[i - 1]})", str(b[i]))
-    d = video.get("segment_duration")
-    if not _is_int(d) or not 0 < d <= MAX_SEGMENT_NS:
-        raise InputError(p, "segment_duration", "an integer ns > 0 (at most one hour)", repr(d)[:40])
-    last = video.get("last_segment_duration")
-    if last is not None and (not _is_int(last) or not 0 < last <= MAX_SEGMENT_NS):
-        raise InputError(p, "last_segment_duration", "null or an integer ns > 0 (at most one hour)", repr(last)[:40])
-    sizes = video.get("sizes")
-    if not isinstance(sizes, list) or not sizes:
-        raise InputError(p, "sizes", "at least one segment", repr(sizes)[:40])
-    if len(sizes) > MAX_SEGMENTS:
-        raise InputError(p, "sizes", f"at most {MAX_SEGMENTS:,} segments", str(len(sizes)))
-    r = len(b)
-    for i, row in enumerate(sizes):
-        if not isinstance(row, list) or len(row) != r:
-            n = len(row) if isinstance(row, list) else type(row).__name__
-            raise InputError(p, f"sizes[{i}]", f"{r} sizes (one per rung)", str(n))
-        for j, x in enumerate(row):
-            if not _is_int(x) or not 0 <= x <= MAX_SEGMENT_BYTES:
-                raise InputError(p, f"sizes[{i}][{j}]", "an integer byte count >= 0 and <= 1e12", repr(x)[:40])
-    q = video.get("quality") or {}
-    if not isinstance(q, dict):
-        raise InputError(p, "quality", "an object metric -> [segment][rung]", type(q).__name__)
-    for m, t in q.items():
-        if (not isinstance(t, list) or len(t) != len(sizes)
-                or any(not isinstance(row, list) or len(row) != r or not all(_is_num(v) for v in row) for row in t)):
-            raise InputError(p, f"quality.{m}", f"{len(sizes)} segments x {r} rungs of numbers", "another shape")
-    res = video.get("resolutions")
-    if res is not None:
-        if not isinstance(res, list) or len(res) != r:
-            raise InputError(p, "resolutions", f"{r} entries", repr(res)[:40])
-        for i, wh in enumerate(res):
-            if not isinstance(wh, (list, tuple)) or len(wh) != 2 or not all(_is_int(v) and v > 0 for v in wh):
-                raise InputError(p, f"resolutions[{i}]", "[width, height]", repr(wh))
-    return video
-
-
-# ------------------------------------------------------------------------------------ sabre movie
 def _json_load(path: str) -> tuple[Any, str]:
     try:
         with open(path, encoding="utf-8") as f:
@@ -296,10 +221,8 @@ def load_video(path: str, format: str | None = None, **options) -> dict:
     if fmt == "pensieve":
         return load_pensieve_sizes(path, **options)
     if fmt == "mpd":
-        from qoelab.video.mpd import load_mpd
         return load_mpd(path, **options)
     if fmt == "hls":
-        from qoelab.video.hls import load_hls
         return load_hls(path, **options)
     if fmt == "video":
         doc, _ = _json_load(path)

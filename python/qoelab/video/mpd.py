@@ -29,7 +29,7 @@ from collections import Counter
 from urllib.parse import unquote, urlparse
 
 from qoelab.errors import InputError
-from qoelab.video.loaders import MAX_SEGMENTS, NS_PER_S, make_video, validate_video
+from qoelab.video.model import MAX_SEGMENTS, NS_PER_S, make_video, validate_video
 
 __all__ = ["load_mpd", "parse_sidx", "parse_iso_duration"]
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from qoelab.errors import InputError
 from qoelab.video.ladders import get_ladder
-from qoelab.video.loaders import NS_PER_S, make_video, validate_video
+from qoelab.video.model import NS_PER_S, make_video, validate_video
 
 __all__ = ["MODEL", "MODEL_VERSION", "DEFAULT_VBR", "synthetic_video"]
 
