@@ -232,13 +232,19 @@ impl<P: LinkPacket> Link<P> {
     /// A packet arrives at the link's ingress.
     #[inline]
     pub fn arrive(&mut self, now: Ns, pkt: P) {
+        self.arrive_ref(now, &pkt);
+    }
+
+    /// [`Link::arrive`] with the packet borrowed: it is copied once, where the link keeps it.
+    #[inline]
+    pub fn arrive_ref(&mut self, now: Ns, pkt: &P) {
         self.stats.offered_pkts += 1;
         if let Some(loss) = &mut self.loss {
             if loss.drop_next() {
                 self.stats.lost_pkts += 1;
                 self.stats.lost_bytes += pkt.size() as u64;
                 if self.record {
-                    self.events.push(LinkEvent { time: now, kind: LinkEventKind::Lost, pkt });
+                    self.events.push(LinkEvent { time: now, kind: LinkEventKind::Lost, pkt: pkt.clone() });
                 }
                 return;
             }
@@ -251,7 +257,7 @@ impl<P: LinkPacket> Link<P> {
             self.events.push(LinkEvent { time: now, kind: LinkEventKind::Enqueue, pkt: pkt.clone() });
         }
         let item = Item { enq_at: now, size: pkt.size(), hash: pkt.flow_hash(), handle: 0, ecn: pkt.ecn() };
-        let handle = self.put(pkt);
+        let handle = self.put(pkt.clone());
         self.queue.enqueue(now, Item { handle, ..item }, Some(&mut self.drops));
         if !self.drops.is_empty() {
             self.flush_drops(now);
@@ -264,7 +270,7 @@ impl<P: LinkPacket> Link<P> {
     /// A plain FIFO served at a fixed rate: the packet's serialization starts at
     /// max(now, busy_until) whatever else happens, so it goes straight into the delay line.
     #[inline]
-    fn pipe_arrive(&mut self, now: Ns, pkt: P, pipe: Pipe) {
+    fn pipe_arrive(&mut self, now: Ns, pkt: &P, pipe: Pipe) {
         let size = pkt.size() as u64;
         if self.line.len() as u64 >= pipe.limit_pkts || self.line_bytes + size > pipe.limit_bytes {
             // The line holds every packet not yet delivered, so it bounds the backlog; only
@@ -282,7 +288,7 @@ impl<P: LinkPacket> Link<P> {
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes += size;
         self.line_bytes += size;
-        self.line.push_back((end + self.delay, pkt));
+        self.line.push_back((end + self.delay, pkt.clone()));
     }
 
     /// Packets and bytes whose serialization starts after `now` (the FIFO's backlog; a start at

@@ -82,10 +82,11 @@ impl Engine {
         h.push(e);
         while i > 0 {
             let parent = (i - 1) / 4;
-            if !e.before(&h[parent]) {
+            let pe = h[parent];
+            if !e.before(&pe) {
                 break;
             }
-            h[i] = h[parent];
+            h[i] = pe;
             i = parent;
         }
         h[i] = e;
@@ -118,24 +119,27 @@ impl Engine {
             return top;
         }
         // Sift the last element down from a hole at the root.
+        let h = h.as_mut_slice();
         let mut i = 0;
         loop {
             let c = 4 * i + 1;
             if c >= n {
                 break;
             }
-            let end = (c + 4).min(n);
-            let mut m = c;
-            for j in c + 1..end {
-                if h[j].before(&h[m]) {
+            let kids = &h[c..(c + 4).min(n)];
+            let mut m = 0;
+            let mut me = kids[0];
+            for (j, k) in kids.iter().enumerate().skip(1) {
+                if k.before(&me) {
                     m = j;
+                    me = *k;
                 }
             }
-            if !h[m].before(&last) {
+            if !me.before(&last) {
                 break;
             }
-            h[i] = h[m];
-            i = m;
+            h[i] = me;
+            i = c + m;
         }
         h[i] = last;
         top
