@@ -5,9 +5,10 @@
 //! are broken by the insertion sequence number, so the order of simultaneous events is fixed by
 //! construction and runs are deterministic. Time never goes backwards (checked on every pop).
 //!
-//! The queue is a 4-ary min-heap on `(time, seq)`: `seq` is unique, so the pop order is exactly
-//! the (time, seq) order whatever the heap's shape. A 4-ary heap is half as deep as a binary one
-//! and its four children share a cache line or two; pops dominate (one per event).
+//! The queue has two parts: the `NEAR` earliest-scheduled events in a small Vec sorted latest
+//! first (a pop is `Vec::pop`; a new event, usually the latest, is placed by a short scan from the
+//! front), and the overflow in a 4-ary min-heap. A pop takes the earlier of the two heads. `seq`
+//! is unique, so the pop order is exactly the (time, seq) order whatever goes where.
 
 use crate::time::Ns;
 use std::cmp::Ordering;
@@ -43,10 +44,16 @@ impl PartialOrd for Event {
     }
 }
 
+/// Events kept in the sorted near queue at most.
+const NEAR: usize = 32;
+
 /// The event queue and the simulation clock.
 #[derive(Debug, Default)]
 pub struct Engine {
-    /// 4-ary min-heap: the children of `i` are `4i+1 ..= 4i+4`.
+    /// The earliest events (usually all of them), sorted latest first: a pop takes the last,
+    /// an insertion scans from the front (new events are mostly the latest).
+    near: Vec<Event>,
+    /// The rest, in a 4-ary min-heap: the children of `i` are `4i+1 ..= 4i+4`.
     heap: Vec<Event>,
     seq: u64,
     now: Ns,
@@ -55,7 +62,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new() -> Engine {
-        Engine { heap: Vec::with_capacity(1024), seq: 0, now: 0, processed: 0 }
+        Engine { near: Vec::with_capacity(NEAR + 1), heap: Vec::new(), seq: 0, now: 0, processed: 0 }
     }
     /// Current simulated time.
     #[inline]
@@ -68,7 +75,7 @@ impl Engine {
     }
     /// Events waiting.
     pub fn pending(&self) -> usize {
-        self.heap.len()
+        self.near.len() + self.heap.len()
     }
     /// Schedule `target` at `time` (>= now).
     #[inline]
@@ -76,6 +83,26 @@ impl Engine {
         assert!(time >= self.now, "event scheduled in the past: {time} < now {}", self.now);
         self.seq += 1;
         let e = Event { time, seq: self.seq, target };
+        let n = self.near.len();
+        if n < NEAR || e.before(&self.near[0]) {
+            let mut p = 0;
+            while p < n && e.before(&self.near[p]) {
+                p += 1;
+            }
+            if n == NEAR {
+                let out = self.near[0];
+                self.heap_push(out);
+                self.near.copy_within(1..p, 0);
+                self.near[p - 1] = e;
+            } else {
+                self.near.insert(p, e);
+            }
+        } else {
+            self.heap_push(e);
+        }
+    }
+    #[inline]
+    fn heap_push(&mut self, e: Event) {
         // Sift up from a hole at the end.
         let h = &mut self.heap;
         let mut i = h.len();
@@ -94,15 +121,35 @@ impl Engine {
     /// Time of the next event, if any.
     #[inline]
     pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.first().map(|e| e.time)
+        match (self.near.last(), self.heap.first()) {
+            (Some(a), Some(b)) => Some(a.time.min(b.time)),
+            (a, b) => a.or(b).map(|e| e.time),
+        }
     }
     /// Pop the next event if its time is <= `until`, advancing the clock.
     #[inline]
     pub fn pop_until(&mut self, until: Ns) -> Option<Event> {
-        if self.heap.first()?.time > until {
-            return None;
-        }
-        let e = self.pop_min();
+        let e = match (self.near.last(), self.heap.first()) {
+            (Some(a), Some(b)) if b.before(a) => {
+                if b.time > until {
+                    return None;
+                }
+                self.pop_min()
+            }
+            (Some(a), _) => {
+                if a.time > until {
+                    return None;
+                }
+                self.near.pop().expect("non-empty near queue")
+            }
+            (None, Some(b)) => {
+                if b.time > until {
+                    return None;
+                }
+                self.pop_min()
+            }
+            (None, None) => return None,
+        };
         assert!(e.time >= self.now, "time went backwards: {} < {}", e.time, self.now);
         self.now = e.time;
         self.processed += 1;
