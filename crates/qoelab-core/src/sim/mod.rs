@@ -5,9 +5,10 @@
 //! are broken by the insertion sequence number, so the order of simultaneous events is fixed by
 //! construction and runs are deterministic. Time never goes backwards (checked on every pop).
 //!
-//! The queue has two parts: the `NEAR` earliest-scheduled events in a small Vec sorted latest
-//! first (a pop is `Vec::pop`; a new event, usually the latest, is placed by a short scan from the
-//! front), and the overflow in a 4-ary min-heap. A pop takes the earlier of the two heads. `seq`
+//! The queue has two parts: up to `NEAR` events in a small Vec sorted latest first (a pop is
+//! `Vec::pop`, an insertion a binary search and a short move; when it is full, a new event goes
+//! there only if it is earlier than its latest, which then moves out) and the others in a 4-ary
+//! min-heap. A pop takes the earlier of the two heads. `seq`
 //! is unique, so the pop order is exactly the (time, seq) order whatever goes where.
 
 use crate::time::Ns;
@@ -84,11 +85,11 @@ impl Engine {
         self.seq += 1;
         let e = Event { time, seq: self.seq, target };
         let n = self.near.len();
-        if n < NEAR || e.before(&self.near[0]) {
-            let mut p = 0;
-            while p < n && e.before(&self.near[p]) {
-                p += 1;
-            }
+        // `e` has the largest seq so far: an event at the same time is before it, so comparing
+        // times is enough here.
+        if n < NEAR || time < self.near[0].time {
+            // Binary search: the events later than `e` come first.
+            let p = self.near.partition_point(|x| x.time > time);
             if n == NEAR {
                 let out = self.near[0];
                 self.heap_push(out);
