@@ -6,7 +6,7 @@
 //! construction and runs are deterministic. Time never goes backwards (checked on every pop).
 //!
 //! The queue has two parts: up to `NEAR` events in a small Vec sorted latest first (a pop is
-//! `Vec::pop`, an insertion a binary search and a short move; when it is full, a new event goes
+//! `Vec::pop`, an insertion moves the events due before it up one; when it is full, a new event goes
 //! there only if it is earlier than its latest, which then moves out) and the others in a 4-ary
 //! min-heap. A pop takes the earlier of the two heads. `seq`
 //! is unique, so the pop order is exactly the (time, seq) order whatever goes where.
@@ -88,16 +88,19 @@ impl Engine {
         // `e` has the largest seq so far: an event at the same time is before it, so comparing
         // times is enough here.
         if n < NEAR || time < self.near[0].time {
-            // Binary search: the events later than `e` come first.
-            let p = self.near.partition_point(|x| x.time > time);
             if n == NEAR {
-                let out = self.near[0];
+                let out = self.near.remove(0);
                 self.heap_push(out);
-                self.near.copy_within(1..p, 0);
-                self.near[p - 1] = e;
-            } else {
-                self.near.insert(p, e);
             }
+            // Insertion from the earliest end: the events at or before `time` move up one.
+            let v = &mut self.near;
+            v.push(e);
+            let mut i = v.len() - 1;
+            while i > 0 && v[i - 1].time <= time {
+                v[i] = v[i - 1];
+                i -= 1;
+            }
+            v[i] = e;
         } else {
             self.heap_push(e);
         }
