@@ -79,7 +79,7 @@ impl Engine {
         self.near.len() + self.heap.len()
     }
     /// Schedule `target` at `time` (>= now).
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: Ns, target: u64) {
         assert!(time >= self.now, "event scheduled in the past: {time} < now {}", self.now);
         self.seq += 1;
@@ -105,7 +105,9 @@ impl Engine {
             self.heap_push(e);
         }
     }
-    #[inline]
+    /// Rare: only when the near queue is full.
+    #[cold]
+    #[inline(never)]
     fn heap_push(&mut self, e: Event) {
         // Sift up from a hole at the end.
         let h = &mut self.heap;
