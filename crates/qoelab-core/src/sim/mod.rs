@@ -34,7 +34,7 @@ impl Event {
 impl Ord for Event {
     #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
-        // BinaryHeap is a max-heap: invert so the earliest (time, seq) is on top.
+        // Inverted, for max-heaps such as BinaryHeap: the earliest (time, seq) is the greatest.
         (other.time, other.seq).cmp(&(self.time, self.seq))
     }
 }
