@@ -78,8 +78,6 @@ pub struct Packet {
     pub ts_val: Ns,
     /// TCP timestamp echo reply (ns); 0 = none.
     pub ts_ecr: Ns,
-    /// Set by the queue wrapper when the packet enters a queue (sojourn = dequeue time - enq_at).
-    pub enq_at: Ns,
 }
 
 impl Packet {
@@ -100,7 +98,6 @@ impl Packet {
         sack: [(0, 0); MAX_SACK],
         ts_val: 0,
         ts_ecr: 0,
-        enq_at: 0,
     };
 
     #[inline]

@@ -141,8 +141,9 @@ pub struct Link<P> {
     /// A packet that leaves an otherwise empty queue goes straight into the delay line with its
     /// arrival time; no wake-up marks the end of its serialization, only this field.
     busy_until: Ns,
-    /// Packet being served and, for opportunity service, its bytes still to serve.
-    in_service: Option<P>,
+    /// Slab handle of the packet being served (it stays in the slab until it is transmitted)
+    /// and, for opportunity service, its bytes still to serve.
+    in_service: Option<u32>,
     remaining: u64,
     /// (time it leaves the far end, packet), in order.
     line: VecDeque<(Ns, P)>,
@@ -232,13 +233,19 @@ impl<P: LinkPacket> Link<P> {
     /// A packet arrives at the link's ingress.
     #[inline]
     pub fn arrive(&mut self, now: Ns, pkt: P) {
+        self.arrive_ref(now, &pkt);
+    }
+
+    /// [`Link::arrive`] with the packet borrowed: it is copied once, where the link keeps it.
+    #[inline]
+    pub fn arrive_ref(&mut self, now: Ns, pkt: &P) {
         self.stats.offered_pkts += 1;
         if let Some(loss) = &mut self.loss {
             if loss.drop_next() {
                 self.stats.lost_pkts += 1;
                 self.stats.lost_bytes += pkt.size() as u64;
                 if self.record {
-                    self.events.push(LinkEvent { time: now, kind: LinkEventKind::Lost, pkt });
+                    self.events.push(LinkEvent { time: now, kind: LinkEventKind::Lost, pkt: pkt.clone() });
                 }
                 return;
             }
@@ -251,7 +258,7 @@ impl<P: LinkPacket> Link<P> {
             self.events.push(LinkEvent { time: now, kind: LinkEventKind::Enqueue, pkt: pkt.clone() });
         }
         let item = Item { enq_at: now, size: pkt.size(), hash: pkt.flow_hash(), handle: 0, ecn: pkt.ecn() };
-        let handle = self.put(pkt);
+        let handle = self.put(pkt.clone());
         self.queue.enqueue(now, Item { handle, ..item }, Some(&mut self.drops));
         if !self.drops.is_empty() {
             self.flush_drops(now);
@@ -264,7 +271,7 @@ impl<P: LinkPacket> Link<P> {
     /// A plain FIFO served at a fixed rate: the packet's serialization starts at
     /// max(now, busy_until) whatever else happens, so it goes straight into the delay line.
     #[inline]
-    fn pipe_arrive(&mut self, now: Ns, pkt: P, pipe: Pipe) {
+    fn pipe_arrive(&mut self, now: Ns, pkt: &P, pipe: Pipe) {
         let size = pkt.size() as u64;
         if self.line.len() as u64 >= pipe.limit_pkts || self.line_bytes + size > pipe.limit_bytes {
             // The line holds every packet not yet delivered, so it bounds the backlog; only
@@ -282,7 +289,7 @@ impl<P: LinkPacket> Link<P> {
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes += size;
         self.line_bytes += size;
-        self.line.push_back((end + self.delay, pkt));
+        self.line.push_back((end + self.delay, pkt.clone()));
     }
 
     /// Packets and bytes whose serialization starts after `now` (the FIFO's backlog; a start at
@@ -328,27 +335,28 @@ impl<P: LinkPacket> Link<P> {
             }
             return;
         };
-        let pkt = self.take(item);
-        let done = self.finish_time(now, &pkt);
+        let h = self.mark(item);
+        let done = self.finish_time_bytes(now, item.size as u64);
         if !self.drops.is_empty() {
             self.flush_drops(now);
         }
         if self.record {
-            self.events.push(LinkEvent { time: now, kind: LinkEventKind::Dequeue, pkt: pkt.clone() });
+            let pkt = self.slab[h as usize].clone().expect("served packet");
+            self.events.push(LinkEvent { time: now, kind: LinkEventKind::Dequeue, pkt });
         }
         if let Some(t) = done {
             self.busy_until = t;
             if self.delay > 0 && self.queue.len_packets() == 0 {
                 // Nothing waits behind this packet, so the end of its serialization needs no
                 // wake-up; it leaves the far end at t + delay.
-                self.transmitted(pkt, t);
+                self.transmitted(h, t);
                 return;
             }
             self.service_at = t;
         } else {
             self.service_at = NEVER;
         }
-        self.in_service = Some(pkt);
+        self.in_service = Some(h);
         self.busy = true;
     }
 
@@ -363,12 +371,13 @@ impl<P: LinkPacket> Link<P> {
                 if self.in_service.is_none() {
                     match self.queue.dequeue(now, Some(&mut self.drops)) {
                         Some(item) => {
-                            let p = self.take(item);
-                            self.remaining = p.size() as u64;
+                            let h = self.mark(item);
+                            self.remaining = item.size as u64;
                             if self.record {
-                                self.events.push(LinkEvent { time: now, kind: LinkEventKind::Dequeue, pkt: p.clone() });
+                                let pkt = self.slab[h as usize].clone().expect("served packet");
+                                self.events.push(LinkEvent { time: now, kind: LinkEventKind::Dequeue, pkt });
                             }
-                            self.in_service = Some(p);
+                            self.in_service = Some(h);
                         }
                         None => break,
                     }
@@ -376,8 +385,8 @@ impl<P: LinkPacket> Link<P> {
                 if self.remaining <= budget {
                     budget -= self.remaining;
                     self.remaining = 0;
-                    let p = self.in_service.take().expect("in service");
-                    self.transmitted(p, now);
+                    let h = self.in_service.take().expect("in service");
+                    self.transmitted(h, now);
                 } else {
                     self.remaining -= budget;
                     break;
@@ -396,8 +405,8 @@ impl<P: LinkPacket> Link<P> {
             }
             return;
         }
-        if let Some(p) = self.in_service.take() {
-            self.transmitted(p, now);
+        if let Some(h) = self.in_service.take() {
+            self.transmitted(h, now);
         }
     }
 
@@ -431,9 +440,11 @@ impl<P: LinkPacket> Link<P> {
         self.line.len()
     }
 
-    /// Serialization of `pkt` ends at `at` (>= now): into the delay line.
+    /// Serialization of the packet in slab slot `h` ends at `at` (>= now): into the delay line.
     #[inline]
-    fn transmitted(&mut self, pkt: P, at: Ns) {
+    fn transmitted(&mut self, h: u32, at: Ns) {
+        let pkt = self.slab[h as usize].take().expect("served packet");
+        self.free.push(h);
         if self.record {
             self.events.push(LinkEvent { time: at, kind: LinkEventKind::Transmit, pkt: pkt.clone() });
         }
@@ -467,6 +478,16 @@ impl<P: LinkPacket> Link<P> {
             }
         }
     }
+    /// Give the packet of a dequeued item the item's ECN codepoint (marks); the packet stays in
+    /// the slab (the handle is returned).
+    #[inline]
+    fn mark(&mut self, item: Item) -> u32 {
+        let p = self.slab[item.handle as usize].as_mut().expect("queue item without a packet");
+        if p.ecn() != item.ecn {
+            p.set_ecn(item.ecn);
+        }
+        item.handle
+    }
     /// The packet of a queue item, with the item's ECN codepoint (marks).
     #[inline]
     fn take(&mut self, item: Item) -> P {
@@ -480,7 +501,7 @@ impl<P: LinkPacket> Link<P> {
 
     /// End-of-run accounting identities (besides the queue's own conservation):
     /// offered = lost + queue arrivals; dequeued = transmitted + in service;
-    /// transmitted = delivered + propagating; every queued item has its packet.
+    /// transmitted = delivered + propagating; every queued or served item has its packet.
     pub fn check_accounting(&self) -> Result<(), String> {
         let s = &self.stats;
         let q = &self.queue.stats;
@@ -507,7 +528,7 @@ impl<P: LinkPacket> Link<P> {
             ));
         }
         let stored = (self.slab.len() - self.free.len()) as u64;
-        if stored != self.queue.len_packets() {
+        if stored != self.queue.len_packets() + serving {
             return Err(format!("link {}: {stored} packets stored for {} queued", self.name, self.queue.len_packets()));
         }
         Ok(())
@@ -521,9 +542,14 @@ impl<P> Link<P> {
     where
         P: LinkPacket,
     {
+        self.finish_time_bytes(now, pkt.size() as u64)
+    }
+    /// [`Link::finish_time`] of a packet of `bytes`.
+    #[inline]
+    fn finish_time_bytes(&self, now: Ns, bytes: u64) -> Option<Ns> {
         match &self.service {
-            Service::Fixed(r) => Some(now + ser_time(pkt.size() as u64, *r)),
-            Service::Schedule(s) => s.finish_time(now, pkt.size() as u64),
+            Service::Fixed(r) => Some(now + ser_time(bytes, *r)),
+            Service::Schedule(s) => s.finish_time(now, bytes),
             Service::Opportunities(_) => None,
         }
     }

@@ -577,7 +577,7 @@ impl World {
 
     /// A node emits or forwards `pkt` toward `pkt.dst`.
     #[inline]
-    fn forward(&mut self, node: usize, pkt: Packet) {
+    fn forward(&mut self, node: usize, pkt: &Packet) {
         let li = self.routes[node][pkt.dst as usize];
         debug_assert!(li != u32::MAX, "no route");
         self.link_ingress(li as usize, pkt);
@@ -599,9 +599,9 @@ impl World {
     }
 
     #[inline]
-    fn link_ingress(&mut self, li: usize, pkt: Packet) {
+    fn link_ingress(&mut self, li: usize, pkt: &Packet) {
         let now = self.engine.now();
-        self.links[li].arrive(now, pkt);
+        self.links[li].arrive_ref(now, pkt);
         self.link_settle(li);
         let l = &self.links[li];
         if l.aqm_timer == NEVER && l.queue.uses_timer() {
@@ -644,7 +644,7 @@ impl World {
         while self.links[li].line_head() == Some(now) {
             let p = self.links[li].pop_departure();
             let to = self.links[li].to;
-            self.arrive(to, p);
+            self.arrive(to, &p);
         }
     }
 
@@ -707,18 +707,18 @@ impl World {
                 link.arr_event = next;
                 self.engine.schedule(next, target(K_ARR, li));
             }
-            self.arrive(to, pkt);
+            self.arrive(to, &pkt);
         } else {
             // A zero-delay line holds packets only on analytically served links; their next
             // departure is the end of the next serialization, scheduled after the delivery as
             // the serialization event used to be.
-            self.arrive(to, pkt);
+            self.arrive(to, &pkt);
             self.link_settle(li);
         }
     }
 
     /// `pkt` reaches `node`.
-    fn arrive(&mut self, node: usize, pkt: Packet) {
+    fn arrive(&mut self, node: usize, pkt: &Packet) {
         if pkt.dst as usize != node {
             self.forward(node, pkt);
             return;
@@ -736,9 +736,9 @@ impl World {
                 s.pkts += 1;
             }
             Ep::Cbr(_) => {}
-            Ep::TcpTx(s) => s.on_packet(now, &pkt),
+            Ep::TcpTx(s) => s.on_packet(now, pkt),
             Ep::TcpRx(r) => {
-                r.on_packet(now, &pkt);
+                r.on_packet(now, pkt);
                 let got = r.bytes_received();
                 let fid = pkt.flow as usize;
                 let f = &self.flows[fid];
@@ -823,7 +823,7 @@ impl World {
                 p.dst = f.dst;
                 p.hash = flow_hash(fid as u32, f.src, f.dst);
             }
-            self.forward(node, p);
+            self.forward(node, &p);
         }
         let t = self.ep_poll_at(ep);
         if t < self.ep_sched[ep] {
