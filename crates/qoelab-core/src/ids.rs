@@ -11,6 +11,18 @@ pub trait Id: Copy + Eq + Ord + std::fmt::Debug {
     fn index(self) -> usize;
 }
 
+/// Plain indices (e.g. of application actions) are ids too.
+impl Id for usize {
+    #[inline]
+    fn from_index(i: usize) -> Self {
+        i
+    }
+    #[inline]
+    fn index(self) -> usize {
+        self
+    }
+}
+
 macro_rules! id {
     ($(#[$m:meta])* $name:ident, $repr:ty) => {
         $(#[$m])*

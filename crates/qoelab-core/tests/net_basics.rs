@@ -25,10 +25,10 @@ fn cbr_over_a_fixed_rate_bottleneck_gets_the_rate() {
         ],
         "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 2, "rate_bps": 12_000_000}],
     }));
-    let got = w.flow_bytes_received(0) as f64 * 8.0 / 10.0;
+    let got = w.flow_bytes_received(qoelab_core::ids::FlowId(0)) as f64 * 8.0 / 10.0;
     let want = 10e6 * 1472.0 / 1500.0;
     assert!((got - want).abs() / want < 0.01, "{got} vs {want}");
-    let q = &w.links[1].queue.stats;
+    let q = &w.links[qoelab_core::ids::LinkId(1)].queue.stats;
     assert!(q.dropped_pkts() > 1000);
     assert_eq!(q.max_len_pkts, 100);
 }
@@ -46,7 +46,7 @@ fn mahimahi_opportunities_carry_1504_bytes_each() {
     }));
     // Backlogged queue: the 4 bytes left of each opportunity start serving the next packet
     // (packets span opportunities), so 1500-byte packets leave at 1504/1500 * 1000 pkt/s.
-    let pkts = w.links[0].stats.tx_pkts as f64 / 5.0;
+    let pkts = w.links[qoelab_core::ids::LinkId(0)].stats.tx_pkts as f64 / 5.0;
     assert!((pkts - 1504.0 / 1500.0 * 1000.0).abs() <= 0.5, "{pkts}");
     // With 500-byte packets three fit in one opportunity (1500 <= 1504).
     let times: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
@@ -57,7 +57,7 @@ fn mahimahi_opportunities_carry_1504_bytes_each() {
                    "trace": {"kind": "opportunities", "period_ns": 1_000_000_000u64, "times_ns": times}}],
         "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 1, "rate_bps": 20_000_000, "packet_size": 500}],
     }));
-    let pkts = w.links[0].stats.tx_pkts as f64;
+    let pkts = w.links[qoelab_core::ids::LinkId(0)].stats.tx_pkts as f64;
     assert!((pkts - 3008.0).abs() <= 3.0, "{pkts}");
 }
 
@@ -71,7 +71,7 @@ fn rate_schedule_switches_rate() {
                    "trace": {"kind": "rates", "segments": [[1_000_000_000u64, 2_000_000, 0], [1_000_000_000u64, 6_000_000, 0]]}}],
         "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 1, "rate_bps": 10_000_000}],
     }));
-    let rate = w.links[0].stats.tx_bytes as f64 * 8.0 / 4.0;
+    let rate = w.links[qoelab_core::ids::LinkId(0)].stats.tx_bytes as f64 * 8.0 / 4.0;
     assert!((rate - 4e6).abs() / 4e6 < 0.01, "{rate}");
 }
 
@@ -88,11 +88,11 @@ fn routing_through_a_chain_and_random_loss() {
         ],
         "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 3, "rate_bps": 12_000_000}],
     }));
-    let s = &w.links[1].stats;
+    let s = &w.links[qoelab_core::ids::LinkId(1)].stats;
     let frac = s.lost_pkts as f64 / s.offered_pkts as f64;
     assert!((frac - 0.1).abs() < 0.02, "{frac}");
-    assert_eq!(w.links[1].queue.stats.arrived_pkts, s.offered_pkts - s.lost_pkts);
-    assert_eq!(w.links[2].stats.offered_pkts, s.delivered_pkts);
+    assert_eq!(w.links[qoelab_core::ids::LinkId(1)].queue.stats.arrived_pkts, s.offered_pkts - s.lost_pkts);
+    assert_eq!(w.links[qoelab_core::ids::LinkId(2)].stats.offered_pkts, s.delivered_pkts);
 }
 
 #[test]

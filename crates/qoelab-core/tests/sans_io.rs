@@ -65,7 +65,15 @@ fn link_driven_by_a_plain_loop() {
     let ctx = AqmBuildCtx { limit_packets: Some(1000), limit_bytes: None, link_rate_bps: 10_000_000, seed: 1 };
     let q = Queue::build("fq_codel", &Params::new(), &ctx).unwrap();
     let delay = 10 * MS;
-    let mut link: Link<Frame> = Link::new("l".into(), 0, 1, Service::Fixed(10_000_000), delay, q, None);
+    let mut link: Link<Frame> = Link::new(
+        "l".into(),
+        qoelab_core::ids::NodeId(0),
+        qoelab_core::ids::NodeId(1),
+        Service::Fixed(10_000_000),
+        delay,
+        q,
+        None,
+    );
     // 12 Mbit/s of ECN-capable arrivals for 5 s; the driver only uses arrive / poll_at / advance.
     let gap = tx_time(MTU as u64, 12_000_000);
     let (mut next_arr, mut id) = (0u64, 0u64);

@@ -18,6 +18,7 @@
 use super::config::ClientCfg;
 use super::endpoint::{bytes_received, Ep, FlowRt};
 use super::error::{serr, SimError};
+use crate::ids::{EpId, FlowId, IdVec};
 use crate::params::Params;
 use crate::player::{Player, PlayerConfig};
 use crate::session::{ConnId, Dir, Transport, VideoSession};
@@ -57,10 +58,10 @@ pub(crate) struct ClientRt {
     pub session: VideoSession,
     pub cfg: ClientCfg,
     /// Flow ids of the current connection's request and response halves.
-    pub req_flow: usize,
-    pub resp_flow: usize,
+    pub req_flow: FlowId,
+    pub resp_flow: FlowId,
     /// Response-half flows of every connection used (the first is the main one).
-    pub resp_flows: Vec<usize>,
+    pub resp_flows: Vec<FlowId>,
     pub sched: Ns,
     pub started: bool,
 }
@@ -74,10 +75,10 @@ pub(crate) enum ConnOp {
 
 /// The packet driver's [`Transport`] during one session call.
 pub(crate) struct Buffered<'a> {
-    pub flows: &'a [FlowRt],
-    pub eps: &'a [Ep],
-    pub req: usize,
-    pub resp: usize,
+    pub flows: &'a IdVec<FlowId, FlowRt>,
+    pub eps: &'a IdVec<EpId, Ep>,
+    pub req: FlowId,
+    pub resp: FlowId,
     pub ops: &'a mut Vec<ConnOp>,
     pub reset: bool,
 }

@@ -3,6 +3,7 @@
 //! plugs in as a further variant), and the runtime record of a flow.
 
 use super::error::{serr, SimError};
+use crate::ids::{ClientId, EpId, IdVec, NodeId};
 use crate::params::Params;
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Ns;
@@ -38,11 +39,11 @@ pub enum Ep {
 pub struct FlowRt {
     pub name: String,
     pub kind: &'static str,
-    pub src: u16,
-    pub dst: u16,
+    pub src: NodeId,
+    pub dst: NodeId,
     /// Endpoint indices of the data sender and receiver.
-    pub tx: usize,
-    pub rx: usize,
+    pub tx: EpId,
+    pub rx: EpId,
     pub start: Ns,
     pub stop: Option<Ns>,
     /// When the last byte of a finite transfer arrived.
@@ -54,7 +55,7 @@ pub struct FlowRt {
     /// Discarded (connection reset): packets arriving for it are dropped, timers ignored.
     pub dead: bool,
     /// The video client this half-connection belongs to.
-    pub client: Option<u32>,
+    pub client: Option<ClientId>,
     /// Sum and count of srtt samples (ns) taken at the sampling interval.
     pub srtt_sum: f64,
     pub srtt_n: u64,
@@ -66,17 +67,17 @@ impl FlowRt {
     pub(crate) fn new(
         name: &str,
         kind: &'static str,
-        src: usize,
-        dst: usize,
-        tx: usize,
-        rx: usize,
+        src: NodeId,
+        dst: NodeId,
+        tx: EpId,
+        rx: EpId,
         start: Ns,
     ) -> FlowRt {
         FlowRt {
             name: name.to_string(),
             kind,
-            src: src as u16,
-            dst: dst as u16,
+            src,
+            dst,
             tx,
             rx,
             start,
@@ -99,7 +100,7 @@ pub(crate) fn tcp_config(p: &str, v: &serde_json::Value) -> Result<TcpConfig, Si
 }
 
 /// Application bytes received by a flow's receiver.
-pub(crate) fn bytes_received(eps: &[Ep], f: &FlowRt) -> u64 {
+pub(crate) fn bytes_received(eps: &IdVec<EpId, Ep>, f: &FlowRt) -> u64 {
     match &eps[f.rx] {
         Ep::Sink(s) => s.bytes,
         Ep::TcpRx(r) => r.bytes_received(),

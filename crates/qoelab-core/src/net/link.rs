@@ -118,8 +118,8 @@ struct Pipe {
 
 pub struct Link<P> {
     pub name: String,
-    pub from: usize,
-    pub to: usize,
+    pub from: crate::ids::NodeId,
+    pub to: crate::ids::NodeId,
     pub service: Service,
     pub delay: Ns,
     pub queue: Queue,
@@ -155,8 +155,8 @@ pub struct Link<P> {
 impl<P: LinkPacket> Link<P> {
     pub fn new(
         name: String,
-        from: usize,
-        to: usize,
+        from: crate::ids::NodeId,
+        to: crate::ids::NodeId,
         service: Service,
         delay: Ns,
         queue: Queue,
@@ -635,7 +635,7 @@ mod tests {
             seed: 1,
         };
         let q = Queue::build(aqm, &Params::new(), &ctx).unwrap();
-        Link::new("l".into(), 0, 1, Service::Fixed(10_000_000), delay, q, None)
+        Link::new("l".into(), crate::ids::NodeId(0), crate::ids::NodeId(1), Service::Fixed(10_000_000), delay, q, None)
     }
 
     /// Drive a link with a plain loop; returns (departure time, id) and the queue counters.

@@ -7,6 +7,7 @@ use super::config::ClientCfg;
 use super::endpoint::{tcp_config, Ep};
 use super::error::{serr, SimError};
 use super::world::{target, World, K_CLIENT};
+use crate::ids::{ClientId, FlowId, Id, LinkId, NodeId};
 use crate::params::Params;
 use crate::player::Player;
 use crate::report::summary::LossPhaseCounts;
@@ -26,7 +27,7 @@ impl World {
     pub(crate) fn add_client(&mut self, p: &str, c: &ClientCfg) -> Result<(), SimError> {
         let session = self.build_session(p, c)?;
         self.check_nodes(p, c.server, c.client, true)?;
-        let ci = self.clients.len();
+        let ci = self.clients.next_id();
         let (req_flow, resp_flow) = self.open_connection(p, ci, c, 0, c.start)?;
         self.clients.push(ClientRt {
             session,
@@ -45,11 +46,12 @@ impl World {
     fn open_connection(
         &mut self,
         p: &str,
-        ci: usize,
+        ci: ClientId,
         c: &ClientCfg,
         k: u32,
         start: Ns,
-    ) -> Result<(usize, usize), SimError> {
+    ) -> Result<(FlowId, FlowId), SimError> {
+        let (server, client) = (NodeId::from_index(c.server), NodeId::from_index(c.client));
         let tcfg = tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
@@ -58,8 +60,8 @@ impl World {
             p,
             &format!("{name}/req{suffix}"),
             "http_req",
-            c.client,
-            c.server,
+            client,
+            server,
             &c.cc,
             &ccp,
             &tcfg,
@@ -69,23 +71,14 @@ impl World {
         // connection setup.
         let mut down = tcfg.clone();
         down.handshake = false;
-        let resp = self.add_tcp_flow(
-            p,
-            &format!("{name}/resp{suffix}"),
-            "video",
-            c.server,
-            c.client,
-            &c.cc,
-            &ccp,
-            &down,
-            start,
-        )?;
-        self.flows[req].client = Some(ci as u32);
-        self.flows[resp].client = Some(ci as u32);
+        let resp =
+            self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", server, client, &c.cc, &ccp, &down, start)?;
+        self.flows[req].client = Some(ci);
+        self.flows[resp].client = Some(ci);
         Ok((req, resp))
     }
 
-    fn clients_sched(&mut self, ci: usize, t: Ns) {
+    fn clients_sched(&mut self, ci: ClientId, t: Ns) {
         if t != NEVER && t < self.clients[ci].sched {
             let t = t.max(self.engine.now());
             self.clients[ci].sched = t;
@@ -94,7 +87,7 @@ impl World {
     }
 
     /// Client timer.
-    pub(crate) fn on_client_timer(&mut self, ci: usize) {
+    pub(crate) fn on_client_timer(&mut self, ci: ClientId) {
         let now = self.engine.now();
         if self.clients[ci].sched != now {
             return;
@@ -109,7 +102,7 @@ impl World {
     }
 
     /// A TCP receiver of client `ci`'s connection got a packet (called after on_packet).
-    pub(crate) fn client_on_rx(&mut self, ci: usize, fid: usize) {
+    pub(crate) fn client_on_rx(&mut self, ci: ClientId, fid: FlowId) {
         let c = &self.clients[ci];
         let dir = if fid == c.req_flow {
             Dir::Request
@@ -122,7 +115,7 @@ impl World {
     }
 
     /// Call the session with a buffered transport, apply its operations, reschedule its timer.
-    fn with_session(&mut self, ci: usize, f: impl FnOnce(&mut VideoSession, Ns, &mut dyn Transport)) {
+    fn with_session(&mut self, ci: ClientId, f: impl FnOnce(&mut VideoSession, Ns, &mut dyn Transport)) {
         let now = self.engine.now();
         let mut ops = std::mem::take(&mut self.conn_ops);
         let c = &mut self.clients[ci];
@@ -155,7 +148,7 @@ impl World {
     }
 
     /// Reset the connection: discard both halves, open a new connection.
-    fn client_reset(&mut self, ci: usize) {
+    fn client_reset(&mut self, ci: ClientId) {
         let now = self.engine.now();
         let (rq, rs) = (self.clients[ci].req_flow, self.clients[ci].resp_flow);
         self.flows[rq].dead = true;
@@ -186,7 +179,7 @@ impl World {
                 let loss_phases = phases.as_ref().map(|ph| {
                     let mut k = LossPhaseCounts::default();
                     for (&f, &x) in ph.iter() {
-                        if flows.contains(&(f as usize)) {
+                        if flows.contains(&FlowId(f as u32)) {
                             k.b += x[0];
                             k.t += x[1];
                             k.c += x[2];
@@ -195,7 +188,7 @@ impl World {
                     k
                 });
                 let info = PacketClientInfo {
-                    flow: flows[0],
+                    flow: flows[0].index(),
                     connections: c.session.connections(),
                     srtt_mean_ms: (n > 0).then(|| (sum / n as f64 / 1e3).round() / 1e3),
                     loss_phases,
@@ -227,7 +220,7 @@ impl World {
         // The latest arrival index of (link, flow, seq), to mark it dropped.
         let mut last: std::collections::HashMap<(i64, i64, i64), usize> = std::collections::HashMap::new();
         for i in 0..tm.len() {
-            if !video.contains(&flow[i]) || !self.links[link[i] as usize].monitor {
+            if !video.contains(&flow[i]) || !self.links[LinkId(link[i] as u32)].monitor {
                 continue;
             }
             let is_data = payload[i] > 0;

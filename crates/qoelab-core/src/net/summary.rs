@@ -3,6 +3,7 @@
 
 use super::world::World;
 use crate::aqm::DropReason;
+use crate::ids::{FlowId, Id, LinkId};
 use crate::report::summary::{r6, FlowSummary, LinkSummary, PacketCounts, QueueDelay, Summary};
 use crate::time::secs;
 
@@ -30,7 +31,7 @@ pub fn percentile(sorted: &[u32], q: f64) -> Option<f64> {
 
 impl World {
     /// Active span of a flow within the run (ns): from its start to its stop, completion or the end.
-    pub fn flow_span(&self, fid: usize) -> (u64, u64) {
+    pub fn flow_span(&self, fid: FlowId) -> (u64, u64) {
         let f = &self.flows[fid];
         let end = self.cfg.duration;
         let mut stop = f.stop.unwrap_or(end).min(end);
@@ -41,7 +42,7 @@ impl World {
     }
 
     /// Queueing delay of a link's queue (ms).
-    fn queue_delay(&self, li: usize) -> QueueDelay {
+    fn queue_delay(&self, li: LinkId) -> QueueDelay {
         let q = &self.links[li].queue;
         let mut d = QueueDelay::default();
         if q.stats.dequeued_pkts > 0 {
@@ -61,7 +62,7 @@ impl World {
         let dur = self.cfg.duration;
         let mut out = Summary::new(&self.cfg.network, &self.cfg.name, self.seed, dur, config_hash);
         let mut goodputs: Vec<f64> = Vec::new();
-        for (fid, f) in self.flows.iter().enumerate() {
+        for (fid, f) in self.flows.iter_enumerated() {
             let (a, b) = self.flow_span(fid);
             let bytes = self.flow_bytes_received(fid);
             let gp = if b > a { bytes as f64 * 8.0 / secs(b - a) } else { 0.0 };
@@ -69,11 +70,11 @@ impl World {
                 goodputs.push(gp);
             }
             out.flows.push(FlowSummary {
-                id: fid,
+                id: fid.index(),
                 name: f.name.clone(),
                 kind: f.kind,
-                src: self.cfg.nodes[f.src as usize].name.clone(),
-                dst: self.cfg.nodes[f.dst as usize].name.clone(),
+                src: self.cfg.nodes[f.src.index()].name.clone(),
+                dst: self.cfg.nodes[f.dst.index()].name.clone(),
                 start_s: r6(secs(f.start)),
                 active_s: r6(secs(b - a)),
                 bytes_received: bytes,
@@ -85,7 +86,7 @@ impl World {
         }
         out.jain_index = jain(&goodputs).and_then(r6);
         let mut monitored_pkts = 0u64;
-        for (li, l) in self.links.iter().enumerate().filter(|(_, l)| l.monitor) {
+        for (li, l) in self.links.iter_enumerated().filter(|(_, l)| l.monitor) {
             let q = &l.queue.stats;
             monitored_pkts += l.stats.tx_pkts;
             let cap = l.capacity_bytes(dur);

@@ -9,6 +9,7 @@ use super::link::{Link, LinkEventKind, Service, SimLink};
 use super::loss::Loss;
 use super::trace::{Opportunities, RateSchedule, TraceCfg};
 use crate::aqm::{AqmBuildCtx, Queue};
+use crate::ids::{ClientId, EpId, FlowId, Id, IdVec, LinkId, NodeId};
 use crate::packet::{flags, flow_hash, Packet};
 use crate::params::Params;
 use crate::report::table::Table;
@@ -31,15 +32,15 @@ pub(crate) const K_CLIENT: u64 = 7;
 const IDX_MASK: u64 = (1 << 56) - 1;
 
 #[inline]
-pub(crate) fn target(kind: u64, idx: usize) -> u64 {
-    kind << 56 | idx as u64
+pub(crate) fn target(kind: u64, idx: impl Id) -> u64 {
+    kind << 56 | idx.index() as u64
 }
 
 /// A web-like traffic generator: Poisson arrivals of TCP flows with sizes from a CDF.
 struct WebGen {
     name: String,
-    src: usize,
-    dst: usize,
+    src: NodeId,
+    dst: NodeId,
     cc: String,
     cc_params: Params,
     tcp: TcpConfig,
@@ -67,12 +68,12 @@ impl WebGen {
 
 #[derive(Clone, Debug)]
 enum AppAction {
-    Start(usize),
-    Stop(usize),
-    Weight(usize, f64),
+    Start(FlowId),
+    Stop(FlowId),
+    Weight(FlowId, f64),
     WebArrival(usize),
     /// ON/OFF source: write `bytes` now and again every `period` (flow, bytes, period).
-    Burst(usize, u64, Ns),
+    Burst(FlowId, u64, Ns),
     /// A video session arrives (session generator index).
     Session(usize),
 }
@@ -92,24 +93,24 @@ pub use crate::abr::AbrFactory;
 pub struct World {
     pub cfg: SimConfig,
     pub engine: Engine,
-    pub links: Vec<SimLink>,
+    pub links: IdVec<LinkId, SimLink>,
     /// routes[node][dst] = link index (u32::MAX = unreachable).
     routes: Vec<Vec<u32>>,
-    pub eps: Vec<Ep>,
-    ep_node: Vec<u16>,
+    pub eps: IdVec<EpId, Ep>,
+    ep_node: IdVec<EpId, NodeId>,
     /// Flow id of each endpoint.
-    ep_flow: Vec<u32>,
-    ep_sched: Vec<Ns>,
-    pub flows: Vec<FlowRt>,
+    ep_flow: IdVec<EpId, FlowId>,
+    ep_sched: IdVec<EpId, Ns>,
+    pub flows: IdVec<FlowId, FlowRt>,
     actions: Vec<AppAction>,
     pub rec: Recorder,
     /// Queue counters at the previous sample (for interval sojourn means).
     prev_q: Vec<(u64, u128)>,
     pub seed: u64,
     /// pcap writers of links with capture enabled (by link index).
-    pcaps: Vec<(usize, super::pcap::PcapWriter)>,
+    pcaps: Vec<(LinkId, super::pcap::PcapWriter)>,
     webgens: Vec<WebGen>,
-    pub(crate) clients: Vec<super::clients::ClientRt>,
+    pub(crate) clients: IdVec<ClientId, super::clients::ClientRt>,
     /// Scratch buffer of session operations (see `clients::with_session`).
     pub(crate) conn_ops: Vec<super::clients::ConnOp>,
     /// Packets that arrived for discarded connections.
@@ -188,7 +189,15 @@ impl World {
                 }
                 None => None,
             };
-            let mut link = Link::new(l.name.clone(), l.from, l.to, service, l.delay, queue, loss);
+            let mut link = Link::new(
+                l.name.clone(),
+                NodeId::from_index(l.from),
+                NodeId::from_index(l.to),
+                service,
+                l.delay,
+                queue,
+                loss,
+            );
             link.record = l.packet_log || l.pcap;
             if !l.monitor {
                 // Unmonitored plain FIFOs at a fixed rate (access links) are served analytically;
@@ -277,26 +286,26 @@ impl World {
         let mut w = World {
             cfg,
             engine: Engine::new(),
-            links,
+            links: links.into(),
             routes,
-            eps: Vec::new(),
-            ep_node: Vec::new(),
-            ep_flow: Vec::new(),
-            ep_sched: Vec::new(),
-            flows: Vec::new(),
+            eps: IdVec::new(),
+            ep_node: IdVec::new(),
+            ep_flow: IdVec::new(),
+            ep_sched: IdVec::new(),
+            flows: IdVec::new(),
             actions: Vec::new(),
             rec,
             prev_q: vec![(0, 0); nl],
             seed,
             pcaps: Vec::new(),
             webgens: Vec::new(),
-            clients: Vec::new(),
+            clients: IdVec::new(),
             conn_ops: Vec::new(),
             dead_drops: 0,
             abr_factory,
             session_gens: Vec::new(),
         };
-        for i in 0..w.links.len() {
+        for i in w.links.ids() {
             if w.links[i].pcap {
                 w.pcaps.push((i, super::pcap::PcapWriter::new()));
             }
@@ -331,7 +340,7 @@ impl World {
                 }
             }
         }
-        for i in 0..w.links.len() {
+        for i in w.links.ids() {
             w.schedule_aqm_timer(i);
         }
         if w.rec.flows.is_some() || w.rec.queues.is_some() || w.rec.tcp.is_some() || !w.clients.is_empty() {
@@ -344,7 +353,14 @@ impl World {
     }
 
     /// Both nodes exist and are connected (both ways when `two_way`, as TCP needs for ACKs).
-    pub(crate) fn check_nodes(&self, p: &str, src: usize, dst: usize, two_way: bool) -> Result<(), SimError> {
+    /// Returns the typed ids of the two nodes.
+    pub(crate) fn check_nodes(
+        &self,
+        p: &str,
+        src: usize,
+        dst: usize,
+        two_way: bool,
+    ) -> Result<(NodeId, NodeId), SimError> {
         let n = self.cfg.nodes.len();
         if src >= n || dst >= n || src == dst {
             return Err(serr(format!("{p}.src"), "expected two different existing nodes"));
@@ -355,29 +371,29 @@ impl World {
                 format!("no route between {} and {}", self.cfg.nodes[src].name, self.cfg.nodes[dst].name),
             ));
         }
-        Ok(())
+        Ok((NodeId::from_index(src), NodeId::from_index(dst)))
     }
 
-    fn new_ep(&mut self, ep: Ep, node: usize, flow: usize) -> usize {
-        self.eps.push(ep);
-        self.ep_node.push(node as u16);
-        self.ep_flow.push(flow as u32);
+    fn new_ep(&mut self, ep: Ep, node: NodeId, flow: FlowId) -> EpId {
+        self.ep_node.push(node);
+        self.ep_flow.push(flow);
         self.ep_sched.push(NEVER);
-        self.eps.len() - 1
+        self.eps.push(ep)
     }
 
     fn add_flow(&mut self, i: usize, f: &FlowCfg) -> Result<(), SimError> {
         let p = format!("flows[{i}]");
         match f {
             FlowCfg::Cbr { name, src, dst, rate_bps, packet_size, start, stop } => {
-                self.check_nodes(&p, *src, *dst, false)?;
+                let (src, dst) = self.check_nodes(&p, *src, *dst, false)?;
+                let (src, dst) = (&src, &dst);
                 if *rate_bps == 0 {
                     return Err(serr(format!("{p}.rate"), "expected > 0"));
                 }
                 if *packet_size < 28 || *packet_size > crate::packet::MTU {
                     return Err(serr(format!("{p}.packet_size"), "expected 28..=1500 bytes"));
                 }
-                let fid = self.flows.len();
+                let fid = self.flows.next_id();
                 let tx = self.new_ep(
                     Ep::Cbr(CbrSource {
                         rate_bps: *rate_bps,
@@ -401,7 +417,8 @@ impl World {
                 Ok(())
             }
             FlowCfg::Bulk { name, src, dst, cc, cc_params, tcp, start, stop, bytes, weight_schedule } => {
-                self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = (&src, &dst);
                 let tcfg = tcp_config(&p, tcp)?;
                 let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
                 if bytes == &Some(0) {
@@ -432,7 +449,8 @@ impl World {
                 Ok(())
             }
             FlowCfg::Onoff { name, src, dst, cc, cc_params, tcp, start, stop, bytes, period } => {
-                self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = (&src, &dst);
                 let tcfg = tcp_config(&p, tcp)?;
                 let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
                 if *bytes == 0 || *period == 0 {
@@ -444,7 +462,8 @@ impl World {
                 Ok(())
             }
             FlowCfg::Web { name, src, dst, cc, cc_params, tcp, start, stop, arrival_rate, sizes } => {
-                self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = self.check_nodes(&p, *src, *dst, true)?;
+                let (src, dst) = (&src, &dst);
                 let tcfg = tcp_config(&p, tcp)?;
                 let ccp = Params::from_value(cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
                 // Check the controller builds now rather than at the first arrival.
@@ -495,21 +514,21 @@ impl World {
         p: &str,
         name: &str,
         kind: &'static str,
-        src: usize,
-        dst: usize,
+        src: NodeId,
+        dst: NodeId,
         cc_name: &str,
         ccp: &Params,
         tcfg: &TcpConfig,
         start: Ns,
-    ) -> Result<usize, SimError> {
-        let fid = self.flows.len();
+    ) -> Result<FlowId, SimError> {
+        let fid = self.flows.next_id();
         let ctx = CcBuildCtx {
             mss: tcfg.mss as u64,
             initial_window: tcfg.initial_window as u64,
             seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
         };
         let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
-        let addr = FlowAddr { flow: fid as u32, src: src as u16, dst: dst as u16 };
+        let addr = FlowAddr { flow: fid.0, src: src.0, dst: dst.0 };
         let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
         let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
         let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
@@ -564,7 +583,7 @@ impl World {
         self.engine.schedule(t, target(K_APP, self.actions.len() - 1));
     }
 
-    fn schedule_aqm_timer(&mut self, li: usize) {
+    fn schedule_aqm_timer(&mut self, li: LinkId) {
         let t = self.links[li].queue.next_timer();
         if t < self.links[li].aqm_timer {
             let t = t.max(self.engine.now());
@@ -577,16 +596,16 @@ impl World {
 
     /// A node emits or forwards `pkt` toward `pkt.dst`.
     #[inline]
-    fn forward(&mut self, node: usize, pkt: &Packet) {
-        let li = self.routes[node][pkt.dst as usize];
+    fn forward(&mut self, node: NodeId, pkt: &Packet) {
+        let li = self.routes[node.index()][pkt.dst as usize];
         debug_assert!(li != u32::MAX, "no route");
-        self.link_ingress(li as usize, pkt);
+        self.link_ingress(LinkId(li), pkt);
     }
 
-    fn log_packet(&mut self, li: usize, ev: i64, p: &Packet, reason: i64) {
+    fn log_packet(&mut self, li: LinkId, ev: i64, p: &Packet, reason: i64) {
         if let Some(t) = &mut self.rec.packets {
             t.i(0, self.engine.now() as i64);
-            t.i(1, li as i64);
+            t.i(1, li.0 as i64);
             t.i(2, ev);
             t.i(3, p.flow as i64);
             t.i(4, p.seq as i64);
@@ -599,7 +618,7 @@ impl World {
     }
 
     #[inline]
-    fn link_ingress(&mut self, li: usize, pkt: &Packet) {
+    fn link_ingress(&mut self, li: LinkId, pkt: &Packet) {
         let now = self.engine.now();
         self.links[li].arrive_ref(now, pkt);
         self.link_settle(li);
@@ -613,7 +632,7 @@ impl World {
     /// delay, then schedule its pending wake-ups (delay line first, then service, the order in
     /// which the link used to schedule them).
     #[inline(always)]
-    fn link_settle(&mut self, li: usize) {
+    fn link_settle(&mut self, li: LinkId) {
         if !self.links[li].events.is_empty() {
             self.link_events(li);
         }
@@ -639,7 +658,7 @@ impl World {
 
     /// Deliver the packets leaving a zero-delay link now.
     #[inline(never)]
-    fn link_deliver_now(&mut self, li: usize) {
+    fn link_deliver_now(&mut self, li: LinkId) {
         let now = self.engine.now();
         while self.links[li].line_head() == Some(now) {
             let p = self.links[li].pop_departure();
@@ -651,13 +670,13 @@ impl World {
     /// Packet log rows and pcap records of what link `li` recorded.
     #[cold]
     #[inline(never)]
-    fn link_events(&mut self, li: usize) {
+    fn link_events(&mut self, li: LinkId) {
         let mut evs = std::mem::take(&mut self.links[li].link.events);
         let (log, pcap) = (self.links[li].packet_log, self.links[li].pcap);
         for e in &evs {
             match e.kind {
                 LinkEventKind::Transmit if pcap => {
-                    let data_dir = e.pkt.src == self.flows[e.pkt.flow as usize].src;
+                    let data_dir = e.pkt.src == self.flows[FlowId(e.pkt.flow)].src.0;
                     if let Some((_, w)) = self.pcaps.iter_mut().find(|(i, _)| *i == li) {
                         w.write(e.time, &e.pkt, data_dir);
                     }
@@ -679,7 +698,7 @@ impl World {
         self.links[li].link.events = evs;
     }
 
-    fn on_tx(&mut self, li: usize) {
+    fn on_tx(&mut self, li: LinkId) {
         let now = self.engine.now();
         self.links[li].tx_event = NEVER;
         self.links[li].finish_service(now);
@@ -695,7 +714,7 @@ impl World {
         self.link_settle(li);
     }
 
-    fn on_arrival(&mut self, li: usize) {
+    fn on_arrival(&mut self, li: LinkId) {
         let now = self.engine.now();
         debug_assert_eq!(self.links[li].line_head(), Some(now));
         let link = &mut self.links[li];
@@ -718,17 +737,17 @@ impl World {
     }
 
     /// `pkt` reaches `node`.
-    fn arrive(&mut self, node: usize, pkt: &Packet) {
-        if pkt.dst as usize != node {
+    fn arrive(&mut self, node: NodeId, pkt: &Packet) {
+        if pkt.dst != node.0 {
             self.forward(node, pkt);
             return;
         }
-        let f = &self.flows[pkt.flow as usize];
+        let f = &self.flows[FlowId(pkt.flow)];
         if f.dead {
             self.dead_drops += 1;
             return;
         }
-        let ep = if node == f.dst as usize { f.rx } else { f.tx };
+        let ep = if node == f.dst { f.rx } else { f.tx };
         let now = self.engine.now();
         match &mut self.eps[ep] {
             Ep::Sink(s) => {
@@ -740,7 +759,7 @@ impl World {
             Ep::TcpRx(r) => {
                 r.on_packet(now, pkt);
                 let got = r.bytes_received();
-                let fid = pkt.flow as usize;
+                let fid = FlowId(pkt.flow);
                 let f = &self.flows[fid];
                 let client = f.client;
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
@@ -748,7 +767,7 @@ impl World {
                 }
                 if let Some(ci) = client {
                     self.drain_ep(ep);
-                    self.client_on_rx(ci as usize, fid);
+                    self.client_on_rx(ci, fid);
                     return;
                 }
             }
@@ -758,14 +777,14 @@ impl World {
 
     // ----- endpoints -----
 
-    fn flow_completed(&mut self, fid: usize) {
+    fn flow_completed(&mut self, fid: FlowId) {
         let now = self.engine.now();
         let f = &mut self.flows[fid];
         f.done_at = Some(now);
         if f.kind == "web" {
             if let Some(t) = &mut self.rec.web {
                 let gen = f.name.rsplit_once('#').map(|x| x.0).unwrap_or(&f.name).to_string();
-                t.i(0, fid as i64);
+                t.i(0, fid.0 as i64);
                 t.s(1, &gen);
                 t.f(2, crate::time::secs(f.start));
                 t.i(3, f.size.unwrap_or(0) as i64);
@@ -774,7 +793,7 @@ impl World {
         }
     }
 
-    fn ep_poll_transmit(&mut self, ep: usize, now: Ns) -> Option<Packet> {
+    fn ep_poll_transmit(&mut self, ep: EpId, now: Ns) -> Option<Packet> {
         match &mut self.eps[ep] {
             Ep::TcpTx(s) => s.poll_transmit(now),
             Ep::TcpRx(r) => r.poll_transmit(now),
@@ -798,7 +817,7 @@ impl World {
         }
     }
 
-    fn ep_poll_at(&self, ep: usize) -> Ns {
+    fn ep_poll_at(&self, ep: EpId) -> Ns {
         match &self.eps[ep] {
             Ep::Cbr(c) if c.active => c.next,
             Ep::TcpTx(s) => s.poll_at(),
@@ -808,20 +827,20 @@ impl World {
     }
 
     /// Emit everything the endpoint wants to send now; reschedule its timer.
-    pub(crate) fn drain_ep(&mut self, ep: usize) {
+    pub(crate) fn drain_ep(&mut self, ep: EpId) {
         let now = self.engine.now();
-        if self.flows[self.ep_flow[ep] as usize].dead {
+        if self.flows[self.ep_flow[ep]].dead {
             return;
         }
-        let node = self.ep_node[ep] as usize;
+        let node = self.ep_node[ep];
         while let Some(mut p) = self.ep_poll_transmit(ep, now) {
             if p.flags & flags::DGRAM != 0 {
-                let fid = self.ep_flow[ep] as usize;
+                let fid = self.ep_flow[ep];
                 let f = &self.flows[fid];
-                p.flow = fid as u32;
-                p.src = f.src;
-                p.dst = f.dst;
-                p.hash = flow_hash(fid as u32, f.src, f.dst);
+                p.flow = fid.0;
+                p.src = f.src.0;
+                p.dst = f.dst.0;
+                p.hash = flow_hash(fid.0, f.src.0, f.dst.0);
             }
             self.forward(node, &p);
         }
@@ -833,12 +852,12 @@ impl World {
         }
     }
 
-    fn on_ep_timer(&mut self, ep: usize) {
+    fn on_ep_timer(&mut self, ep: EpId) {
         let now = self.engine.now();
         if self.ep_sched[ep] != now {
             return; // stale
         }
-        if self.flows[self.ep_flow[ep] as usize].dead {
+        if self.flows[self.ep_flow[ep]].dead {
             self.ep_sched[ep] = NEVER;
             return;
         }
@@ -903,7 +922,7 @@ impl World {
         }
     }
 
-    fn on_aqm_timer(&mut self, li: usize) {
+    fn on_aqm_timer(&mut self, li: LinkId) {
         let now = self.engine.now();
         if self.links[li].aqm_timer != now {
             return;
@@ -923,7 +942,7 @@ impl World {
             // Rows only for flows that exist during the interval: started, and not completed,
             // stopped or reset before it began (unless bytes still arrived).
             let from = now.saturating_sub(self.cfg.output.sample_interval);
-            for fid in 0..self.flows.len() {
+            for fid in self.flows.ids() {
                 let got = self.flow_bytes_received(fid);
                 let f = &mut self.flows[fid];
                 let d = got - f.prev_bytes;
@@ -933,7 +952,7 @@ impl World {
                     continue;
                 }
                 tab.f(0, t);
-                tab.i(1, fid as i64);
+                tab.i(1, fid.0 as i64);
                 tab.i(2, got as i64);
                 tab.f(3, d as f64 * 8.0 / si);
             }
@@ -951,14 +970,14 @@ impl World {
             }
         }
         if let Some(tab) = &mut self.rec.tcp {
-            for (fid, f) in self.flows.iter().enumerate() {
+            for (fid, f) in self.flows.iter_enumerated() {
                 if now < f.start || f.done_at.is_some() || f.dead {
                     continue;
                 }
                 if let Ep::TcpTx(s) = &self.eps[f.tx] {
                     let x = s.sample(now);
                     tab.f(0, t);
-                    tab.i(1, fid as i64);
+                    tab.i(1, fid.0 as i64);
                     tab.i(2, x.cwnd as i64);
                     tab.i(3, x.ssthresh.min(i64::MAX as u64) as i64);
                     tab.f(4, x.srtt as f64 / 1e6);
@@ -1003,7 +1022,7 @@ impl World {
     }
 
     /// TCP statistics of a flow's sender for the summary (None for datagram flows).
-    pub(crate) fn tcp_flow_summary(&self, fid: usize) -> Option<crate::report::summary::TcpFlowSummary> {
+    pub(crate) fn tcp_flow_summary(&self, fid: FlowId) -> Option<crate::report::summary::TcpFlowSummary> {
         let f = &self.flows[fid];
         let Ep::TcpTx(s) = &self.eps[f.tx] else { return None };
         let st = s.stats();
@@ -1021,7 +1040,7 @@ impl World {
     }
 
     /// Application bytes received by a flow's receiver.
-    pub fn flow_bytes_received(&self, fid: usize) -> u64 {
+    pub fn flow_bytes_received(&self, fid: FlowId) -> u64 {
         bytes_received(&self.eps, &self.flows[fid])
     }
 
@@ -1036,8 +1055,8 @@ impl World {
             fl.i(0, i as i64);
             fl.s(1, &f.name);
             fl.s(2, f.kind);
-            fl.s(3, &self.cfg.nodes[f.src as usize].name);
-            fl.s(4, &self.cfg.nodes[f.dst as usize].name);
+            fl.s(3, &self.cfg.nodes[f.src.index()].name);
+            fl.s(4, &self.cfg.nodes[f.dst.index()].name);
             fl.f(5, crate::time::secs(f.start));
         }
         out.push(fl);
@@ -1056,8 +1075,8 @@ impl World {
         for (i, l) in self.links.iter().enumerate() {
             li.i(0, i as i64);
             li.s(1, &l.name);
-            li.s(2, &self.cfg.nodes[l.from].name);
-            li.s(3, &self.cfg.nodes[l.to].name);
+            li.s(2, &self.cfg.nodes[l.from.index()].name);
+            li.s(3, &self.cfg.nodes[l.to.index()].name);
             li.f(4, l.nominal_rate_bps());
             li.f(5, l.delay as f64 / 1e6);
             li.s(6, l.queue.kind);
@@ -1096,13 +1115,13 @@ impl World {
         while let Some(ev) = self.engine.pop_until(end) {
             let idx = (ev.target & IDX_MASK) as usize;
             match ev.target >> 56 {
-                K_TX => self.on_tx(idx),
-                K_ARR => self.on_arrival(idx),
-                K_EP => self.on_ep_timer(idx),
-                K_AQM => self.on_aqm_timer(idx),
+                K_TX => self.on_tx(LinkId(idx as u32)),
+                K_ARR => self.on_arrival(LinkId(idx as u32)),
+                K_EP => self.on_ep_timer(EpId(idx as u32)),
+                K_AQM => self.on_aqm_timer(LinkId(idx as u32)),
                 K_APP => self.on_app(idx),
                 K_SAMPLE => self.on_sample(),
-                K_CLIENT => self.on_client_timer(idx),
+                K_CLIENT => self.on_client_timer(ClientId(idx as u32)),
                 k => unreachable!("event kind {k}"),
             }
         }
@@ -1132,7 +1151,7 @@ impl World {
 fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
     let mut out_links: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, l) in links.iter().enumerate() {
-        out_links[l.from].push(i);
+        out_links[l.from.index()].push(i);
     }
     let mut routes = vec![vec![u32::MAX; n]; n];
     for (src, row) in routes.iter_mut().enumerate() {
@@ -1142,7 +1161,7 @@ fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
         seen[src] = true;
         let mut q = std::collections::VecDeque::new();
         for &li in &out_links[src] {
-            let to = links[li].to;
+            let to = links[li].to.index();
             if !seen[to] {
                 seen[to] = true;
                 first[to] = li as u32;
@@ -1151,7 +1170,7 @@ fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
         }
         while let Some(u) = q.pop_front() {
             for &li in &out_links[u] {
-                let to = links[li].to;
+                let to = links[li].to.index();
                 if !seen[to] {
                     seen[to] = true;
                     first[to] = first[u];
