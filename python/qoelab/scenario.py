@@ -69,6 +69,10 @@ class _Section:
         self.asked.add(k)
         if k not in self.data:
             if required:
+                # A misspelt required key: name the typo, not the missing key.
+                typo = difflib.get_close_matches(k, [x for x in self.data if isinstance(x, str)], n=1, cutoff=0.75)
+                if typo:
+                    raise InputError(self.src, self.key(typo[0]), message=f"unknown key; did you mean \"{k}\"?")
                 raise InputError(self.src, self.key(k), message="missing required key")
             return default
         self.used.add(k)
