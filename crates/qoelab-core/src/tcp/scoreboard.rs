@@ -280,10 +280,15 @@ impl Scoreboard {
     ///
     /// IsLost is monotone (SACKed data above a segment only grows, and a lower segment has at least
     /// as much above it), so a cursor walks up the queue once: amortized O(1) per segment.
+    #[inline]
     pub fn mark_lost_rfc6675(&mut self, mss: u64, dupthresh: u64) -> u64 {
         if self.sacked_segs == 0 {
             return 0;
         }
+        self.mark_lost_rfc6675_walk(mss, dupthresh)
+    }
+
+    fn mark_lost_rfc6675_walk(&mut self, mss: u64, dupthresh: u64) -> u64 {
         let mut newly = 0;
         let mut i = self.index_of(self.lost_cursor);
         while i < self.segs.len() {
@@ -364,7 +369,15 @@ impl Scoreboard {
     /// reordering` has been SACKed (data sent after it arrived, it did not). The segment becomes
     /// lost-not-retransmitted again, to be resent by NextSeg rule 1. Returns the bytes and the
     /// number of segments re-marked.
+    #[inline]
     pub fn mark_lost_retransmits(&mut self, reordering: u64) -> (u64, u64) {
+        match self.retx_fifo.front() {
+            Some(&(_, high)) if self.high_sacked >= high + reordering => self.mark_lost_retransmits_walk(reordering),
+            _ => (0, 0),
+        }
+    }
+
+    fn mark_lost_retransmits_walk(&mut self, reordering: u64) -> (u64, u64) {
         let mut newly = 0;
         let mut count = 0;
         while let Some(&(seq, high)) = self.retx_fifo.front() {
