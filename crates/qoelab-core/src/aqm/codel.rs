@@ -119,7 +119,8 @@ struct DoDeq {
 }
 
 impl CodelVars {
-    fn dodequeue(&mut self, now: Ns, cp: &CodelParams, q: &mut dyn CodelQueue) -> DoDeq {
+    #[inline]
+    fn dodequeue<Q: CodelQueue + ?Sized>(&mut self, now: Ns, cp: &CodelParams, q: &mut Q) -> DoDeq {
         let Some(p) = q.pop() else {
             self.first_above_time = 0;
             return DoDeq { p: None, ok_to_drop: false };
@@ -165,7 +166,13 @@ impl CodelVars {
     }
 
     /// RFC 8289 dequeue(): returns the packet to send; drops go to `sink` (reason AqmDequeue).
-    pub fn dequeue(&mut self, now: Ns, cp: &CodelParams, q: &mut dyn CodelQueue, sink: &mut DropSink) -> Option<Item> {
+    pub fn dequeue<Q: CodelQueue + ?Sized>(
+        &mut self,
+        now: Ns,
+        cp: &CodelParams,
+        q: &mut Q,
+        sink: &mut DropSink,
+    ) -> Option<Item> {
         let now = match cp.mode {
             CodelMode::Rfc => now,
             CodelMode::Mahimahi => now / MS * MS,
@@ -218,11 +225,11 @@ impl CodelVars {
 
     /// Mahimahi's variant: the inner `dodequeue` results shadow the outer one, so the packet
     /// returned is the first one dequeued and the packets dequeued after it are dropped.
-    fn dequeue_mahimahi(
+    fn dequeue_mahimahi<Q: CodelQueue + ?Sized>(
         &mut self,
         now: Ns,
         cp: &CodelParams,
-        q: &mut dyn CodelQueue,
+        q: &mut Q,
         sink: &mut DropSink,
         r: DoDeq,
     ) -> Option<Item> {

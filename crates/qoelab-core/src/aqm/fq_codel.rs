@@ -146,6 +146,7 @@ struct FlowView<'a> {
 }
 
 impl CodelQueue for FlowView<'_> {
+    #[inline]
     fn pop(&mut self) -> Option<Item> {
         let p = self.q.pop_front()?;
         *self.fbytes -= p.size as u64;
@@ -153,6 +154,7 @@ impl CodelQueue for FlowView<'_> {
         *self.tpkts -= 1;
         Some(p)
     }
+    #[inline]
     fn backlog(&self) -> u64 {
         *self.tbytes
     }
@@ -223,11 +225,9 @@ impl QueueDiscipline for FqCodel {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let mut cv = std::mem::take(&mut f.cv);
             let mut view =
                 FlowView { q: &mut f.q, fbytes: &mut f.bytes, tbytes: &mut self.bytes, tpkts: &mut self.pkts };
-            let p = cv.dequeue(now, &self.cp, &mut view, sink);
-            f.cv = cv;
+            let p = f.cv.dequeue(now, &self.cp, &mut view, sink);
             match p {
                 None => {
                     list.pop_front();

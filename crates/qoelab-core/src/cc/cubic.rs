@@ -139,11 +139,15 @@ pub struct CubicCore {
     cur_round_min_rtt: Ns,
     rtt_samples: u32,
     css_baseline_min_rtt: Ns,
+    /// `cwnd` and `ssthresh` in bytes, recomputed after every change (the sender asks for them
+    /// several times per packet).
+    cwnd_b: u64,
+    ssthresh_b: u64,
 }
 
 impl CubicCore {
     pub fn new(ctx: &CcBuildCtx, fast_convergence: bool, hystart: bool) -> CubicCore {
-        CubicCore {
+        let mut c = CubicCore {
             mss: ctx.mss as f64,
             cwnd: ctx.initial_window as f64,
             ssthresh: f64::INFINITY,
@@ -169,7 +173,16 @@ impl CubicCore {
             cur_round_min_rtt: Ns::MAX,
             rtt_samples: 0,
             css_baseline_min_rtt: Ns::MAX,
-        }
+            cwnd_b: 0,
+            ssthresh_b: 0,
+        };
+        c.sync();
+        c
+    }
+
+    fn sync(&mut self) {
+        self.cwnd_b = (self.cwnd * self.mss) as u64;
+        self.ssthresh_b = if self.ssthresh.is_finite() { (self.ssthresh * self.mss) as u64 } else { u64::MAX };
     }
 
     /// Set the curve: C, beta (window kept on a congestion event), Reno-friendly alpha before and
@@ -183,15 +196,13 @@ impl CubicCore {
         self.fc_factor = fc_factor;
     }
 
+    #[inline]
     pub fn cwnd_bytes(&self) -> u64 {
-        (self.cwnd * self.mss) as u64
+        self.cwnd_b
     }
+    #[inline]
     pub fn ssthresh_bytes(&self) -> u64 {
-        if self.ssthresh.is_finite() {
-            (self.ssthresh * self.mss) as u64
-        } else {
-            u64::MAX
-        }
+        self.ssthresh_b
     }
     pub fn k(&self) -> f64 {
         self.k
@@ -206,6 +217,11 @@ impl CubicCore {
     }
 
     pub fn on_ack(&mut self, s: &AckSample) {
+        self.on_ack_inner(s);
+        self.sync();
+    }
+
+    fn on_ack_inner(&mut self, s: &AckSample) {
         let now = s.now;
         if s.acked_bytes > 0 {
             self.rto_pending = false;
@@ -312,6 +328,11 @@ impl CubicCore {
 
     /// Loss and ECN-Echo are treated alike (same ssthresh floor of 2 segments).
     pub fn on_congestion_event(&mut self, _kind: Congestion, bytes_in_flight: u64) {
+        self.on_congestion_event_inner(_kind, bytes_in_flight);
+        self.sync();
+    }
+
+    fn on_congestion_event_inner(&mut self, _kind: Congestion, bytes_in_flight: u64) {
         if self.fast_convergence && self.cwnd < self.w_max {
             self.w_max = self.cwnd * self.fc_factor;
         } else {
@@ -329,6 +350,11 @@ impl CubicCore {
     }
 
     pub fn on_recovery_exit(&mut self) {
+        self.on_recovery_exit_inner();
+        self.sync();
+    }
+
+    fn on_recovery_exit_inner(&mut self) {
         if self.recovery {
             self.cwnd = self.ssthresh;
         }
@@ -336,6 +362,11 @@ impl CubicCore {
     }
 
     pub fn on_rto(&mut self, bytes_in_flight: u64) {
+        self.on_rto_inner(bytes_in_flight);
+        self.sync();
+    }
+
+    fn on_rto_inner(&mut self, bytes_in_flight: u64) {
         if !self.rto_pending {
             let flight = bytes_in_flight as f64 / self.mss;
             self.cwnd_prior = self.cwnd;
@@ -352,6 +383,11 @@ impl CubicCore {
     }
 
     pub fn on_idle_restart(&mut self, restart_cwnd: u64) {
+        self.on_idle_restart_inner(restart_cwnd);
+        self.sync();
+    }
+
+    fn on_idle_restart_inner(&mut self, restart_cwnd: u64) {
         self.ssthresh = self.ssthresh.max(0.75 * self.cwnd);
         self.cwnd = restart_cwnd as f64 / self.mss;
         self.epoch_start = None;

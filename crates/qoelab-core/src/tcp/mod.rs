@@ -18,6 +18,7 @@ pub use crate::cc;
 pub mod config;
 pub use crate::cc::pacing;
 pub mod params;
+pub mod ranges;
 pub mod receiver;
 pub use crate::cc::rtt;
 pub mod scoreboard;

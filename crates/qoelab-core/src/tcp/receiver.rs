@@ -3,9 +3,10 @@
 //! echo (RFC 7323 4.3) and ECN-Echo (RFC 3168).
 
 use super::config::{FlowAddr, TcpConfig};
+use super::ranges::RangeSet;
 use crate::packet::{ecn, flags, flow_hash, Packet, MAX_SACK};
 use crate::time::{Ns, NEVER};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Receiver counters.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,7 +32,7 @@ pub struct TcpReceiver {
     hash: u32,
     rcv_nxt: u64,
     /// Out-of-order data: start -> end, disjoint, non-adjacent, all above rcv_nxt.
-    ooo: BTreeMap<u64, u64>,
+    ooo: RangeSet,
     /// SACK block starts in order of most recent update (RFC 2018 ordering).
     sack_recent: Vec<u64>,
     /// RFC 7323 TS.Recent and Last.ACK.sent.
@@ -56,7 +57,7 @@ impl TcpReceiver {
             addr,
             hash: flow_hash(addr.flow, addr.dst, addr.src),
             rcv_nxt: 0,
-            ooo: BTreeMap::new(),
+            ooo: RangeSet::new(),
             sack_recent: Vec::new(),
             ts_recent: 0,
             last_ack_sent: 0,
@@ -79,7 +80,7 @@ impl TcpReceiver {
     }
     /// Bytes held out of order.
     pub fn ooo_bytes(&self) -> u64 {
-        self.ooo.iter().map(|(s, e)| e - s).sum()
+        self.ooo.as_slice().iter().map(|(s, e)| e - s).sum()
     }
 
     pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
@@ -147,15 +148,11 @@ impl TcpReceiver {
             let old = self.rcv_nxt;
             self.rcv_nxt = e;
             // pull in buffered data now contiguous
-            while let Some((&os, &oe)) = self.ooo.iter().next() {
-                if os > self.rcv_nxt {
-                    break;
-                }
-                self.ooo.remove(&os);
-                self.rcv_nxt = self.rcv_nxt.max(oe);
+            if had_hole {
+                self.rcv_nxt = self.ooo.absorb_front(e);
+                let rcv_nxt = self.rcv_nxt;
+                self.sack_recent.retain(|&b| b > rcv_nxt);
             }
-            let rcv_nxt = self.rcv_nxt;
-            self.sack_recent.retain(|&b| b > rcv_nxt);
             self.unacked_bytes += self.rcv_nxt - old;
             if had_hole {
                 ack_now = true; // RFC 5681 4.2: segment filling (part of) a hole -> immediate ACK
@@ -174,32 +171,20 @@ impl TcpReceiver {
     }
 
     fn insert_ooo(&mut self, s: u64, e: u64) {
-        let mut ns = s;
-        let mut ne = e;
-        // merge with a range starting at or before s that reaches s
-        if let Some((&ps, &pe)) = self.ooo.range(..=s).next_back() {
-            if pe >= s {
-                if pe >= e {
-                    self.stats.duplicates += 1;
-                    self.stats.out_of_order -= 1;
-                    // still report it first (RFC 2018: block containing the most recent segment)
-                    self.touch_sack(ps);
-                    return;
-                }
-                ns = ps;
-                ne = ne.max(pe);
-                self.ooo.remove(&ps);
+        // already buffered entirely: a duplicate
+        if let Some((ps, pe)) = self.ooo.last_starting_at_or_before(s) {
+            if pe >= e {
+                self.stats.duplicates += 1;
+                self.stats.out_of_order -= 1;
+                // still report it first (RFC 2018: block containing the most recent segment)
+                self.touch_sack(ps);
+                return;
             }
         }
-        // absorb following ranges that start within [ns, ne]
-        let following: Vec<(u64, u64)> = self.ooo.range(ns..=ne).map(|(&a, &b)| (a, b)).collect();
-        for (a, b) in following {
-            self.ooo.remove(&a);
-            ne = ne.max(b);
-            self.sack_recent.retain(|&x| x != a);
-        }
+        // merge with every range it overlaps or touches; their SACK blocks become the new one
+        let recent = &mut self.sack_recent;
+        let (ns, _) = self.ooo.insert(s, e, |a| recent.retain(|&x| x != a));
         self.sack_recent.retain(|&x| x != ns);
-        self.ooo.insert(ns, ne);
         self.touch_sack(ns);
     }
 
@@ -230,7 +215,7 @@ impl TcpReceiver {
                 if n == MAX_SACK {
                     break;
                 }
-                if let Some(&end) = self.ooo.get(&start) {
+                if let Some(end) = self.ooo.get(start) {
                     p.sack[n] = (start, end);
                     n += 1;
                 }

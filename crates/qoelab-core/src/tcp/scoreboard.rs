@@ -7,8 +7,9 @@
 //! Counters follow Linux: `pipe = outstanding - sacked - lost + retransmitted` (RFC 6675 SetPipe:
 //! a not-SACKed byte counts once if not lost and once more if retransmitted).
 
+use super::ranges::RangeSet;
 use crate::time::Ns;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 /// One outstanding segment and its delivery-rate bookkeeping (draft-cheng-iccrg-delivery-rate-
 /// estimation "P.*" fields, refreshed on every transmission).
@@ -74,7 +75,7 @@ pub struct Scoreboard {
     sacked_segs: u64,
     /// Union of the SACKed segments' spans (merged), so that a SACK block only visits the
     /// segments it newly covers.
-    sacked_ranges: BTreeMap<u64, u64>,
+    sacked_ranges: RangeSet,
     /// IsLost cursor: every not-SACKed segment below it is marked lost (or was retransmitted);
     /// `below_*` count the SACKed segments/bytes below it.
     lost_cursor: u64,
@@ -199,16 +200,7 @@ impl Scoreboard {
         if self.lost_cursor < ack {
             self.lost_cursor = ack;
         }
-        while let Some((&rs, &re)) = self.sacked_ranges.first_key_value() {
-            if rs >= ack {
-                break;
-            }
-            self.sacked_ranges.remove(&rs);
-            if re > ack {
-                self.sacked_ranges.insert(ack, re);
-                break;
-            }
-        }
+        self.sacked_ranges.trim_below(ack);
         self.retx_hint = self.retx_hint.max(ack);
         if self.segs.is_empty() {
             self.retx_fifo.clear();
@@ -223,7 +215,7 @@ impl Scoreboard {
         let mut newly = 0;
         let mut cur = start;
         loop {
-            if let Some((_, &re)) = self.sacked_ranges.range(..=cur).next_back() {
+            if let Some((_, re)) = self.sacked_ranges.last_starting_at_or_before(cur) {
                 if re > cur {
                     cur = re;
                 }
@@ -231,7 +223,7 @@ impl Scoreboard {
             if cur >= end {
                 break;
             }
-            let gap_end = self.sacked_ranges.range(cur..end).next().map_or(end, |(&a, _)| a);
+            let gap_end = self.sacked_ranges.first_start_in(cur, end).unwrap_or(end);
             let mut i = self.index_of(cur);
             while i < self.segs.len() {
                 let s = self.segs[i];
@@ -263,19 +255,8 @@ impl Scoreboard {
         newly
     }
 
-    fn insert_range(&mut self, mut s: u64, mut e: u64) {
-        if let Some((&ps, &pe)) = self.sacked_ranges.range(..=s).next_back() {
-            if pe >= s {
-                s = ps;
-                e = e.max(pe);
-                self.sacked_ranges.remove(&ps);
-            }
-        }
-        while let Some((&ns, &ne)) = self.sacked_ranges.range(s..=e).next() {
-            self.sacked_ranges.remove(&ns);
-            e = e.max(ne);
-        }
-        self.sacked_ranges.insert(s, e);
+    fn insert_range(&mut self, s: u64, e: u64) {
+        self.sacked_ranges.insert(s, e, |_| {});
     }
 
     fn set_lost(&mut self, i: usize) -> u64 {
@@ -299,10 +280,15 @@ impl Scoreboard {
     ///
     /// IsLost is monotone (SACKed data above a segment only grows, and a lower segment has at least
     /// as much above it), so a cursor walks up the queue once: amortized O(1) per segment.
+    #[inline]
     pub fn mark_lost_rfc6675(&mut self, mss: u64, dupthresh: u64) -> u64 {
         if self.sacked_segs == 0 {
             return 0;
         }
+        self.mark_lost_rfc6675_walk(mss, dupthresh)
+    }
+
+    fn mark_lost_rfc6675_walk(&mut self, mss: u64, dupthresh: u64) -> u64 {
         let mut newly = 0;
         let mut i = self.index_of(self.lost_cursor);
         while i < self.segs.len() {
@@ -383,7 +369,15 @@ impl Scoreboard {
     /// reordering` has been SACKed (data sent after it arrived, it did not). The segment becomes
     /// lost-not-retransmitted again, to be resent by NextSeg rule 1. Returns the bytes and the
     /// number of segments re-marked.
+    #[inline]
     pub fn mark_lost_retransmits(&mut self, reordering: u64) -> (u64, u64) {
+        match self.retx_fifo.front() {
+            Some(&(_, high)) if self.high_sacked >= high + reordering => self.mark_lost_retransmits_walk(reordering),
+            _ => (0, 0),
+        }
+    }
+
+    fn mark_lost_retransmits_walk(&mut self, reordering: u64) -> (u64, u64) {
         let mut newly = 0;
         let mut count = 0;
         while let Some(&(seq, high)) = self.retx_fifo.front() {
@@ -440,7 +434,7 @@ impl Scoreboard {
         let mut retrans = 0;
         let mut pending = 0;
         let (mut nsacked, mut below_b, mut below_n) = (0, 0, 0);
-        let mut ranges: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut ranges: std::collections::BTreeMap<u64, u64> = std::collections::BTreeMap::new();
         for s in &self.segs {
             out += s.len;
             if s.sacked {
@@ -476,7 +470,7 @@ impl Scoreboard {
             (self.out_bytes, self.sacked_bytes, self.lost_bytes, self.retrans_bytes, self.lost_pending_bytes)
         );
         assert_eq!((nsacked, below_b, below_n), (self.sacked_segs, self.below_bytes, self.below_segs));
-        assert_eq!(ranges, self.sacked_ranges);
+        assert_eq!(ranges.into_iter().collect::<Vec<_>>(), self.sacked_ranges.as_slice());
     }
 }
 

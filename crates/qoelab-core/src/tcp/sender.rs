@@ -342,7 +342,11 @@ impl TcpSender {
     }
 
     /// RFC 6937 with Linux's slow-start reduction bound: on an ACK delivering `delivered` bytes.
+    #[inline]
     fn prr_update(&mut self, delivered: u64, newly_lost: u64, una_advanced: bool) {
+        if self.prr.is_none() {
+            return;
+        }
         let pipe = self.pipe();
         let ssthresh = self.cc.ssthresh();
         let mss = self.mss;
