@@ -24,8 +24,14 @@ def run(
     abrs: dict[str, Callable[..., Any]] | None = None,
     progress: Callable[[float, float], object] | None = None,
 ) -> tuple[str, dict[str, list[Column]], dict[str, bytes]]:
-    """Run a normalized config: (summary JSON, {table: columns}, {link: pcap bytes}).
+    """Run a normalized config: (summary JSON, {table: columns}, {link: pcap bytes}). The summary
+    follows docs/tables.md (schema_version 2, config_hash = SHA-256 of the normalized config).
 
     Simulates in slices with the GIL released; between slices pending signals are handled
     (KeyboardInterrupt stops the run) and ``progress(now_s, end_s)`` is called. A config the core
     rejects, a failing Python ABR or a broken invariant raises ValueError((path, message))."""
+
+def check(config_json: str, abrs: dict[str, Callable[..., Any]] | None = None) -> None:
+    """Check a normalized config the way ``run`` does before simulating (parse, validate, build
+    the driver: models, routes, clients) without simulating. Raises ValueError((path, message))
+    like ``run``. What ``qoelab validate`` calls."""
