@@ -85,3 +85,14 @@ def test_aqm_parameters_that_would_hang_or_divide_by_zero_are_refused(tmp_path):
         with pytest.raises((InputError, ValueError)) as e:
             qoelab.run(s)
         assert key in str(e.value)
+
+
+def test_core_stubs_match_the_extension():
+    import ast
+    import inspect
+    import os
+    from qoelab import _core
+    stub = os.path.join(os.path.dirname(qoelab.__file__), "_core.pyi")
+    declared = {n.name for n in ast.parse(open(stub).read()).body if isinstance(n, ast.FunctionDef)}
+    actual = {n for n, f in inspect.getmembers(_core) if callable(f) and not n.startswith("_")}
+    assert declared == actual, (declared ^ actual)
