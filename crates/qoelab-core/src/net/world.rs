@@ -793,27 +793,25 @@ impl World {
         }
     }
 
-    fn ep_poll_transmit(&mut self, ep: EpId, now: Ns) -> Option<Packet> {
+    /// Writes the endpoint's next packet into `out` (true) or returns false.
+    #[inline(always)]
+    fn ep_poll_transmit(&mut self, ep: EpId, now: Ns, out: &mut Packet) -> bool {
         match &mut self.eps[ep] {
-            Ep::TcpTx(s) => s.poll_transmit(now),
-            Ep::TcpRx(r) => r.poll_transmit(now),
+            Ep::TcpTx(s) => s.poll_transmit_into(now, out),
+            Ep::TcpRx(r) => r.poll_transmit_into(now, out),
             Ep::Cbr(c) => {
                 if c.active && c.next <= now {
                     c.next += crate::time::tx_time(c.size as u64, c.rate_bps);
                     c.seq += c.size as u64;
                     c.sent_bytes += c.size as u64;
-                    Some(Packet {
-                        size: c.size,
-                        payload: c.size - 28,
-                        seq: c.seq,
-                        flags: flags::DGRAM,
-                        ..Packet::EMPTY
-                    })
+                    *out =
+                        Packet { size: c.size, payload: c.size - 28, seq: c.seq, flags: flags::DGRAM, ..Packet::EMPTY };
+                    true
                 } else {
-                    None
+                    false
                 }
             }
-            Ep::Sink(_) => None,
+            Ep::Sink(_) => false,
         }
     }
 
@@ -833,7 +831,8 @@ impl World {
             return;
         }
         let node = self.ep_node[ep];
-        while let Some(mut p) = self.ep_poll_transmit(ep, now) {
+        let mut p = Packet::EMPTY;
+        while self.ep_poll_transmit(ep, now, &mut p) {
             if p.flags & flags::DGRAM != 0 {
                 let fid = self.ep_flow[ep];
                 let f = &self.flows[fid];
