@@ -72,8 +72,10 @@ pub struct Packet {
     pub seq: u64,
     /// Cumulative acknowledgment: next byte expected.
     pub ack: u64,
-    /// SACK blocks `[start, end)` (relative), most recent first.
-    pub sack: [(u64, u64); MAX_SACK],
+    /// SACK blocks `[start, end)` as 32-bit offsets above `ack`, most recent first (read and
+    /// write them with [`Packet::sack_block`] and [`Packet::set_sack_block`]). A receiver only
+    /// reports data within its window, so the offsets fit.
+    pub sack: [(u32, u32); MAX_SACK],
     /// TCP timestamp value: sender's send time (ns).
     pub ts_val: Ns,
     /// TCP timestamp echo reply (ns); 0 = none.
@@ -113,6 +115,18 @@ impl Packet {
     pub fn is_ect(&self) -> bool {
         self.ecn != ecn::NOT_ECT
     }
+    /// SACK block `i` (`i < nsack`) as `[start, end)` in sequence space.
+    #[inline]
+    pub fn sack_block(&self, i: usize) -> (u64, u64) {
+        let (s, e) = self.sack[i];
+        (self.ack + s as u64, self.ack + e as u64)
+    }
+    /// Stores SACK block `i` as offsets above `ack`, which must already be set.
+    #[inline]
+    pub fn set_sack_block(&mut self, i: usize, start: u64, end: u64) {
+        debug_assert!(self.ack <= start && start <= end && end - self.ack <= u32::MAX as u64);
+        self.sack[i] = ((start - self.ack) as u32, (end - self.ack) as u32);
+    }
     /// End of this segment's payload in sequence space.
     #[inline]
     pub fn end_seq(&self) -> u64 {
@@ -137,7 +151,7 @@ mod tests {
     #[test]
     fn packet_is_small_and_mss_is_linux_like() {
         assert_eq!(MSS, 1448);
-        assert!(std::mem::size_of::<Packet>() <= 128, "{}", std::mem::size_of::<Packet>());
+        assert!(std::mem::size_of::<Packet>() <= 88, "{}", std::mem::size_of::<Packet>());
         assert_ne!(flow_hash(1, 0, 1), flow_hash(1, 1, 0));
     }
 }

@@ -150,6 +150,23 @@ pub struct Link<P> {
     /// Bytes in `line` (maintained in pipe mode only).
     line_bytes: u64,
     pipe: Option<Pipe>,
+    /// The last serialization time computed: (bytes, rate, time). Packet sizes repeat, and this
+    /// saves a 64-bit division per packet.
+    ser_memo: std::cell::Cell<(u64, u64, Ns)>,
+}
+
+impl<P> Link<P> {
+    /// [`ser_time`] through the one-entry memo.
+    #[inline(always)]
+    fn ser(&self, bytes: u64, rate: u64) -> Ns {
+        let (b, r, t) = self.ser_memo.get();
+        if b == bytes && r == rate {
+            return t;
+        }
+        let t = ser_time(bytes, rate);
+        self.ser_memo.set((bytes, rate, t));
+        t
+    }
 }
 
 impl<P: LinkPacket> Link<P> {
@@ -184,6 +201,7 @@ impl<P: LinkPacket> Link<P> {
             line: VecDeque::new(),
             line_bytes: 0,
             pipe: None,
+            ser_memo: std::cell::Cell::new((u64::MAX, 0, 0)),
         }
     }
 
@@ -283,7 +301,7 @@ impl<P: LinkPacket> Link<P> {
             }
         }
         let start = now.max(self.busy_until);
-        let end = start + ser_time(size, pipe.rate);
+        let end = start + self.ser(size, pipe.rate);
         self.busy_until = end;
         self.queue.bypass(size, start - now);
         self.stats.tx_pkts += 1;
@@ -548,7 +566,7 @@ impl<P> Link<P> {
     #[inline]
     fn finish_time_bytes(&self, now: Ns, bytes: u64) -> Option<Ns> {
         match &self.service {
-            Service::Fixed(r) => Some(now + ser_time(bytes, *r)),
+            Service::Fixed(r) => Some(now + self.ser(bytes, *r)),
             Service::Schedule(s) => s.finish_time(now, bytes),
             Service::Opportunities(_) => None,
         }

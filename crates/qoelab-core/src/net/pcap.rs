@@ -105,7 +105,7 @@ impl PcapWriter {
                 if n > 0 {
                     opts.extend_from_slice(&[1, 1, 5, (2 + 8 * n) as u8]);
                     let base = if data_dir { my_isn } else { peer_isn }.wrapping_add(1);
-                    for &(a, b) in &pkt.sack[..n] {
+                    for (a, b) in (0..n).map(|i| pkt.sack_block(i)) {
                         opts.extend_from_slice(&base.wrapping_add(a as u32).to_be_bytes());
                         opts.extend_from_slice(&base.wrapping_add(b as u32).to_be_bytes());
                     }

@@ -89,18 +89,27 @@ pub struct Recorder {
 
 pub use crate::abr::AbrFactory;
 
+/// Per-endpoint driver data.
+#[derive(Clone, Copy, Debug)]
+struct EpMeta {
+    node: NodeId,
+    flow: FlowId,
+    /// Time of the endpoint's pending timer event (`NEVER` if none).
+    sched: Ns,
+}
+
 /// The simulated world.
 pub struct World {
     pub cfg: SimConfig,
     pub engine: Engine,
     pub links: IdVec<LinkId, SimLink>,
-    /// routes[node][dst] = link index (u32::MAX = unreachable).
-    routes: Vec<Vec<u32>>,
+    /// routes[node * nodes + dst] = link index (u32::MAX = unreachable).
+    routes: Vec<u32>,
+    /// Number of nodes (the stride of `routes`).
+    nodes: usize,
     pub eps: IdVec<EpId, Ep>,
-    ep_node: IdVec<EpId, NodeId>,
-    /// Flow id of each endpoint.
-    ep_flow: IdVec<EpId, FlowId>,
-    ep_sched: IdVec<EpId, Ns>,
+    /// Node, flow and scheduled timer of each endpoint.
+    ep_meta: IdVec<EpId, EpMeta>,
     pub flows: IdVec<FlowId, FlowRt>,
     actions: Vec<AppAction>,
     pub rec: Recorder,
@@ -288,10 +297,9 @@ impl World {
             engine: Engine::new(),
             links: links.into(),
             routes,
+            nodes: n,
             eps: IdVec::new(),
-            ep_node: IdVec::new(),
-            ep_flow: IdVec::new(),
-            ep_sched: IdVec::new(),
+            ep_meta: IdVec::new(),
             flows: IdVec::new(),
             actions: Vec::new(),
             rec,
@@ -365,7 +373,7 @@ impl World {
         if src >= n || dst >= n || src == dst {
             return Err(serr(format!("{p}.src"), "expected two different existing nodes"));
         }
-        if self.routes[src][dst] == u32::MAX || (two_way && self.routes[dst][src] == u32::MAX) {
+        if self.routes[src * n + dst] == u32::MAX || (two_way && self.routes[dst * n + src] == u32::MAX) {
             return Err(serr(
                 format!("{p}.dst"),
                 format!("no route between {} and {}", self.cfg.nodes[src].name, self.cfg.nodes[dst].name),
@@ -375,9 +383,7 @@ impl World {
     }
 
     fn new_ep(&mut self, ep: Ep, node: NodeId, flow: FlowId) -> EpId {
-        self.ep_node.push(node);
-        self.ep_flow.push(flow);
-        self.ep_sched.push(NEVER);
+        self.ep_meta.push(EpMeta { node, flow, sched: NEVER });
         self.eps.push(ep)
     }
 
@@ -597,7 +603,7 @@ impl World {
     /// A node emits or forwards `pkt` toward `pkt.dst`.
     #[inline]
     fn forward(&mut self, node: NodeId, pkt: &Packet) {
-        let li = self.routes[node.index()][pkt.dst as usize];
+        let li = self.routes[node.index() * self.nodes + pkt.dst as usize];
         debug_assert!(li != u32::MAX, "no route");
         self.link_ingress(LinkId(li), pkt);
     }
@@ -793,27 +799,25 @@ impl World {
         }
     }
 
-    fn ep_poll_transmit(&mut self, ep: EpId, now: Ns) -> Option<Packet> {
+    /// Writes the endpoint's next packet into `out` (true) or returns false.
+    #[inline(always)]
+    fn ep_poll_transmit(&mut self, ep: EpId, now: Ns, out: &mut Packet) -> bool {
         match &mut self.eps[ep] {
-            Ep::TcpTx(s) => s.poll_transmit(now),
-            Ep::TcpRx(r) => r.poll_transmit(now),
+            Ep::TcpTx(s) => s.poll_transmit_into(now, out),
+            Ep::TcpRx(r) => r.poll_transmit_into(now, out),
             Ep::Cbr(c) => {
                 if c.active && c.next <= now {
                     c.next += crate::time::tx_time(c.size as u64, c.rate_bps);
                     c.seq += c.size as u64;
                     c.sent_bytes += c.size as u64;
-                    Some(Packet {
-                        size: c.size,
-                        payload: c.size - 28,
-                        seq: c.seq,
-                        flags: flags::DGRAM,
-                        ..Packet::EMPTY
-                    })
+                    *out =
+                        Packet { size: c.size, payload: c.size - 28, seq: c.seq, flags: flags::DGRAM, ..Packet::EMPTY };
+                    true
                 } else {
-                    None
+                    false
                 }
             }
-            Ep::Sink(_) => None,
+            Ep::Sink(_) => false,
         }
     }
 
@@ -829,13 +833,13 @@ impl World {
     /// Emit everything the endpoint wants to send now; reschedule its timer.
     pub(crate) fn drain_ep(&mut self, ep: EpId) {
         let now = self.engine.now();
-        if self.flows[self.ep_flow[ep]].dead {
+        let EpMeta { node, flow: fid, .. } = self.ep_meta[ep];
+        if self.flows[fid].dead {
             return;
         }
-        let node = self.ep_node[ep];
-        while let Some(mut p) = self.ep_poll_transmit(ep, now) {
+        let mut p = Packet::EMPTY;
+        while self.ep_poll_transmit(ep, now, &mut p) {
             if p.flags & flags::DGRAM != 0 {
-                let fid = self.ep_flow[ep];
                 let f = &self.flows[fid];
                 p.flow = fid.0;
                 p.src = f.src.0;
@@ -845,23 +849,23 @@ impl World {
             self.forward(node, &p);
         }
         let t = self.ep_poll_at(ep);
-        if t < self.ep_sched[ep] {
+        if t < self.ep_meta[ep].sched {
             let t = t.max(now);
-            self.ep_sched[ep] = t;
+            self.ep_meta[ep].sched = t;
             self.engine.schedule(t, target(K_EP, ep));
         }
     }
 
     fn on_ep_timer(&mut self, ep: EpId) {
         let now = self.engine.now();
-        if self.ep_sched[ep] != now {
+        let m = &mut self.ep_meta[ep];
+        if m.sched != now {
             return; // stale
         }
-        if self.flows[self.ep_flow[ep]].dead {
-            self.ep_sched[ep] = NEVER;
+        m.sched = NEVER;
+        if self.flows[m.flow].dead {
             return;
         }
-        self.ep_sched[ep] = NEVER;
         match &mut self.eps[ep] {
             Ep::TcpTx(s) => s.on_timer(now),
             Ep::TcpRx(r) => r.on_timer(now),
@@ -1148,13 +1152,13 @@ impl World {
 }
 
 /// Shortest-hop routes by BFS from every node (ties: lowest link index first).
-fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
+fn compute_routes(n: usize, links: &[SimLink]) -> Vec<u32> {
     let mut out_links: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (i, l) in links.iter().enumerate() {
         out_links[l.from.index()].push(i);
     }
-    let mut routes = vec![vec![u32::MAX; n]; n];
-    for (src, row) in routes.iter_mut().enumerate() {
+    let mut routes = vec![u32::MAX; n * n];
+    for (src, row) in routes.chunks_mut(n.max(1)).enumerate() {
         // BFS recording the first link taken from src.
         let mut first = vec![u32::MAX; n];
         let mut seen = vec![false; n];
@@ -1178,7 +1182,7 @@ fn compute_routes(n: usize, links: &[SimLink]) -> Vec<Vec<u32>> {
                 }
             }
         }
-        *row = first;
+        row.copy_from_slice(&first);
     }
     routes
 }

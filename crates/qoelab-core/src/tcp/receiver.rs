@@ -216,7 +216,7 @@ impl TcpReceiver {
                     break;
                 }
                 if let Some(end) = self.ooo.get(start) {
-                    p.sack[n] = (start, end);
+                    p.set_sack_block(n, start, end);
                     n += 1;
                 }
             }
@@ -238,6 +238,19 @@ impl TcpReceiver {
 
     pub fn poll_transmit(&mut self, _now: Ns) -> Option<Packet> {
         self.out.pop_front()
+    }
+
+    /// [`TcpReceiver::poll_transmit`] writing into the caller's packet (see
+    /// [`crate::tcp::TcpSender::poll_transmit_into`]).
+    #[inline]
+    pub fn poll_transmit_into(&mut self, _now: Ns, out: &mut Packet) -> bool {
+        match self.out.pop_front() {
+            Some(p) => {
+                *out = p;
+                true
+            }
+            None => false,
+        }
     }
 
     pub fn poll_at(&self) -> Ns {
@@ -304,27 +317,36 @@ mod tests {
         r.on_packet(0, &data(0, 1000, 1));
         r.on_packet(0, &data(2 * m, 1000, 2)); // hole at 1000
         let a = r.poll_transmit(0).unwrap();
-        assert_eq!((a.ack, a.nsack, a.sack[0]), (1000, 1, (2000, 3000)));
+        assert_eq!((a.ack, a.nsack, a.sack_block(0)), (1000, 1, (2000, 3000)));
         r.on_packet(0, &data(4 * m, 1000, 3)); // hole at 3000
         r.on_packet(0, &data(6 * m, 1000, 4));
         r.poll_transmit(0).unwrap();
         let a = r.poll_transmit(0).unwrap();
         assert_eq!(a.nsack, 3);
-        assert_eq!(&a.sack[..3], &[(6000, 7000), (4000, 5000), (2000, 3000)]);
+        assert_eq!(
+            &(0..3).map(|i| a.sack_block(i)).collect::<Vec<_>>()[..],
+            &[(6000, 7000), (4000, 5000), (2000, 3000)]
+        );
         r.on_packet(0, &data(8 * m, 1000, 5));
         let a = r.poll_transmit(0).unwrap();
-        assert_eq!(&a.sack[..3], &[(8000, 9000), (6000, 7000), (4000, 5000)]);
+        assert_eq!(
+            &(0..3).map(|i| a.sack_block(i)).collect::<Vec<_>>()[..],
+            &[(8000, 9000), (6000, 7000), (4000, 5000)]
+        );
         assert_eq!(a.size, HEADERS + 4 + 24);
         // extend (4000,5000) -> (4000,6000): it becomes first; merges with 6000..7000
         r.on_packet(0, &data(5 * m, 1000, 6));
         let a = r.poll_transmit(0).unwrap();
-        assert_eq!(&a.sack[..3], &[(4000, 7000), (8000, 9000), (2000, 3000)]);
+        assert_eq!(
+            &(0..3).map(|i| a.sack_block(i)).collect::<Vec<_>>()[..],
+            &[(4000, 7000), (8000, 9000), (2000, 3000)]
+        );
         // fill the first hole: immediate ACK, cumulative jumps to 3000
         r.on_packet(0, &data(m, 1000, 7));
         let a = r.poll_transmit(0).unwrap();
         assert_eq!(a.ack, 3000);
         assert_eq!(a.ts_ecr, 7, "the hole-filling segment's timestamp is echoed");
-        assert_eq!(&a.sack[..2], &[(4000, 7000), (8000, 9000)]);
+        assert_eq!(&(0..2).map(|i| a.sack_block(i)).collect::<Vec<_>>()[..], &[(4000, 7000), (8000, 9000)]);
         assert_eq!(a.nsack, 2);
         assert_eq!(r.bytes_received(), 3000);
         assert_eq!(r.ooo_bytes(), 4000);

@@ -431,8 +431,10 @@ impl TcpSender {
         Next::New(len)
     }
 
-    fn base_packet(&self, now: Ns) -> Packet {
-        let mut p = Packet::EMPTY;
+    /// Overwrites `p` with the fields every segment of this sender carries.
+    #[inline(always)]
+    fn base_packet(&self, now: Ns, p: &mut Packet) {
+        *p = Packet::EMPTY;
         p.flow = self.addr.flow;
         p.src = self.addr.src;
         p.dst = self.addr.dst;
@@ -442,16 +444,15 @@ impl TcpSender {
         if self.cfg.timestamps {
             p.ts_val = now;
         }
-        p
     }
 
-    fn count_sent(&mut self, p: &Packet) {
+    fn count_sent(&mut self, size: u32) {
         self.stats.packets_sent += 1;
-        self.stats.bytes_sent += p.size as u64;
+        self.stats.bytes_sent += size as u64;
     }
 
-    fn syn_packet(&mut self, now: Ns) -> Packet {
-        let mut p = self.base_packet(now);
+    fn syn_packet(&mut self, now: Ns, p: &mut Packet) {
+        self.base_packet(now, p);
         p.flags = flags::SYN;
         p.size = self.cfg.syn_bytes();
         if self.cfg.ecn {
@@ -459,29 +460,37 @@ impl TcpSender {
             p.flags |= flags::ECE | flags::CWR;
         }
         self.syn_deadline = now + self.rtt.rto();
-        self.count_sent(&p);
-        p
+        self.count_sent(p.size);
     }
 
     // ------------------------------------------------------------------ driver side
 
     /// Next packet allowed at `now` (SYN, handshake ACK, retransmission, new data), or None.
     pub fn poll_transmit(&mut self, now: Ns) -> Option<Packet> {
+        let mut p = Packet::EMPTY;
+        self.poll_transmit_into(now, &mut p).then_some(p)
+    }
+
+    /// [`TcpSender::poll_transmit`] writing into the caller's packet: true if `out` now holds
+    /// a packet to send (overwritten entirely), false if there is nothing to send (`out` is then
+    /// unspecified).
+    pub fn poll_transmit_into(&mut self, now: Ns, out: &mut Packet) -> bool {
         match self.conn {
             Conn::Closed => {
                 self.conn = Conn::SynSent;
                 self.syn_sent_at = now;
-                return Some(self.syn_packet(now));
+                self.syn_packet(now, out);
+                return true;
             }
-            Conn::SynSent => return None,
+            Conn::SynSent => return false,
             Conn::Established => {}
         }
         if self.ack_pending {
             self.ack_pending = false;
-            let mut p = self.base_packet(now);
-            p.size = self.cfg.header_bytes();
-            self.count_sent(&p);
-            return Some(p);
+            self.base_packet(now, out);
+            out.size = self.cfg.header_bytes();
+            self.count_sent(out.size);
+            return true;
         }
         let next = self.next();
         match next {
@@ -491,20 +500,21 @@ impl TcpSender {
                 if self.pipe() < self.send_window() && self.sb.lost_pending_bytes() == 0 {
                     self.rate.set_app_limited(self.pipe());
                 }
-                return None;
+                return false;
             }
             Next::Cwnd => {
                 self.cwnd_limited_cur = true;
-                return None;
+                return false;
             }
-            Next::Rwnd => return None,
+            Next::Rwnd => return false,
             _ => {}
         }
         let rate = self.pacing_rate();
         if rate.is_some() && !self.pacer.may_send(now) {
-            return None;
+            return false;
         }
-        let mut p = self.base_packet(now);
+        self.base_packet(now, out);
+        let p = out;
         let seg = match next {
             Next::Retransmit(i) => {
                 self.force_retx = false;
@@ -556,7 +566,7 @@ impl TcpSender {
         p.size = self.cfg.header_bytes() + seg.len as u32;
         self.stats.data_segments_sent += 1;
         self.stats.payload_bytes_sent += seg.len;
-        self.count_sent(&p);
+        self.count_sent(p.size);
         let pipe = self.pipe();
         if let Some(prr) = self.prr.as_mut() {
             prr.out += seg.len;
@@ -568,7 +578,7 @@ impl TcpSender {
         if self.rto_at == NEVER {
             self.rto_at = now + self.rtt.rto();
         }
-        Some(p)
+        true
     }
 
     fn stamp(&mut self, i: usize, now: Ns) {
@@ -718,7 +728,8 @@ impl TcpSender {
         // --- SACK blocks
         let mut newly_sacked = 0;
         if self.cfg.sack {
-            for &(s, e) in &pkt.sack[..(pkt.nsack as usize).min(pkt.sack.len())] {
+            for i in 0..(pkt.nsack as usize).min(pkt.sack.len()) {
+                let (s, e) = pkt.sack_block(i);
                 if e <= ack || s >= e {
                     continue;
                 }
