@@ -31,12 +31,7 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Context("link buffer in packets, else 1000 (Linux codel)"),
         doc: "maximum packets queued (arrivals beyond are dropped)",
     },
-    ParamSpec {
-        name: "limit_bytes",
-        unit: Unit::Bytes,
-        default: Default::Context("link buffer in bytes, else none"),
-        doc: "maximum bytes queued (0 = none)",
-    },
+    super::util::LIMIT_BYTES,
     ParamSpec {
         name: "mtu",
         unit: Unit::Bytes,

@@ -88,12 +88,7 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Context("link buffer in packets, else 1000"),
         doc: "maximum packets queued (0 = none)",
     },
-    ParamSpec {
-        name: "limit_bytes",
-        unit: Unit::Bytes,
-        default: Default::Context("link buffer in bytes, else none"),
-        doc: "maximum bytes queued (0 = none)",
-    },
+    super::util::LIMIT_BYTES,
 ];
 
 pub const DOCSIS_PIE: AqmEntry = AqmEntry {

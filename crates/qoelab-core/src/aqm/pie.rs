@@ -64,12 +64,7 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Context("link buffer in packets, else 1000 (Linux pie)"),
         doc: "maximum packets queued (0 = none)",
     },
-    ParamSpec {
-        name: "limit_bytes",
-        unit: Unit::Bytes,
-        default: Default::Context("link buffer in bytes, else none"),
-        doc: "maximum bytes queued (0 = none)",
-    },
+    super::util::LIMIT_BYTES,
     ParamSpec {
         name: "ecn",
         unit: Unit::Bool,

@@ -151,6 +151,15 @@ pub fn mark_ce(pkt: &mut Item) -> bool {
     }
 }
 
+/// The `limit_bytes` parameter of the single-FIFO AQMs (CoDel, PIE, DOCSIS-PIE): resolved by
+/// [`Limits::resolve`].
+pub const LIMIT_BYTES: crate::params::ParamSpec = crate::params::ParamSpec {
+    name: "limit_bytes",
+    unit: crate::params::Unit::Bytes,
+    default: crate::params::Default::Context("link buffer in bytes, else none"),
+    doc: "maximum bytes queued (0 = none)",
+};
+
 #[cfg(test)]
 pub mod testutil {
     use super::super::Item;
