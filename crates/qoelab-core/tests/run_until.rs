@@ -44,3 +44,35 @@ fn run_until_past_the_end_completes() {
     assert!(w.run_until(u64::MAX));
     assert_eq!(w.engine.now(), 3_000_000_000);
 }
+
+#[test]
+fn driver_runs_in_slices_and_honours_the_stop_flag() {
+    use qoelab_core::driver::{run_json, Driver, RunError};
+    use std::sync::atomic::AtomicBool;
+    let json = serde_json::to_string(&json!({
+        "name": "slices", "seed": 3, "duration": 3_000_000_000u64,
+        "nodes": [{"name": "a"}, {"name": "r"}, {"name": "b"}],
+        "links": [
+            {"name": "a-r", "from": 0, "to": 1, "rate_bps": 100_000_000u64, "delay": 1_000_000,
+             "loss": {"kind": "iid", "rate": 0.05}},
+            {"name": "r-b", "from": 1, "to": 2, "rate_bps": 10_000_000, "delay": 5_000_000,
+             "buffer_packets": 50, "monitor": true},
+        ],
+        "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 2, "rate_bps": 12_000_000}],
+    }))
+    .unwrap();
+    // A raised flag stops before the first slice.
+    let stop = AtomicBool::new(true);
+    assert_eq!(run_json(&json, None, Some(&stop)).err(), Some(RunError::Stopped));
+    // Otherwise the sliced run gives the summary of one uninterrupted run, with a config hash.
+    let out = run_json(&json, None, None).unwrap();
+    let mut whole = World::build(cfg()).unwrap();
+    whole.run();
+    let hash = out.summary.config_hash.clone();
+    assert_eq!(hash.len(), 64);
+    assert_eq!(out.summary.to_json(), whole.summary(hash).to_json());
+    // The packet driver is chosen from `network`; an unknown one is a config error.
+    let mut bad = cfg();
+    bad.network = "flow".into();
+    assert!(matches!(Driver::build(bad, None), Err(e) if e.path == "network"));
+}
