@@ -20,15 +20,6 @@ pub fn jain(x: &[f64]) -> Option<f64> {
     Some(s * s / (x.len() as f64 * s2))
 }
 
-/// Percentile (nearest-rank on sorted data), q in [0, 100].
-pub fn percentile(sorted: &[u32], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    Some(sorted[rank.min(sorted.len()) - 1] as f64)
-}
-
 impl World {
     /// Active span of a flow within the run (ns): from its start to its stop, completion or the end.
     pub fn flow_span(&self, fid: FlowId) -> (u64, u64) {
@@ -134,13 +125,9 @@ impl World {
 mod tests {
     use super::*;
     #[test]
-    fn jain_and_percentiles() {
+    fn jain_index() {
         assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
         assert!((jain(&[1.0, 0.0]).unwrap() - 0.5).abs() < 1e-12);
         assert_eq!(jain(&[]), None);
-        let v: Vec<u32> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50.0));
-        assert_eq!(percentile(&v, 99.0), Some(99.0));
-        assert_eq!(percentile(&v, 100.0), Some(100.0));
     }
 }
