@@ -3,8 +3,8 @@
 use qoelab_core::net::{SimConfig, World};
 use serde_json::json;
 
-fn cfg() -> SimConfig {
-    serde_json::from_value(json!({
+fn cfg_json() -> serde_json::Value {
+    json!({
         "name": "slices", "seed": 3, "duration": 3_000_000_000u64,
         "nodes": [{"name": "a"}, {"name": "r"}, {"name": "b"}],
         "links": [
@@ -14,8 +14,11 @@ fn cfg() -> SimConfig {
              "buffer_packets": 50, "monitor": true},
         ],
         "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 2, "rate_bps": 12_000_000}],
-    }))
-    .unwrap()
+    })
+}
+
+fn cfg() -> SimConfig {
+    serde_json::from_value(cfg_json()).unwrap()
 }
 
 #[test]
@@ -49,18 +52,7 @@ fn run_until_past_the_end_completes() {
 fn driver_runs_in_slices_and_honours_the_stop_flag() {
     use qoelab_core::driver::{run_json, Driver, RunError};
     use std::sync::atomic::AtomicBool;
-    let json = serde_json::to_string(&json!({
-        "name": "slices", "seed": 3, "duration": 3_000_000_000u64,
-        "nodes": [{"name": "a"}, {"name": "r"}, {"name": "b"}],
-        "links": [
-            {"name": "a-r", "from": 0, "to": 1, "rate_bps": 100_000_000u64, "delay": 1_000_000,
-             "loss": {"kind": "iid", "rate": 0.05}},
-            {"name": "r-b", "from": 1, "to": 2, "rate_bps": 10_000_000, "delay": 5_000_000,
-             "buffer_packets": 50, "monitor": true},
-        ],
-        "flows": [{"kind": "cbr", "name": "c", "src": 0, "dst": 2, "rate_bps": 12_000_000}],
-    }))
-    .unwrap();
+    let json = cfg_json().to_string();
     // A raised flag stops before the first slice.
     let stop = AtomicBool::new(true);
     assert_eq!(run_json(&json, None, Some(&stop)).err(), Some(RunError::Stopped));
