@@ -28,6 +28,8 @@ pub struct TraceDriver {
     factory: Option<AbrFactory>,
     clients: Vec<TraceClient>,
     now: Ns,
+    /// The clients' sessions have run (trace mode runs them whole, in the first slice).
+    ran: bool,
 }
 
 fn serr(path: impl Into<String>, msg: impl Into<String>) -> SimError {
@@ -49,7 +51,7 @@ impl TraceDriver {
         for (i, c) in cfg.clients.iter().enumerate() {
             session_parts(&format!("clients[{i}]"), c, &cfg, factory.as_ref())?;
         }
-        Ok(TraceDriver { cfg, factory, clients: Vec::new(), now: 0 })
+        Ok(TraceDriver { cfg, factory, clients: Vec::new(), now: 0, ran: false })
     }
 
     pub fn now(&self) -> Ns {
@@ -64,7 +66,8 @@ impl TraceDriver {
     /// client's session runs in one call).
     pub fn run_until(&mut self, until: Ns) {
         let end = until.min(self.cfg.duration);
-        if self.now == 0 && end > 0 {
+        if !self.ran && end > 0 {
+            self.ran = true;
             self.run_clients();
         }
         self.now = end.max(self.now);

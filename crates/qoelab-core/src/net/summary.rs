@@ -7,17 +7,10 @@ use crate::ids::{FlowId, Id, LinkId};
 use crate::report::summary::{r6, FlowSummary, LinkSummary, PacketCounts, QueueDelay, Summary};
 use crate::time::secs;
 
-/// Jain's fairness index of `x` (1 = equal shares; 1/n = one takes all). None if empty or all 0.
+/// Jain's fairness index of `x` ([`crate::metrics::jain`]); None if empty or all 0 (where the
+/// metrics' version reports 1).
 pub fn jain(x: &[f64]) -> Option<f64> {
-    if x.is_empty() {
-        return None;
-    }
-    let s: f64 = x.iter().sum();
-    let s2: f64 = x.iter().map(|v| v * v).sum();
-    if s2 == 0.0 {
-        return None;
-    }
-    Some(s * s / (x.len() as f64 * s2))
+    x.iter().any(|v| *v != 0.0).then(|| crate::metrics::jain(x))
 }
 
 impl World {
