@@ -36,7 +36,7 @@ lint: ## cargo fmt --check and clippy with warnings as errors
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -q -- -D warnings
 
-bench: build ## packets/s and events/s of the fixed benchmark suite
+bench: build ## packets/s, events/s and peak memory of the fixed benchmark suite
 	$(VENV)/bin/qoelab bench
 
 clean:

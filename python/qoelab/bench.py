@@ -69,7 +69,7 @@ def cases(quick: bool):
     ]
 
 
-#: Cases run once (too long to repeat).
+#: Cases run once (too long to repeat) and only when named with --case.
 ONCE = {"memory-1G-1h"}
 
 
@@ -128,7 +128,7 @@ def main(json_out=False, quick=False, only=None) -> int:
             from qoelab.errors import InputError
             raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
     for name, desc, scn in all_cases:
-        if only and name not in only:
+        if (only and name not in only) or (not only and name in ONCE):
             continue
         repeat = 1 if name in ONCE else REPEAT
         r = run_case_isolated(name, quick, repeat)

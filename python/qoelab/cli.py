@@ -144,12 +144,13 @@ def build_parser():
     l.add_argument("--json", action="store_true", help="machine-readable output")
     l.set_defaults(func=_cmd_list)
 
-    b = sub.add_parser("bench", help="packets/s and events/s of a fixed benchmark suite",
-                       description="Runs the fixed benchmark suite (docs/benchmarks.md) and prints bottleneck "
-                       "packets per wall second and events per second per case.")
+    b = sub.add_parser("bench", help="packets/s, events/s and peak memory of a fixed benchmark suite",
+                       description="Runs the fixed benchmark suite (docs/benchmarks.md), each case in a process "
+                       "of its own, and prints bottleneck packets per wall second, events per second and peak "
+                       "RSS per case. The 1-hour memory case runs only when named: --case memory-1G-1h.")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.add_argument("--quick", action="store_true", help="shorter runs (for a smoke check; figures are noisier)")
-    b.add_argument("--case", action="append", default=None, help="run only this case (repeatable)")
+    b.add_argument("--case", action="append", default=None, help="run only this case (repeatable; memory-1G-1h runs only this way)")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="the main job on built-in defaults (what `make demo` runs)")
