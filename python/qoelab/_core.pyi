@@ -17,7 +17,8 @@ def describe_tcp() -> str:
 
 def check_video(video_json: str) -> str:
     """Check a Video JSON document with the core's model; returns a JSON description
-    (name, segments, rungs, duration_s, quality). Raises ValueError((path, message))."""
+    (name, segments, rungs, duration_s, quality, byte_layout: whether it has ``byte_offsets``).
+    Raises ValueError((path, message))."""
 
 def run(
     config_json: str,

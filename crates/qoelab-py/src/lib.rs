@@ -242,14 +242,16 @@ fn describe_tcp() -> String {
 }
 
 /// Parse a Video JSON document with the core's model and check its invariants; returns a short
-/// description (segments, rungs, duration, quality tables). Raises ValueError(path, message).
+/// description (segments, rungs, duration, quality tables, whether it has a byte layout). Raises
+/// ValueError(path, message).
 #[pyfunction]
 fn check_video(video_json: &str) -> PyResult<String> {
     let v: qoelab_core::video::Video =
         serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
     v.validate().map_err(|e| config_error("video", &e))?;
     Ok(serde_json::json!({"name": v.name, "segments": v.n_segments(), "rungs": v.n_rungs(),
-        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>()})
+        "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>(),
+        "byte_layout": v.has_layout()})
     .to_string())
 }
 

@@ -330,6 +330,7 @@ pub(crate) mod testutil {
             sizes,
             quality: Default::default(),
             resolutions: None,
+            byte_offsets: None,
         }
     }
 

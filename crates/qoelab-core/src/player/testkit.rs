@@ -2,12 +2,15 @@
 
 use crate::abr::{Abr, AbrObs, Decision, DownloadRecord, Progress};
 use crate::time::{Ns, SEC};
-use crate::video::Video;
+use crate::video::{layout_from_sizes, Video};
 use std::sync::Arc;
 
-/// A CBR video: every segment of rung r has bitrate_r * duration / 8 bytes.
+/// A CBR video: every segment of rung r has bitrate_r * duration / 8 bytes. Laid out like the
+/// Python front's synthetic videos: one file per rung, an 800-byte init segment, then the segments
+/// back to back.
 pub fn cbr_video(n: usize, seg: Ns, bitrates: &[u64]) -> Arc<Video> {
-    let sizes = (0..n).map(|_| bitrates.iter().map(|b| b * seg / 8 / SEC).collect()).collect();
+    let sizes: Vec<Vec<u64>> = (0..n).map(|_| bitrates.iter().map(|b| b * seg / 8 / SEC).collect()).collect();
+    let byte_offsets = Some(layout_from_sizes(&sizes, &vec![800; bitrates.len()]));
     Arc::new(Video {
         name: "cbr".into(),
         segment_duration: seg,
@@ -16,6 +19,7 @@ pub fn cbr_video(n: usize, seg: Ns, bitrates: &[u64]) -> Arc<Video> {
         sizes,
         quality: Default::default(),
         resolutions: None,
+        byte_offsets,
     })
 }
 
