@@ -524,6 +524,7 @@ class _Builder:
         self.clients: list[dict] = []
         self.duration = 0
         self.abrs = None
+        self.planes = None
         self.python_abrs: dict = {}
         # normalized config path prefix -> scenario key (for errors raised by the core)
         self.origin: dict[str, str] = {}
@@ -993,6 +994,16 @@ def _client(b, c: _Section):
             if v is not None:
                 http[k] = v
         hs.finish()
+    data_plane = None
+    ds = c.sub("data_plane")
+    if ds is not None:
+        if b.planes is None:
+            b.planes = _describe("data_plane")
+        kind = ds.str("kind", default="sequential", choices=sorted(b.planes))
+        rest = _Section(ds.src, ds.path, {k: v for k, v in ds.data.items() if k != "kind"})
+        data_plane = {"kind": kind, "params": convert_params(rest, b.planes[kind]["params"], f"data plane {kind}")}
+        ds.used.update(ds.data.keys())
+        ds.finish()
     first = c.int("from_hop", default=0, minimum=0, maximum=len(b.hops) - 1)
     last = c.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
     arrival_rate = c.num("arrival_rate", default=None, minimum=0)
@@ -1014,6 +1025,8 @@ def _client(b, c: _Section):
              "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
         if player is not None:
             d["player"] = player
+        if data_plane is not None:
+            d["data_plane"] = data_plane
         if arrival_rate is not None:
             d["arrival_rate"] = arrival_rate
             if stop is not None:

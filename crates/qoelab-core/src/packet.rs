@@ -32,6 +32,8 @@ pub mod flags {
     pub const RETX: u8 = 1 << 5;
     /// Not TCP: a datagram (constant-bit-rate or test traffic) with no acknowledgment.
     pub const DGRAM: u8 = 1 << 6;
+    /// Reset: the client aborted the connection (sent by the packet driver, not by `tcp/`).
+    pub const RST: u8 = 1 << 7;
 }
 
 /// ECN codepoint in the IP header.

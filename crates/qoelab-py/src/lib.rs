@@ -216,7 +216,7 @@ fn entry_json(
                        "params": qoelab_core::params::specs_json(params)})
 }
 
-/// JSON description of the registered models of a family ("aqm", "cc" or "abr").
+/// JSON description of the registered models of a family ("aqm", "cc", "abr" or "data_plane").
 #[pyfunction]
 fn describe(family: &str) -> PyResult<String> {
     let v: Vec<serde_json::Value> = match family {
@@ -230,7 +230,19 @@ fn describe(family: &str) -> PyResult<String> {
         "abr" => {
             qoelab_core::abr::REGISTRY.iter().map(|e| entry_json(e.name, e.summary, e.reference, e.params)).collect()
         }
-        other => return Err(PyValueError::new_err(format!("unknown model family {other:?}; expected aqm, cc or abr"))),
+        "data_plane" => qoelab_core::session::dataplane::REGISTRY
+            .iter()
+            .map(|e| {
+                let mut j = entry_json(e.name, e.summary, e.reference, e.params);
+                j["needs_layout"] = e.needs_layout.into();
+                j
+            })
+            .collect(),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown model family {other:?}; expected aqm, cc, abr or data_plane"
+            )))
+        }
     };
     Ok(serde_json::Value::Array(v).to_string())
 }

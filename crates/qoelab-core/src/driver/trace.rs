@@ -49,7 +49,16 @@ impl TraceDriver {
             return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
         }
         for (i, c) in cfg.clients.iter().enumerate() {
-            session_parts(&format!("clients[{i}]"), c, &cfg, factory.as_ref())?;
+            let plane = session_parts(&format!("clients[{i}]"), c, &cfg, factory.as_ref())?.3;
+            if plane.name() != "sequential" {
+                return Err(serr(
+                    format!("clients[{i}].data_plane.kind"),
+                    format!(
+                        "trace mode fetches one segment at a time; data plane \"{}\" needs the packet network",
+                        plane.name()
+                    ),
+                ));
+            }
         }
         Ok(TraceDriver { cfg, factory, clients: Vec::new(), now: 0, ran: false })
     }
@@ -76,7 +85,7 @@ impl TraceDriver {
     fn run_clients(&mut self) {
         let sched = self.cfg.trace_schedule.clone().expect("checked at build");
         for (i, c) in self.cfg.clients.iter().enumerate() {
-            let (video, abr, pcfg) =
+            let (video, abr, pcfg, _) =
                 session_parts(&format!("clients[{i}]"), c, &self.cfg, self.factory.as_ref()).expect("checked at build");
             let periods: Vec<Period> = sched.periods().iter().map(|p| Period { latency: c.rtt, ..*p }).collect();
             let s = Schedule::new(periods).expect("valid schedule");

@@ -1,11 +1,14 @@
 //! Video clients in the packet simulator: the driver side of the session layer.
 //!
-//! Each client is a [`VideoSession`] (player + ABR + HTTP exchanges, sans-IO) whose
+//! Each client is a [`VideoSession`] (player + ABR + HTTP exchanges + data plane, sans-IO) whose
 //! [`Transport`] is simulated TCP: one connection = two TCP half-connections (requests client ->
-//! server, responses server -> client). The connection persists across segments, so cwnd, the RTT
-//! estimate and slow-start-after-idle carry over as on a real host. A reset (abandonment)
-//! discards both halves (their packets still in flight are dropped on arrival) and opens a new
-//! connection. Pure ACKs are not piggybacked on the opposite half's data (one-segment requests
+//! server, responses server -> client); a session has one or more connection slots (its data
+//! plane's). A connection persists across segments, so cwnd, the RTT estimate and
+//! slow-start-after-idle carry over as on a real host. A reset (abandonment, a Sprint-x switch)
+//! closes the client's side at once and sends a reset to the server, whose side keeps sending
+//! until the reset reaches it; the client discards what still arrives (answering data with a
+//! reset) — the in-flight bytes are waste that still crossed the bottleneck. A fresh connection
+//! opens in the slot. Pure ACKs are not piggybacked on the opposite half's data (small requests
 //! make this immaterial).
 //!
 //! This module holds the client types and the buffered [`Transport`]; the driver's client
@@ -25,10 +28,11 @@ use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::Ns;
 use std::sync::Arc;
 
-/// A client's video, ABR and player configuration.
-pub(crate) type SessionParts = (Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig);
+/// A client's video, ABR, player configuration and data plane.
+pub(crate) type SessionParts =
+    (Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig, Box<dyn crate::session::dataplane::DataPlane>);
 
-/// The parts of a client's session, checked: (video, ABR, player configuration). Randomized
+/// The parts of a client's session, checked: (video, ABR, player configuration, data plane). Randomized
 /// ABRs get a seed derived from the scenario seed and the client's name.
 pub(crate) fn session_parts(
     p: &str,
@@ -50,18 +54,21 @@ pub(crate) fn session_parts(
     })?;
     let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
     Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
-    Ok((video, abr, pcfg))
+    let plane = crate::session::dataplane::build(&c.data_plane, &video)
+        .map_err(|e| serr(format!("{p}.data_plane.{}", e.param), e.msg))?;
+    Ok((video, abr, pcfg, plane))
 }
 
 /// A video client of the packet driver.
 pub(crate) struct ClientRt {
     pub session: VideoSession,
     pub cfg: ClientCfg,
-    /// Flow ids of the current connection's request and response halves.
-    pub req_flow: FlowId,
-    pub resp_flow: FlowId,
+    /// Per connection slot: flow ids of the current connection's request and response halves.
+    pub conns: Vec<(FlowId, FlowId)>,
     /// Response-half flows of every connection used (the first is the main one).
     pub resp_flows: Vec<FlowId>,
+    /// Connections reset so far.
+    pub resets: u32,
     pub sched: Ns,
     pub started: bool,
 }
@@ -69,33 +76,34 @@ pub(crate) struct ClientRt {
 /// A session operation on the transport, applied after the session call returns.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ConnOp {
-    Write(Dir, u64),
-    Reset,
+    Write(ConnId, Dir, u64),
+    Reset(ConnId),
 }
 
 /// The packet driver's [`Transport`] during one session call.
 pub(crate) struct Buffered<'a> {
     pub flows: &'a IdVec<FlowId, FlowRt>,
     pub eps: &'a IdVec<EpId, Ep>,
-    pub req: FlowId,
-    pub resp: FlowId,
+    pub conns: &'a [(FlowId, FlowId)],
     pub ops: &'a mut Vec<ConnOp>,
-    pub reset: bool,
+    /// Slots reset during this call (their fresh connections have delivered nothing yet).
+    pub reset: u64,
 }
 
 impl Transport for Buffered<'_> {
-    fn write(&mut self, _now: Ns, _conn: ConnId, dir: Dir, bytes: u64) {
-        self.ops.push(ConnOp::Write(dir, bytes));
+    fn write(&mut self, _now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
+        self.ops.push(ConnOp::Write(conn, dir, bytes));
     }
-    fn delivered(&self, _conn: ConnId, dir: Dir) -> u64 {
-        if self.reset {
+    fn delivered(&self, conn: ConnId, dir: Dir) -> u64 {
+        if self.reset & (1 << (conn.0 & 63)) != 0 {
             return 0;
         }
-        let f = if dir == Dir::Request { self.req } else { self.resp };
+        let (req, resp) = self.conns[conn.0 as usize];
+        let f = if dir == Dir::Request { req } else { resp };
         bytes_received(self.eps, &self.flows[f])
     }
-    fn reset(&mut self, _now: Ns, _conn: ConnId) {
-        self.ops.push(ConnOp::Reset);
-        self.reset = true;
+    fn reset(&mut self, _now: Ns, conn: ConnId) {
+        self.ops.push(ConnOp::Reset(conn));
+        self.reset |= 1 << (conn.0 & 63);
     }
 }

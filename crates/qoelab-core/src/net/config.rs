@@ -41,8 +41,8 @@ fn packet() -> String {
     "packet".into()
 }
 
-/// A video client: a player with an ABR fetching segments over one persistent HTTP/1.1
-/// connection from `server`.
+/// A video client: a player with an ABR fetching segments from `server` over persistent
+/// HTTP/1.1 connections, as its data plane decides.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClientCfg {
@@ -68,6 +68,9 @@ pub struct ClientCfg {
     pub start: Ns,
     #[serde(default)]
     pub http: HttpCfg,
+    /// How segment requests map onto HTTP requests and connections (`[client.data_plane]`).
+    #[serde(default)]
+    pub data_plane: crate::session::dataplane::DataPlaneCfg,
     /// Base RTT of the client's path (ns): the time to first byte in trace mode.
     #[serde(default)]
     pub rtt: Ns,

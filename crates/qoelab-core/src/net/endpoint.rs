@@ -54,6 +54,10 @@ pub struct FlowRt {
     pub size: Option<u64>,
     /// Discarded (connection reset): packets arriving for it are dropped, timers ignored.
     pub dead: bool,
+    /// The client reset this connection and the reset has not reached the server yet: the
+    /// client's endpoints are closed (data arriving there is discarded and answered with a reset),
+    /// the server's keep running. Holds the other half of the connection.
+    pub closing: Option<crate::ids::FlowId>,
     /// The video client this half-connection belongs to.
     pub client: Option<ClientId>,
     /// Sum and count of srtt samples (ns) taken at the sampling interval.
@@ -87,6 +91,7 @@ impl FlowRt {
             size: None,
             cc: None,
             dead: false,
+            closing: None,
             client: None,
             srtt_sum: 0.0,
             srtt_n: 0,

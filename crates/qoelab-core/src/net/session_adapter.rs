@@ -16,11 +16,12 @@ use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::{Ns, NEVER};
 
 impl World {
-    /// Build a client's session (player + ABR) from its config entry `p`, checking everything.
+    /// Build a client's session (player + ABR + data plane) from its config entry `p`, checking
+    /// everything.
     pub(crate) fn build_session(&self, p: &str, c: &ClientCfg) -> Result<VideoSession, SimError> {
-        let (video, abr, pcfg) = session_parts(p, c, &self.cfg, self.abr_factory.as_ref())?;
+        let (video, abr, pcfg, plane) = session_parts(p, c, &self.cfg, self.abr_factory.as_ref())?;
         let player = Player::new(pcfg, video, abr, c.start);
-        Ok(VideoSession::new(c.name.clone(), c.abr.clone(), player, c.http.clone(), c.rtt))
+        Ok(VideoSession::with_plane(c.name.clone(), c.abr.clone(), player, c.http.clone(), plane, c.rtt))
     }
 
     /// Create a client from config entry `p` (at build time or when a session arrives).
@@ -28,13 +29,19 @@ impl World {
         let session = self.build_session(p, c)?;
         self.check_nodes(p, c.server, c.client, true)?;
         let ci = self.clients.next_id();
-        let (req_flow, resp_flow) = self.open_connection(p, ci, c, 0, c.start)?;
+        let slots = session.connection_slots();
+        let probe = session.probe_slot();
+        let mut conns = Vec::with_capacity(slots as usize);
+        for slot in 0..slots {
+            conns.push(self.open_connection(p, ci, c, slot, slot, probe == Some(slot), c.start)?);
+        }
+        let resp_flows = conns.iter().enumerate().filter(|(k, _)| probe != Some(*k as u32)).map(|x| x.1 .1).collect();
         self.clients.push(ClientRt {
             session,
             cfg: c.clone(),
-            req_flow,
-            resp_flow,
-            resp_flows: vec![resp_flow],
+            conns,
+            resp_flows,
+            resets: 0,
             sched: NEVER,
             started: false,
         });
@@ -42,20 +49,23 @@ impl World {
         Ok(())
     }
 
-    /// Open connection number `k` of client `ci`: (request flow, response flow).
+    /// Open connection number `k` of client `ci` in slot `slot`: (request flow, response flow).
+    #[allow(clippy::too_many_arguments)]
     fn open_connection(
         &mut self,
         p: &str,
         ci: ClientId,
         c: &ClientCfg,
+        slot: u32,
         k: u32,
+        probe: bool,
         start: Ns,
     ) -> Result<(FlowId, FlowId), SimError> {
         let (server, client) = (NodeId::from_index(c.server), NodeId::from_index(c.client));
         let tcfg = tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
-        let name = &c.name;
+        let name = if slot == 0 { c.name.clone() } else { format!("{}/c{slot}", c.name) };
         let req = self.add_tcp_flow(
             p,
             &format!("{name}/req{suffix}"),
@@ -71,8 +81,9 @@ impl World {
         // connection setup.
         let mut down = tcfg.clone();
         down.handshake = false;
+        let kind = if probe { "probe" } else { "video" };
         let resp =
-            self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", server, client, &c.cc, &ccp, &down, start)?;
+            self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), kind, server, client, &c.cc, &ccp, &down, start)?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
         Ok((req, resp))
@@ -95,8 +106,10 @@ impl World {
         self.clients[ci].sched = NEVER;
         if !self.clients[ci].started {
             self.clients[ci].started = true;
-            let tx = self.flows[self.clients[ci].req_flow].tx;
-            self.drain_ep(tx);
+            for k in 0..self.clients[ci].conns.len() {
+                let tx = self.flows[self.clients[ci].conns[k].0].tx;
+                self.drain_ep(tx);
+            }
         }
         self.with_session(ci, |s, now, t| s.on_timer(now, t));
     }
@@ -104,14 +117,19 @@ impl World {
     /// A TCP receiver of client `ci`'s connection got a packet (called after on_packet).
     pub(crate) fn client_on_rx(&mut self, ci: ClientId, fid: FlowId) {
         let c = &self.clients[ci];
-        let dir = if fid == c.req_flow {
-            Dir::Request
-        } else if fid == c.resp_flow {
-            Dir::Response
-        } else {
-            return;
-        };
-        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(0), dir, t));
+        let mut hit = None;
+        for (k, &(rq, rs)) in c.conns.iter().enumerate() {
+            if fid == rq {
+                hit = Some((k, Dir::Request));
+            } else if fid == rs {
+                hit = Some((k, Dir::Response));
+            } else {
+                continue;
+            }
+            break;
+        }
+        let Some((k, dir)) = hit else { return };
+        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(k as u32), dir, t));
     }
 
     /// Call the session with a buffered transport, apply its operations, reschedule its timer.
@@ -119,27 +137,20 @@ impl World {
         let now = self.engine.now();
         let mut ops = std::mem::take(&mut self.conn_ops);
         let c = &mut self.clients[ci];
-        let mut t = Buffered {
-            flows: &self.flows,
-            eps: &self.eps,
-            req: c.req_flow,
-            resp: c.resp_flow,
-            ops: &mut ops,
-            reset: false,
-        };
+        let mut t = Buffered { flows: &self.flows, eps: &self.eps, conns: &c.conns, ops: &mut ops, reset: 0 };
         f(&mut c.session, now, &mut t);
         for op in ops.drain(..) {
             match op {
-                ConnOp::Write(dir, bytes) => {
-                    let c = &self.clients[ci];
-                    let fid = if dir == Dir::Request { c.req_flow } else { c.resp_flow };
+                ConnOp::Write(conn, dir, bytes) => {
+                    let (rq, rs) = self.clients[ci].conns[conn.0 as usize];
+                    let fid = if dir == Dir::Request { rq } else { rs };
                     let tx = self.flows[fid].tx;
                     if let Ep::TcpTx(s) = &mut self.eps[tx] {
                         s.write(now, bytes);
                     }
                     self.drain_ep(tx);
                 }
-                ConnOp::Reset => self.client_reset(ci),
+                ConnOp::Reset(conn) => self.client_reset(ci, conn.0),
             }
         }
         self.conn_ops = ops;
@@ -147,20 +158,31 @@ impl World {
         self.clients_sched(ci, t);
     }
 
-    /// Reset the connection: discard both halves, open a new connection.
-    fn client_reset(&mut self, ci: ClientId) {
+    /// Reset the connection in `slot`: the client's side closes at once and a reset travels to
+    /// the server, whose side keeps sending until it arrives; a new connection opens in the slot.
+    fn client_reset(&mut self, ci: ClientId, slot: u32) {
         let now = self.engine.now();
-        let (rq, rs) = (self.clients[ci].req_flow, self.clients[ci].resp_flow);
-        self.flows[rq].dead = true;
-        self.flows[rs].dead = true;
-        let k = self.clients[ci].resp_flows.len() as u32;
+        let (rq, rs) = self.clients[ci].conns[slot as usize];
+        self.flows[rq].closing = Some(rs);
+        self.flows[rs].closing = Some(rq);
+        // The client's endpoints: the request sender and the response receiver.
+        let (a, b) = (self.flows[rq].tx, self.flows[rs].rx);
+        self.close_ep(a);
+        self.close_ep(b);
+        let client = self.flows[rq].src;
+        self.send_reset(rq, client);
+        self.clients[ci].resets += 1;
+        let k = self.clients[ci].resets;
         let cfg = self.clients[ci].cfg.clone();
-        let (nq, ns) =
-            self.open_connection("clients", ci, &cfg, k, now).expect("connection parameters were checked at build");
+        let probe = self.clients[ci].session.probe_slot() == Some(slot);
+        let (nq, ns) = self
+            .open_connection("clients", ci, &cfg, slot, k, probe, now)
+            .expect("connection parameters were checked at build");
         let c = &mut self.clients[ci];
-        c.req_flow = nq;
-        c.resp_flow = ns;
-        c.resp_flows.push(ns);
+        c.conns[slot as usize] = (nq, ns);
+        if !probe {
+            c.resp_flows.push(ns);
+        }
         let tx = self.flows[nq].tx;
         self.drain_ep(tx);
     }

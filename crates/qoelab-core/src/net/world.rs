@@ -96,6 +96,9 @@ struct EpMeta {
     flow: FlowId,
     /// Time of the endpoint's pending timer event (`NEVER` if none).
     sched: Ns,
+    /// Closed (its flow is dead, or it is the client's side of a reset connection): it sends
+    /// nothing and its timers are ignored.
+    closed: bool,
 }
 
 /// The simulated world.
@@ -382,8 +385,13 @@ impl World {
         Ok((NodeId::from_index(src), NodeId::from_index(dst)))
     }
 
+    /// Close an endpoint: it sends nothing more and its timers are ignored.
+    pub(crate) fn close_ep(&mut self, ep: EpId) {
+        self.ep_meta[ep].closed = true;
+    }
+
     fn new_ep(&mut self, ep: Ep, node: NodeId, flow: FlowId) -> EpId {
-        self.ep_meta.push(EpMeta { node, flow, sched: NEVER });
+        self.ep_meta.push(EpMeta { node, flow, sched: NEVER, closed: false });
         self.eps.push(ep)
     }
 
@@ -749,11 +757,69 @@ impl World {
             return;
         }
         let f = &self.flows[FlowId(pkt.flow)];
+        if f.dead || f.closing.is_some() {
+            self.arrive_reset(node, pkt);
+            return;
+        }
+        let ep = if node == f.dst { f.rx } else { f.tx };
+        self.arrive_ep(ep, pkt);
+    }
+
+    /// `pkt` reaches an endpoint of a flow that is dead or whose connection the client reset.
+    #[cold]
+    fn arrive_reset(&mut self, node: NodeId, pkt: &Packet) {
+        let fid = FlowId(pkt.flow);
+        let f = &self.flows[fid];
         if f.dead {
             self.dead_drops += 1;
             return;
         }
+        let peer = f.closing.expect("closing");
         let ep = if node == f.dst { f.rx } else { f.tx };
+        if pkt.flags & flags::RST != 0 {
+            // The reset reached the server: the connection is gone.
+            for x in [fid, peer] {
+                self.flows[x].dead = true;
+                let (tx, rx) = (self.flows[x].tx, self.flows[x].rx);
+                self.ep_meta[tx].closed = true;
+                self.ep_meta[rx].closed = true;
+            }
+            return;
+        }
+        if !self.ep_meta[ep].closed {
+            self.arrive_ep(ep, pkt); // the server side runs until the reset reaches it
+            return;
+        }
+        self.dead_drops += 1;
+        if pkt.payload > 0 {
+            // Data for a socket the client closed: answered with a reset (RFC 9293 3.10.7.1).
+            self.send_reset(fid, node);
+        }
+    }
+
+    /// Send a reset from `node` (the client) to the server on the request half of `fid`'s
+    /// connection.
+    pub(crate) fn send_reset(&mut self, fid: FlowId, node: NodeId) {
+        let f = &self.flows[fid];
+        // The request half's data direction is client -> server.
+        let req = if f.src == node { fid } else { f.closing.or(Some(fid)).expect("peer") };
+        let r = &self.flows[req];
+        let p = Packet {
+            flow: req.0,
+            src: r.src.0,
+            dst: r.dst.0,
+            size: 40,
+            payload: 0,
+            flags: flags::RST | flags::ACK,
+            hash: flow_hash(req.0, r.src.0, r.dst.0),
+            ..Packet::EMPTY
+        };
+        self.forward(node, &p);
+    }
+
+    /// `pkt` reaches endpoint `ep` at `node`.
+    #[inline(always)]
+    fn arrive_ep(&mut self, ep: EpId, pkt: &Packet) {
         let now = self.engine.now();
         match &mut self.eps[ep] {
             Ep::Sink(s) => {
@@ -833,8 +899,8 @@ impl World {
     /// Emit everything the endpoint wants to send now; reschedule its timer.
     pub(crate) fn drain_ep(&mut self, ep: EpId) {
         let now = self.engine.now();
-        let EpMeta { node, flow: fid, .. } = self.ep_meta[ep];
-        if self.flows[fid].dead {
+        let EpMeta { node, flow: fid, closed, .. } = self.ep_meta[ep];
+        if closed {
             return;
         }
         let mut p = Packet::EMPTY;
@@ -863,7 +929,7 @@ impl World {
             return; // stale
         }
         m.sched = NEVER;
-        if self.flows[m.flow].dead {
+        if m.closed {
             return;
         }
         match &mut self.eps[ep] {

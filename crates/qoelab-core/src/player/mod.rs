@@ -88,6 +88,9 @@ pub enum Phase {
     Ended,
 }
 
+/// The id of one segment download of a player.
+pub type DlId = u64;
+
 /// A byte range (inclusive first and last byte), as in an HTTP `Range: bytes=first-last`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct ByteRange {
@@ -98,12 +101,14 @@ pub struct ByteRange {
 /// A segment request the transport must issue now.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Request {
+    /// The player's id of this download (unique per session; keys every later call).
+    pub id: DlId,
     pub segment: usize,
     pub rung: usize,
     /// Bytes expected in the response body.
     pub bytes: u64,
-    /// None = the whole segment resource. (The video model has no byte offsets yet; the HTTP layer
-    /// maps (segment, rung) to a URL or a range of a single file.)
+    /// The segment's bytes inside the rung's file, when the video has a byte layout; None = the
+    /// whole segment resource.
     pub range: Option<ByteRange>,
 }
 
@@ -111,6 +116,7 @@ pub struct Request {
 /// request the same segment at `to_rung` on the next [`Player::poll`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Abandon {
+    pub id: DlId,
     pub segment: usize,
     pub from_rung: usize,
     pub to_rung: usize,
@@ -174,6 +180,7 @@ pub struct PlayerSummary {
 
 #[derive(Clone, Debug)]
 struct InFlight {
+    id: DlId,
     segment: usize,
     rung: usize,
     bytes_total: u64,
@@ -183,6 +190,8 @@ struct InFlight {
     buffer_before: Ns,
     abr_delay: Ns,
     reason: String,
+    /// Complete, waiting for an earlier segment before it enters the buffer.
+    done_at: Option<Ns>,
 }
 
 #[derive(Clone, Debug)]
@@ -216,10 +225,22 @@ pub struct Player {
     stall_attributed: Ns,
     /// Media (ns) of completed segments.
     downloaded_media: Ns,
+    /// Segments completed and in the buffer (contiguous from 0).
     next_segment: usize,
+    /// The next segment to request.
+    next_request: usize,
+    next_id: DlId,
+    /// Rung of the last completed segment (what the ABR sees as `last_rung`).
     last_rung: Option<usize>,
-    in_flight: Option<InFlight>,
+    /// Downloads in flight, in order of issue (segments ascending).
+    in_flight: Vec<InFlight>,
     pending: Option<Pending>,
+    /// Media (ns) of the requests issued past the buffer cap since the last request issued under
+    /// it: the buffer may exceed `buffer_max` + one segment by at most this (a Sprint train or a
+    /// Sprint-x range).
+    forced_media: Ns,
+    /// The largest forced allowance that was in force when the buffer grew.
+    forced_allowance_max: Ns,
     history: Vec<DownloadRecord>,
     log: Vec<SegmentLog>,
     bytes: u64,
@@ -262,9 +283,13 @@ impl Player {
             stall_attributed: 0,
             downloaded_media: 0,
             next_segment: 0,
+            next_request: 0,
+            next_id: 0,
             last_rung: None,
-            in_flight: None,
+            in_flight: Vec::new(),
             pending: None,
+            forced_media: 0,
+            forced_allowance_max: 0,
             history: Vec::new(),
             log: Vec::new(),
             bytes: 0,
@@ -328,7 +353,23 @@ impl Player {
     }
     /// A download is in flight.
     pub fn downloading(&self) -> bool {
-        self.in_flight.is_some()
+        !self.in_flight.is_empty()
+    }
+    /// Downloads in flight.
+    pub fn in_flight_count(&self) -> usize {
+        self.in_flight.len()
+    }
+    /// Media (ns) of the downloads in flight.
+    pub fn in_flight_media(&self) -> Ns {
+        self.in_flight.iter().map(|f| self.video.seg_duration(f.segment)).sum()
+    }
+    /// Every segment has been requested (none left to ask the ABR for).
+    pub fn all_requested(&self) -> bool {
+        self.next_request >= self.video.n_segments()
+    }
+    /// The (segment, rung) of download `id`, if in flight.
+    pub fn download(&self, id: DlId) -> Option<(usize, usize)> {
+        self.in_flight.iter().find(|f| f.id == id).map(|f| (f.segment, f.rung))
     }
     /// The per-segment log, oldest first (abandoned downloads included, flagged).
     pub fn log(&self) -> &[SegmentLog] {
@@ -374,7 +415,7 @@ impl Player {
                     self.buffer -= p;
                     dt -= p;
                     if self.buffer == 0 {
-                        if self.next_segment >= self.video.n_segments() && self.in_flight.is_none() {
+                        if self.next_segment >= self.video.n_segments() && self.in_flight.is_empty() {
                             self.set_phase(now - dt, Phase::Ended);
                             self.end = Some(now - dt);
                             return;
@@ -420,53 +461,70 @@ impl Player {
             _ => {}
         }
         // Degenerate: a zero-length remainder ends at once.
-        if self.phase == Phase::Playing && self.buffer == 0 && all && self.in_flight.is_none() {
+        if self.phase == Phase::Playing && self.buffer == 0 && all && self.in_flight.is_empty() {
             self.set_phase(self.clock, Phase::Ended);
             self.end = Some(self.clock);
         }
     }
 
-    /// Downloads pause while buffer + next segment > buffer_max (only while playing: during
-    /// startup or a stall the buffer cannot drain, so pausing could never end).
+    /// Downloads pause while buffer + media in flight + next segment > buffer_max (only while
+    /// playing: during startup or a stall the buffer cannot drain, so pausing could never end).
+    /// Returns how long until the cap allows the next request.
     fn paused_for_buffer(&self) -> Option<Ns> {
-        if self.phase != Phase::Playing || self.all_downloaded() {
+        if self.phase != Phase::Playing || self.all_requested() {
             return None;
         }
-        let next = self.video.seg_duration(self.next_segment);
+        let next = self.video.seg_duration(self.next_request);
         let lim = self.buffer_max.saturating_sub(next);
-        if self.buffer > lim {
-            Some(self.buffer - lim)
+        let level = self.buffer + self.in_flight_media();
+        if level > lim {
+            Some(level - lim)
         } else {
             None
         }
     }
 
-    fn obs_segment(&self) -> usize {
-        self.next_segment
+    /// The buffer cap would pause a request now (a data plane that forces a train asks this).
+    pub fn buffer_full(&self) -> bool {
+        self.paused_for_buffer().is_some()
     }
 
     // ----- driving -----
 
-    /// The request to issue now, if any. Calls the ABR when a decision is due (not while a
-    /// download is in flight, not while the buffer is full, not after the last segment).
+    /// The request to issue now, if any, for a sequential transport: nothing while a download is
+    /// in flight; otherwise as [`Player::poll_next`] under the buffer cap.
     pub fn poll(&mut self, now: Ns) -> Option<Request> {
-        self.advance(now);
-        let now = self.clock;
-        if self.in_flight.is_some() || self.all_downloaded() || self.phase == Phase::Ended {
+        if !self.in_flight.is_empty() {
+            self.advance(now);
             return None;
         }
+        self.poll_next(now, false)
+    }
+
+    /// The next segment request to issue now, if any, with downloads possibly in flight (a
+    /// pipelining or parallel data plane). Calls the ABR when a decision is due (not while the
+    /// buffer, counting media in flight, is full unless `force`; not after the last segment).
+    /// `force` issues past the buffer cap (a Sprint train, a Sprint-x range): the buffer may then
+    /// exceed `buffer_max` + one segment by the media forced since the last unforced request.
+    pub fn poll_next(&mut self, now: Ns, force: bool) -> Option<Request> {
+        self.advance(now);
+        let now = self.clock;
+        if self.all_requested() || self.phase == Phase::Ended {
+            return None;
+        }
+        let capped = self.paused_for_buffer().is_some();
         if self.pending.is_none() {
-            if self.paused_for_buffer().is_some() {
+            if capped && !force {
                 return None;
             }
-            let segment = self.obs_segment();
+            let segment = self.next_request;
             let obs = AbrObs {
                 now,
                 video: &self.video,
                 segment,
                 buffer: self.buffer,
                 buffer_max: self.buffer_max,
-                last_rung: self.last_rung,
+                last_rung: self.last_rung_for_obs(),
                 playing: self.phase == Phase::Playing,
                 history: &self.history,
             };
@@ -482,12 +540,20 @@ impl Player {
             self.pending = Some(Pending { segment, rung, not_before: now.saturating_add(delay), delay, reason });
         }
         let p = self.pending.as_ref().expect("pending decision");
-        if now < p.not_before {
+        if now < p.not_before || (capped && !force) {
             return None;
         }
         let p = self.pending.take().expect("pending decision");
         let bytes = self.video.size(p.segment, p.rung);
-        self.in_flight = Some(InFlight {
+        if capped {
+            self.forced_media += self.video.seg_duration(p.segment);
+        } else {
+            self.forced_media = 0;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.in_flight.push(InFlight {
+            id,
             segment: p.segment,
             rung: p.rung,
             bytes_total: bytes,
@@ -497,51 +563,118 @@ impl Player {
             buffer_before: self.buffer,
             abr_delay: p.delay,
             reason: p.reason,
+            done_at: None,
         });
-        Some(Request { segment: p.segment, rung: p.rung, bytes, range: None })
+        self.next_request = p.segment + 1;
+        let range = self.video.byte_range(p.segment, p.rung).map(|(first, last)| ByteRange { first, last });
+        Some(Request { id, segment: p.segment, rung: p.rung, bytes, range })
     }
 
-    /// The next instant the player wants to be polled without any transport event: now if a
-    /// request is due, the end of an ABR delay, the end of a buffer-full pause, and the next
-    /// playback event (the buffer running dry: a stall or the end of playback); [`NEVER`] if none
-    /// (e.g. stalled or in startup with a download in flight, or ended). Playback is accounted
-    /// analytically by [`Player::advance`], so waking at playback events is optional for the
-    /// accounting; it only makes phase changes visible at their exact time.
+    /// The rung the ABR sees as the previous one: the last segment requested (in flight or
+    /// completed).
+    fn last_rung_for_obs(&self) -> Option<usize> {
+        self.in_flight.last().map(|f| f.rung).or(self.last_rung)
+    }
+
+    /// The next instant the player wants to be polled without any transport event, for a
+    /// sequential transport: as [`Player::request_at`] (NEVER while a download is in flight),
+    /// or the next playback event, whichever is first.
     pub fn poll_at(&self) -> Ns {
-        if self.phase == Phase::Ended {
+        if !self.in_flight.is_empty() {
+            return self.playback_at();
+        }
+        self.request_at().min(self.playback_at())
+    }
+
+    /// When [`Player::poll_next`] (without force) may next return a request: now if a request is
+    /// due, the end of an ABR delay, the end of a buffer-full pause; [`NEVER`] if every segment
+    /// is requested or playback ended.
+    pub fn request_at(&self) -> Ns {
+        if self.phase == Phase::Ended || self.all_requested() {
             return NEVER;
         }
-        let playback = if self.phase == Phase::Playing && self.buffer > 0 { self.clock + self.buffer } else { NEVER };
-        let request = if self.in_flight.is_some() || self.all_downloaded() {
-            NEVER
-        } else if let Some(p) = &self.pending {
-            p.not_before.max(self.clock)
-        } else if let Some(wait) = self.paused_for_buffer() {
-            self.clock + wait
-        } else {
-            self.clock
-        };
-        request.min(playback)
+        let wait = self.paused_for_buffer().map(|w| self.clock + w);
+        match (&self.pending, wait) {
+            (Some(p), Some(w)) => p.not_before.max(w),
+            (Some(p), None) => p.not_before.max(self.clock),
+            (None, Some(w)) => w,
+            (None, None) => self.clock,
+        }
     }
 
-    /// The first byte of the response body arrived.
+    /// When [`Player::poll_next`] with `force` may next return a request: the end of an ABR
+    /// delay, now if a decision is due; NEVER if every segment is requested or playback ended.
+    pub fn decision_at(&self) -> Ns {
+        if self.phase == Phase::Ended || self.all_requested() {
+            return NEVER;
+        }
+        match &self.pending {
+            Some(p) => p.not_before.max(self.clock),
+            None => self.clock,
+        }
+    }
+
+    /// The next playback event (the buffer running dry: a stall or the end of playback); NEVER if
+    /// none. Playback is accounted analytically by [`Player::advance`], so waking at playback
+    /// events is optional for the accounting; it only makes phase changes visible at their exact
+    /// time.
+    pub fn playback_at(&self) -> Ns {
+        if self.phase == Phase::Playing && self.buffer > 0 {
+            self.clock + self.buffer
+        } else {
+            NEVER
+        }
+    }
+
+    fn flight_index(&self, id: DlId) -> Option<usize> {
+        self.in_flight.iter().position(|f| f.id == id)
+    }
+
+    /// The first byte of the response body arrived (sequential form: the oldest download).
     pub fn on_first_byte(&mut self, now: Ns) {
+        if let Some(id) = self.in_flight.first().map(|f| f.id) {
+            self.first_byte(now, id);
+        } else {
+            self.advance(now);
+        }
+    }
+
+    /// The first response byte of download `id` arrived.
+    pub fn first_byte(&mut self, now: Ns, id: DlId) {
         self.advance(now);
         let now = self.clock;
-        if let Some(f) = &mut self.in_flight {
+        if let Some(i) = self.flight_index(id) {
+            let f = &mut self.in_flight[i];
             if f.t_first_byte.is_none() {
                 f.t_first_byte = Some(now);
             }
         }
     }
 
-    /// `total_received` body bytes of the download in flight have arrived. Polls the ABR's
-    /// abandonment rule; on `Some`, the transport must cancel the request and the player will
-    /// request the same segment at the lower rung on the next poll.
+    /// Sequential form of [`Player::bytes`] (the oldest download).
     pub fn on_bytes(&mut self, now: Ns, total_received: u64) -> Option<Abandon> {
+        let id = self.in_flight.first().map(|f| f.id);
+        match id {
+            Some(id) => self.bytes(now, id, total_received),
+            None => {
+                self.advance(now);
+                None
+            }
+        }
+    }
+
+    /// `total_received` body bytes of download `id` have arrived. Polls the ABR's abandonment
+    /// rule; on `Some`, the transport must cancel the request (and the player has cancelled every
+    /// later download in flight too, see [`Player::cancel`]); the player will request the same
+    /// segment at the lower rung on the next poll.
+    pub fn bytes(&mut self, now: Ns, id: DlId, total_received: u64) -> Option<Abandon> {
         self.advance(now);
         let now = self.clock;
-        let f = self.in_flight.as_mut()?;
+        let i = self.flight_index(id)?;
+        let f = &mut self.in_flight[i];
+        if f.done_at.is_some() {
+            return None;
+        }
         f.received = total_received.min(f.bytes_total);
         if f.t_first_byte.is_none() && total_received > 0 {
             f.t_first_byte = Some(now);
@@ -569,48 +702,107 @@ impl Player {
             history: &self.history,
         };
         let to = self.abr.on_progress(&obs, &prog)?;
+        let f = &self.in_flight[i];
         if to >= f.rung {
             return None; // only abandonments to a lower rung are honoured
         }
-        let f = self.in_flight.take().expect("in flight");
-        let rec = self.finish_record(&f, now, f.received, true);
-        let from = f.rung;
-        self.log.push(self.make_log(&f, &rec, 0));
-        self.bytes += f.received;
-        self.after_download(&rec);
-        self.pending = Some(Pending {
-            segment: f.segment,
-            rung: to,
-            not_before: now,
-            delay: 0,
-            reason: format!("abandoned rung {from} at {}/{} B", f.received, f.bytes_total),
-        });
-        Some(Abandon { segment: f.segment, from_rung: from, to_rung: to, bytes_received: f.received })
+        let (segment, from, received) = (f.segment, f.rung, f.received);
+        self.cancel_from(now, i, Some(to));
+        Some(Abandon { id, segment, from_rung: from, to_rung: to, bytes_received: received })
     }
 
-    /// The last byte of the download in flight arrived.
-    pub fn on_complete(&mut self, now: Ns) {
+    /// The data plane cancels download `id` (and with it every later download in flight, which
+    /// were requested after it): each is logged as abandoned with the bytes received so far; the
+    /// player will request the earliest cancelled segment again (asking the ABR anew). Returns
+    /// the ids cancelled.
+    pub fn cancel(&mut self, now: Ns, id: DlId) -> Vec<DlId> {
         self.advance(now);
         let now = self.clock;
-        let Some(f) = self.in_flight.take() else {
+        match self.flight_index(id) {
+            Some(i) => self.cancel_from(now, i, None),
+            None => Vec::new(),
+        }
+    }
+
+    /// Cancel `in_flight[i..]` (newest first in the log order of issue); `to` = the rung the
+    /// abandonment rule chose for the first one.
+    fn cancel_from(&mut self, now: Ns, i: usize, to: Option<usize>) -> Vec<DlId> {
+        let gone: Vec<InFlight> = self.in_flight.drain(i..).collect();
+        let mut ids = Vec::with_capacity(gone.len());
+        for f in &gone {
+            ids.push(f.id);
+            if f.done_at.is_some() {
+                // Complete but waiting for an earlier segment: its bytes are lost with it.
+                self.bytes += f.bytes_total;
+            } else {
+                self.bytes += f.received;
+            }
+            let got = if f.done_at.is_some() { f.bytes_total } else { f.received };
+            let rec = self.finish_record(f, now, got, true);
+            self.log.push(self.make_log(f, &rec, 0));
+            self.after_download(&rec);
+        }
+        let first = &gone[0];
+        self.next_request = first.segment;
+        let reason = match to {
+            Some(_) => format!("abandoned rung {} at {}/{} B", first.rung, first.received, first.bytes_total),
+            None => format!("cancelled rung {} at {}/{} B", first.rung, first.received, first.bytes_total),
+        };
+        self.pending = to.map(|to| Pending { segment: first.segment, rung: to, not_before: now, delay: 0, reason });
+        ids
+    }
+
+    /// Sequential form of [`Player::complete`] (the oldest download).
+    pub fn on_complete(&mut self, now: Ns) {
+        match self.in_flight.first().map(|f| f.id) {
+            Some(id) => self.complete(now, id),
+            None => {
+                self.advance(now);
+                if self.violations.len() < 8 {
+                    self.violations.push(format!("on_complete at {now} with no download in flight"));
+                }
+            }
+        }
+    }
+
+    /// The last byte of download `id` arrived. The segment enters the buffer once every earlier
+    /// segment has (downloads complete out of order only on parallel connections).
+    pub fn complete(&mut self, now: Ns, id: DlId) {
+        self.advance(now);
+        let now = self.clock;
+        let Some(i) = self.flight_index(id) else {
             if self.violations.len() < 8 {
-                self.violations.push(format!("on_complete at {now} with no download in flight"));
+                self.violations.push(format!("complete at {now} for download {id}, which is not in flight"));
             }
             return;
         };
-        let rec = self.finish_record(&f, now, f.bytes_total, false);
-        let dur = self.video.seg_duration(f.segment);
-        self.buffer += dur;
-        self.downloaded_media += dur;
-        self.max_buffer_seen = self.max_buffer_seen.max(self.buffer);
-        self.next_segment = f.segment + 1;
-        self.last_rung = Some(f.rung);
-        self.bytes += f.bytes_total;
-        let stall = self.stalled - self.stall_attributed;
-        self.stall_attributed = self.stalled;
-        self.log.push(self.make_log(&f, &rec, stall));
-        self.after_download(&rec);
-        self.maybe_play();
+        self.in_flight[i].done_at = Some(now);
+        self.in_flight[i].received = self.in_flight[i].bytes_total;
+        while self.in_flight.first().is_some_and(|f| f.done_at.is_some()) {
+            let f = self.in_flight.remove(0);
+            let done = f.done_at.expect("complete");
+            let rec = self.finish_record(&f, done, f.bytes_total, false);
+            let dur = self.video.seg_duration(f.segment);
+            self.buffer += dur;
+            self.downloaded_media += dur;
+            self.max_buffer_seen = self.max_buffer_seen.max(self.buffer);
+            self.forced_allowance_max = self.forced_allowance_max.max(self.forced_media);
+            let max_seg = self.video.segment_duration.max(self.video.seg_duration(self.video.n_segments() - 1));
+            if self.buffer > self.buffer_max + max_seg + self.forced_media && self.violations.len() < 8 {
+                self.violations.push(format!(
+                    "buffer reached {} > buffer_max {} + one segment {} + forced media {}",
+                    self.buffer, self.buffer_max, max_seg, self.forced_media
+                ));
+            }
+            self.next_segment = f.segment + 1;
+            self.last_rung = Some(f.rung);
+            self.bytes += f.bytes_total;
+            let stall = self.stalled - self.stall_attributed;
+            self.stall_attributed = self.stalled;
+            self.log.push(self.make_log(&f, &rec, stall));
+            self.after_download(&rec);
+            self.maybe_play();
+        }
     }
 
     fn finish_record(&self, f: &InFlight, now: Ns, bytes: u64, abandoned: bool) -> DownloadRecord {
@@ -686,7 +878,8 @@ impl Player {
 
     /// The accounting identity and the buffer bounds:
     /// startup + played + stalled == (end or last now) - start; buffer == downloaded media - played;
-    /// buffer <= buffer_max + one (the longest) segment; per-segment stalls sum to the stalled
+    /// buffer <= buffer_max + one (the longest) segment + the media a data plane forced past the
+    /// cap (one Sprint train or Sprint-x range; 0 for sequential and plain pipelining); per-segment stalls sum to the stalled
     /// time (exactly once ended); log and history consistent; no backwards time, no bad rung.
     pub fn check_invariants(&self) -> Result<(), String> {
         if let Some(v) = self.violations.first() {
@@ -708,10 +901,10 @@ impl Player {
             ));
         }
         let max_seg = self.video.segment_duration.max(self.video.seg_duration(self.video.n_segments() - 1));
-        if self.max_buffer_seen > self.buffer_max + max_seg {
+        if self.max_buffer_seen > self.buffer_max + max_seg + self.forced_allowance_max {
             return Err(format!(
-                "player: buffer reached {} > buffer_max {} + one segment {}",
-                self.max_buffer_seen, self.buffer_max, max_seg
+                "player: buffer reached {} > buffer_max {} + one segment {} + forced media {}",
+                self.max_buffer_seen, self.buffer_max, max_seg, self.forced_allowance_max
             ));
         }
         let seg_stall: Ns = self.log.iter().map(|l| l.stall).sum();

@@ -24,7 +24,10 @@ fn hand_driven_startup_stall_and_end() {
     let mut p = Player::new(PlayerConfig::default(), v, fixed(1), SEC);
     assert_eq!(p.poll_at(), SEC);
     let r = fetch(&mut p, SEC, 1_100 * MS, 2 * SEC);
-    assert_eq!(r, Request { segment: 0, rung: 1, bytes: 500_000, range: None });
+    assert_eq!(
+        r,
+        Request { id: 0, segment: 0, rung: 1, bytes: 500_000, range: Some(ByteRange { first: 800, last: 500_799 }) }
+    );
     assert_eq!(p.phase(), Phase::Playing);
     assert_eq!(p.summary().startup, SEC);
     // segment 1 takes 3 s: the 2 s buffer runs out at 4 s, stall 4..5 s
@@ -139,7 +142,7 @@ fn abandonment_refetches_lower_rung() {
     p.on_first_byte(100 * MS);
     assert!(p.on_bytes(400 * MS, 100_000).is_none());
     let a = p.on_bytes(600 * MS, 200_000).expect("abandoned");
-    assert_eq!(a, Abandon { segment: 0, from_rung: 1, to_rung: 0, bytes_received: 200_000 });
+    assert_eq!(a, Abandon { id: 0, segment: 0, from_rung: 1, to_rung: 0, bytes_received: 200_000 });
     let r = p.poll(600 * MS).unwrap();
     assert_eq!((r.segment, r.rung, r.bytes), (0, 0, 250_000));
     p.on_first_byte(650 * MS);

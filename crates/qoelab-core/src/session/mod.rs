@@ -8,15 +8,24 @@
 //! connection). The packet simulator implements [`Transport`] on simulated TCP
 //! (`net::clients`); a flow-level or real-network driver implements it on its own streams.
 //!
-//! HTTP/1.1 model (one persistent connection today): a GET is `request_bytes` on the request
-//! stream; when the server has received all of it, it waits `think` and writes
-//! `response_header_bytes` + the segment's bytes on the response stream. Abandoning a download
-//! resets the connection (as a browser aborting an HTTP/1.1 request does); the transport
-//! discards the old connection and opens a fresh one in the same slot, whose streams start again
-//! at offset 0.
+//! HTTP/1.1 ([`http`]): persistent connections, each with a FIFO of pipelined requests; a GET is
+//! `request_bytes` on the request stream; when the server has received all of it, it waits
+//! `think` and writes `response_header_bytes` + the body (a segment, a byte range, an expanded
+//! range) on the response stream, in request order. Cancelling resets a connection (as a browser
+//! aborting an HTTP/1.1 request does); the transport discards the old connection and opens a
+//! fresh one in the same slot, whose streams start again at offset 0.
+//!
+//! How segment requests map onto HTTP requests and connections is the session's data plane
+//! ([`dataplane`]): sequential (the default), pipelined, Sprint, Sprint-x, Chunklets.
+
+pub mod chunk_sizing;
+pub mod dataplane;
+pub mod http;
 
 use crate::player::{Player, PlayerSummary, SegmentLog};
-use crate::time::{Ns, NEVER};
+use crate::time::Ns;
+use dataplane::{Cx, DataPlane, DataPlaneCfg, PlaneLog};
+use http::{Delivery, Http, HttpStats};
 use serde::Deserialize;
 
 /// A connection slot of a session (0 = the first connection). Slots survive resets.
@@ -63,132 +72,87 @@ impl Default for HttpCfg {
     }
 }
 
-/// The request in flight.
-#[derive(Clone, Copy, Debug)]
-struct HttpReq {
-    /// End offset of this request in the request stream.
-    req_end: u64,
-    /// Offset where this response starts in the response stream (set when the server writes it).
-    resp_start: Option<u64>,
-    body: u64,
-    first_byte: bool,
-    last_progress: Ns,
-    /// When the server writes the response (think time), if pending.
-    serve_at: Ns,
-}
-
-/// One viewer: player + ABR + the HTTP exchanges of its segment downloads.
+/// One viewer: player + ABR + the HTTP exchanges of its segment downloads, fetched by its data
+/// plane.
 pub struct VideoSession {
     pub name: String,
     /// ABR name as configured (e.g. "bolae" or "python:mod:Class").
     pub abr: String,
     pub player: Player,
-    http: HttpCfg,
-    cur: Option<HttpReq>,
-    req_written: u64,
-    resp_written: u64,
-    connections: u32,
+    http: Http,
+    plane: Box<dyn DataPlane>,
+    log: PlaneLog,
+    deliveries: Vec<Delivery>,
     /// Base RTT of the client's path (reported in the summary).
     pub base_rtt: Ns,
 }
 
 impl VideoSession {
+    /// A session fetching with the `sequential` data plane (one request at a time).
     pub fn new(name: String, abr: String, player: Player, http: HttpCfg, base_rtt: Ns) -> VideoSession {
-        VideoSession { name, abr, player, http, cur: None, req_written: 0, resp_written: 0, connections: 1, base_rtt }
+        let plane = dataplane::build(&DataPlaneCfg::default(), player.video()).expect("the sequential plane");
+        VideoSession::with_plane(name, abr, player, http, plane, base_rtt)
     }
 
-    /// Connections opened so far (1 + resets).
+    pub fn with_plane(
+        name: String,
+        abr: String,
+        player: Player,
+        http: HttpCfg,
+        plane: Box<dyn DataPlane>,
+        base_rtt: Ns,
+    ) -> VideoSession {
+        let http = Http::new(http, plane.connections());
+        VideoSession { name, abr, player, http, plane, log: PlaneLog::default(), deliveries: Vec::new(), base_rtt }
+    }
+
+    /// Connection slots the session uses (the transport opens them at the start).
+    pub fn connection_slots(&self) -> u32 {
+        self.http.connections()
+    }
+    /// Connections opened so far (one per slot + one per reset).
     pub fn connections(&self) -> u32 {
-        self.connections
+        self.http.connections() + self.http.stats.resets as u32
+    }
+    /// The slot of the data plane's probe connection, if any.
+    pub fn probe_slot(&self) -> Option<u32> {
+        self.plane.probe_slot()
+    }
+    pub fn http_stats(&self) -> HttpStats {
+        self.http.stats
+    }
+    pub fn data_plane(&self) -> &'static str {
+        self.plane.name()
+    }
+    pub fn plane_log(&self) -> &PlaneLog {
+        &self.log
     }
 
-    /// Timer or start: serve a response whose think time is over, advance the player, issue the
-    /// next request if the player wants one.
+    /// Timer or start: serve responses whose think time is over, advance the player, let the data
+    /// plane issue what is due.
     pub fn on_timer(&mut self, now: Ns, t: &mut dyn Transport) {
-        if let Some(r) = self.cur {
-            if r.resp_start.is_none() && r.serve_at <= now {
-                self.server_respond(now, t);
-            }
-        }
+        self.http.on_timer(now, t);
         self.player.advance(now);
-        if self.cur.is_none() {
-            if let Some(req) = self.player.poll(now) {
-                self.req_written += self.http.request_bytes;
-                self.cur = Some(HttpReq {
-                    req_end: self.req_written,
-                    resp_start: None,
-                    body: req.bytes,
-                    first_byte: false,
-                    last_progress: now,
-                    serve_at: NEVER,
-                });
-                t.write(now, ConnId(0), Dir::Request, self.http.request_bytes);
-            }
-        }
+        let mut cx = Cx { player: &mut self.player, http: &mut self.http, t, log: &mut self.log };
+        self.plane.pump(now, &mut cx);
     }
 
     /// When [`VideoSession::on_timer`] must run next (NEVER if not needed).
     pub fn poll_at(&self) -> Ns {
-        let mut t = self.player.poll_at();
-        if let Some(r) = self.cur {
-            if r.resp_start.is_none() && r.serve_at != NEVER {
-                t = t.min(r.serve_at);
-            }
-        }
-        t
-    }
-
-    fn server_respond(&mut self, now: Ns, t: &mut dyn Transport) {
-        let Some(r) = &mut self.cur else { return };
-        let total = self.http.response_header_bytes + r.body;
-        r.resp_start = Some(self.resp_written);
-        self.resp_written += total;
-        t.write(now, ConnId(0), Dir::Response, total);
+        self.plane.poll_at(&self.player).min(self.http.poll_at())
     }
 
     /// Bytes arrived on stream `dir` of `conn`.
     pub fn on_delivered(&mut self, now: Ns, conn: ConnId, dir: Dir, t: &mut dyn Transport) {
-        let Some(mut r) = self.cur else { return };
-        let received = t.delivered(conn, dir);
-        if dir == Dir::Request {
-            // Server side: the whole request arrived?
-            if r.resp_start.is_none() && r.serve_at == NEVER && received >= r.req_end {
-                r.serve_at = now + self.http.think;
-                self.cur = Some(r);
-                if self.http.think == 0 {
-                    self.server_respond(now, t);
-                }
-            }
-            return;
+        let mut ds = std::mem::take(&mut self.deliveries);
+        self.http.on_delivered(now, conn, dir, t, &mut ds);
+        let mut pump = false;
+        let mut cx = Cx { player: &mut self.player, http: &mut self.http, t, log: &mut self.log };
+        for d in ds.drain(..) {
+            pump |= self.plane.on_delivery(now, &d, &mut cx);
         }
-        let Some(start) = r.resp_start else { return };
-        if received <= start {
-            return;
-        }
-        if !r.first_byte {
-            r.first_byte = true;
-            self.player.on_first_byte(now);
-        }
-        let body = (received - start).saturating_sub(self.http.response_header_bytes).min(r.body);
-        let complete = body >= r.body;
-        if complete || now >= r.last_progress + self.http.progress_interval {
-            r.last_progress = now;
-            self.cur = Some(r);
-            if self.player.on_bytes(now, body).is_some() {
-                // Abandoned: reset the connection, then request the segment again.
-                t.reset(now, conn);
-                self.connections += 1;
-                self.cur = None;
-                self.req_written = 0;
-                self.resp_written = 0;
-                self.on_timer(now, t);
-                return;
-            }
-        }
-        self.cur = Some(r);
-        if complete {
-            self.cur = None;
-            self.player.on_complete(now);
+        self.deliveries = ds;
+        if pump {
             self.on_timer(now, t);
         }
     }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::player::testkit::{cbr_video, Fixed, LADDER};
 use crate::player::PlayerConfig;
-use crate::time::{tx_time, MS, SEC};
+use crate::time::{tx_time, MS, NEVER, SEC};
 
 #[derive(Default)]
 struct Pipe {
