@@ -15,6 +15,8 @@
 //! discards the old connection and opens a fresh one in the same slot, whose streams start again
 //! at offset 0.
 
+pub mod chunk_sizing;
+
 use crate::player::{Player, PlayerSummary, SegmentLog};
 use crate::time::{Ns, NEVER};
 use serde::Deserialize;
