@@ -36,3 +36,23 @@ def check(config_json: str, abrs: dict[str, Callable[..., Any]] | None = None) -
     """Check a normalized config the way ``run`` does before simulating (parse, validate, build
     the driver: models, routes, clients) without simulating. Raises ValueError((path, message))
     like ``run``. What ``qoelab validate`` calls."""
+
+def get_chunk_size(bandwidth_bytes_per_s: float, rtt_s: float, eps: float, mss: float = 1460.0) -> float:
+    """Sprint's Program 1: the chunk (train) size in bytes for an efficiency of at least 1 - eps,
+    from the video flow's own throughput estimate (bytes/s) and the RTT (s, queueing included).
+    r_1 = max(1, ceil(log2(sst / 10 MSS)) + 1), r_2 = (bdp - sst) / MSS + 1, sst = 0.75 bdp;
+    returns (1 - eps) * ((r_1 + r_2) / eps) * bdp. Not capped."""
+
+def efficiency_eq1(chunk_bytes: float, fair_bdp: float, sst: float, mss: float = 1460.0) -> float:
+    """Sprint's Eq. 1, continuous form: achieved / fair-share throughput of a transfer of
+    ``chunk_bytes`` starting in slow start from 10 MSS (bytes throughout). Valid when the chunk
+    reaches the fair-BDP phase; NaN for non-positive sizes."""
+
+def efficiency_rounds(chunk_bytes: float, fair_bdp: float, sst: float, mss: float = 1460.0) -> float:
+    """Sprint's efficiency model evaluated round by round (slow start capped at ``sst``, +1 MSS per
+    round up to ``fair_bdp``, fractional last round): valid for any chunk size, including chunks
+    ending in slow start or additive increase. NaN for non-positive sizes."""
+
+def instability_index_levels(rungs: list[int]) -> list[float]:
+    """Chunklets' instability index on 1-based levels (rung 0 -> level 1), k = 10, w(d) = k - d,
+    not clamped: one value per chunk once 11 chunks exist."""

@@ -384,6 +384,36 @@ fn check(config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
     Ok(())
 }
 
+/// Sprint's Program 1 (qoelab_core::session::chunk_sizing::get_chunk_size): the chunk size in
+/// bytes for an efficiency >= 1 - eps, from the flow's throughput (bytes/s) and RTT (s).
+#[pyfunction]
+#[pyo3(signature = (bandwidth_bytes_per_s, rtt_s, eps, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
+fn get_chunk_size(bandwidth_bytes_per_s: f64, rtt_s: f64, eps: f64, mss: f64) -> f64 {
+    qoelab_core::session::chunk_sizing::get_chunk_size(bandwidth_bytes_per_s, rtt_s, eps, mss)
+}
+
+/// Sprint's Eq. 1, continuous form: efficiency of a chunk of `chunk_bytes` (bytes) at fair-BDP
+/// `fair_bdp` with slow-start threshold `sst` (bytes).
+#[pyfunction]
+#[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
+fn efficiency_eq1(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> f64 {
+    qoelab_core::session::chunk_sizing::efficiency_eq1(chunk_bytes, fair_bdp, sst, mss)
+}
+
+/// Sprint's efficiency model evaluated round by round (any chunk size).
+#[pyfunction]
+#[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
+fn efficiency_rounds(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> f64 {
+    qoelab_core::session::chunk_sizing::efficiency_rounds(chunk_bytes, fair_bdp, sst, mss)
+}
+
+/// Chunklets' instability index on 1-based levels (rung 0 -> level 1), k = 10, one value per
+/// chunk from the 11th on.
+#[pyfunction]
+fn instability_index_levels(rungs: Vec<usize>) -> Vec<f64> {
+    qoelab_core::metrics::instability_index_levels(&rungs)
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
@@ -392,5 +422,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(check_video, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(get_chunk_size, m)?)?;
+    m.add_function(wrap_pyfunction!(efficiency_eq1, m)?)?;
+    m.add_function(wrap_pyfunction!(efficiency_rounds, m)?)?;
+    m.add_function(wrap_pyfunction!(instability_index_levels, m)?)?;
     Ok(())
 }

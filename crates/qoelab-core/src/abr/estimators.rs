@@ -11,6 +11,8 @@
 //! * [`HarmonicMean`]: harmonic mean of the last N samples (Pensieve RB / MPC: 5).
 //! * [`Robust`]: harmonic mean divided by `1 + max` absolute relative prediction error over the
 //!   last 5 predictions (RobustMPC).
+//! * [`SizeWeightedEwma`]: Sprint's EWMA `est <- (1-a) est + a x`, `a = a0 min(1, bytes / ref)`
+//!   (takes the sample's bytes, not its duration, as the weight).
 
 use super::DownloadRecord;
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
@@ -155,6 +157,36 @@ impl Robust {
     }
     pub fn estimate(&self) -> Option<f64> {
         Some(self.hm.estimate()? / (1.0 + self.max_error()))
+    }
+}
+
+/// Sprint's bandwidth EWMA (sprint.md sec. 1.6, "downweighting smaller requests"):
+/// `est <- (1 - a) est + a x` with `a = a0 min(1, bytes / ref_bytes)`; the first sample sets the
+/// estimate. Sprint's data plane and the `tputfrac` ABR share it.
+#[derive(Clone, Debug)]
+pub struct SizeWeightedEwma {
+    a0: f64,
+    ref_bytes: f64,
+    est: Option<f64>,
+}
+
+impl SizeWeightedEwma {
+    /// `a0` in (0, 1] (Sprint's reading: 0.3), `ref_bytes` > 0 (1 MB).
+    pub fn new(a0: f64, ref_bytes: f64) -> SizeWeightedEwma {
+        SizeWeightedEwma { a0, ref_bytes: ref_bytes.max(1e-9), est: None }
+    }
+    /// A sample of `x` (any rate unit) measured over a download of `bytes`.
+    pub fn push(&mut self, x: f64, bytes: f64) {
+        self.est = Some(match self.est {
+            None => x,
+            Some(e) => {
+                let a = self.a0 * (bytes / self.ref_bytes).clamp(0.0, 1.0);
+                (1.0 - a) * e + a * x
+            }
+        });
+    }
+    pub fn estimate(&self) -> Option<f64> {
+        self.est
     }
 }
 
@@ -429,6 +461,23 @@ mod tests {
         // estimate = (4/3)/1.0625 = 1.2549
         assert!((r.max_error() - 0.0625).abs() < 1e-12, "{}", r.max_error());
         assert!((r.estimate().unwrap() - (4.0 / 3.0) / 1.0625).abs() < 1e-12);
+    }
+
+    #[test]
+    fn size_weighted_ewma_by_hand() {
+        let mut e = SizeWeightedEwma::new(0.3, 1e6);
+        assert_eq!(e.estimate(), None);
+        e.push(4e6, 250_000.0); // the first sample sets the estimate
+        assert_eq!(e.estimate(), Some(4e6));
+        // 500 kB: a = 0.3 * 0.5 = 0.15 -> 0.85 * 4 + 0.15 * 2 = 3.7 Mbit/s
+        e.push(2e6, 500_000.0);
+        assert!(close(e.estimate().unwrap(), 3.7e6));
+        // 3 MB: a = 0.3 * min(1, 3) = 0.3 -> 0.7 * 3.7 + 0.3 * 1 = 2.89 Mbit/s
+        e.push(1e6, 3e6);
+        assert!(close(e.estimate().unwrap(), 2.89e6));
+        // 0 bytes: a = 0, unchanged
+        e.push(9e9, 0.0);
+        assert!(close(e.estimate().unwrap(), 2.89e6));
     }
 
     #[test]

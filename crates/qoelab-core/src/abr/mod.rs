@@ -21,9 +21,12 @@ pub mod dynamic;
 pub mod estimators;
 pub mod festive;
 pub mod fixed;
+pub mod huang;
 pub mod mpc;
 pub mod panda;
+pub mod sa3;
 pub mod throughput;
+pub mod tputfrac;
 
 use crate::params::{ParamError, ParamSpec, Params};
 use crate::time::Ns;
@@ -135,6 +138,8 @@ pub struct AbrEntry {
 /// Every ABR, one line each.
 pub static REGISTRY: &[AbrEntry] = &[
     throughput::ENTRY,
+    tputfrac::ENTRY,
+    sa3::ENTRY,
     classic::CLASSIC1,
     classic::CLASSIC2,
     bba::BBA0,
@@ -142,6 +147,7 @@ pub static REGISTRY: &[AbrEntry] = &[
     bba::BBA2,
     bba::BBA3,
     buffer::ENTRY,
+    huang::ENTRY,
     bb::ENTRY,
     bola::ENTRY,
     bolae::ENTRY,

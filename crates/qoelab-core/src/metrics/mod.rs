@@ -154,6 +154,16 @@ pub fn instability_index(b: &[f64], k: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Chunklets' instability index on encoding levels (Kua & Armitage, sec. III-C): the levels are
+/// 1-based (rung 0 -> level 1, as the paper's Table I numbers them 1..20), k = 10, w(d) = k - d,
+/// not clamped (alternating levels 1 and 20 gives about 2.2), one value per chunk once 11 chunks
+/// exist. [`instability_index`] with `b = rung + 1`; 1-based levels keep the denominator positive
+/// when a client sits at the lowest rung.
+pub fn instability_index_levels(rungs: &[usize]) -> Vec<f64> {
+    let levels: Vec<f64> = rungs.iter().map(|r| (*r + 1) as f64).collect();
+    instability_index(&levels, 10)
+}
+
 /// Per-chunk achieved rate (bit/s): bytes over first-to-last-byte time (Chunklets' AR: payload
 /// over the time taken to transfer the chunk's packets).
 pub fn achieved_rates(log: &[SegmentLog]) -> Vec<f64> {

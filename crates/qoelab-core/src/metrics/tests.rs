@@ -104,6 +104,38 @@ fn instability_hand_computed() {
 }
 
 #[test]
+fn instability_index_on_levels_hand_computed() {
+    // Window at t: numerator sum_{d=0}^{9} |b_{t-d} - b_{t-d-1}| (10 - d), weights 10..1 (sum 55);
+    // denominator sum_{d=1}^{10} b_{t-d} (10 - d), weights 9..0 (sum 45), b_{t-10} weighs 0.
+    // One 19 -> 20 switch at d = 0 (rungs 18 x 10 then 19 = levels 19 x 10 then 20): 1 * 10 / (19 * 45)
+    let mut r = vec![18usize; 10];
+    r.push(19);
+    let ii = instability_index_levels(&r);
+    assert_eq!(ii.len(), 1);
+    assert!(close(ii[0], 10.0 / (19.0 * 45.0)), "{}", ii[0]); // 0.011696
+    assert!(ii[0] < 0.012);
+    // The same switch at d = 9 (the oldest pair in the window, weight 1): levels 19, 20 x 10.
+    // Denominator: b_{t-1..t-9} = 20 with weights 9..1 (45), b_{t-10} = 19 with weight 0 -> 900.
+    let mut r = vec![18usize];
+    r.extend([19usize; 10]);
+    assert!(close(instability_index_levels(&r)[0], 1.0 / 900.0));
+    // Alternating levels 1 <-> 20 (rungs 0 <-> 19): every |diff| = 19 -> numerator 19 * 55 = 1045.
+    // Ending on 20 (b_{t-1} = 1): denominator 1 * (9+7+5+3+1) + 20 * (8+6+4+2+0) = 25 + 400 = 425
+    //   -> 1045 / 425 = 2.4588;
+    // ending on 1 (b_{t-1} = 20): 20 * 25 + 1 * 20 = 520 -> 1045 / 520 = 2.0096. Mean about 2.23: not clamped.
+    let alt: Vec<usize> = (0..12).map(|i| if i % 2 == 0 { 0 } else { 19 }).collect();
+    let ii = instability_index_levels(&alt);
+    assert_eq!(ii.len(), 2); // 12 chunks -> t = 10, 11
+    assert!(close(ii[0], 1045.0 / 520.0), "{ii:?}"); // t = 10: b_t = level 1, b_{t-1} = 20
+    assert!(close(ii[1], 1045.0 / 425.0), "{ii:?}"); // t = 11: b_t = level 20, b_{t-1} = 1
+    assert!((ii.iter().sum::<f64>() / 2.0 - 2.2).abs() < 0.05);
+    // Pinned at the lowest rung: level 1 everywhere -> 0, not 0/0
+    assert_eq!(instability_index_levels(&[0; 11]), vec![0.0]);
+    // Fewer than 11 chunks: no value
+    assert!(instability_index_levels(&[0; 10]).is_empty());
+}
+
+#[test]
 fn rates_and_time_averages_hand_computed() {
     assert_eq!(smoothed(&[3.0, 6.0, 9.0, 12.0], 3), vec![3.0, 4.5, 6.0, 9.0]);
     assert_eq!(achieved_rates(&small_log()), vec![3e6, 6e6, 9e6, 12e6]);

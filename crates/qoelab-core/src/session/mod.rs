@@ -22,6 +22,8 @@ pub mod chunk_sizing;
 pub mod dataplane;
 pub mod http;
 
+pub mod chunk_sizing;
+
 use crate::player::{Player, PlayerSummary, SegmentLog};
 use crate::time::Ns;
 use dataplane::{Cx, DataPlane, DataPlaneCfg, PlaneLog};
