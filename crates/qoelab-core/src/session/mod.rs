@@ -22,8 +22,6 @@ pub mod chunk_sizing;
 pub mod dataplane;
 pub mod http;
 
-pub mod chunk_sizing;
-
 use crate::player::{Player, PlayerSummary, SegmentLog};
 use crate::time::Ns;
 use dataplane::{Cx, DataPlane, DataPlaneCfg, PlaneLog};
