@@ -82,10 +82,12 @@ def test_every_segment_measured_and_quality_rises(prepared):
         assert 0 <= min(v["quality"]["vmaf"][s]) and max(v["quality"]["vmaf"][s]) <= 100
         assert 0 < min(v["quality"]["ssim"][s]) and max(v["quality"]["ssim"][s]) <= 1
         assert v["sizes"][s][0] < v["sizes"][s][1] < v["sizes"][s][2]
-    # the table file is what load_video returns
+    # the table file is what load_video returns, plus the byte layout of the rung files
     from qoelab.content.corpus import load_video
 
-    assert load_video(str(prepared[1] / "table.json")) == v
+    loaded = load_video(str(prepared[1] / "table.json"))
+    assert {k: x for k, x in loaded.items() if k != "byte_offsets"} == v
+    assert loaded["byte_offsets"] == corpus.with_layout(doc)["byte_offsets"]
 
 
 def test_frame_tables(prepared):
