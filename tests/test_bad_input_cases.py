@@ -69,6 +69,16 @@ MPD_HUGE_R = """<?xml version="1.0"?>
 <SegmentTimeline><S t="0" d="2" r="1000000000"/></SegmentTimeline></SegmentTemplate>
 <Representation id="a" bandwidth="1000000"/></AdaptationSet></Period></MPD>
 """
+MPD_RANGES = """<?xml version="1.0"?>
+<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" type="static" mediaPresentationDuration="PT4S">
+<Period><AdaptationSet mimeType="video/mp4"><SegmentList timescale="1" duration="2">
+<SegmentURL mediaRange="0-999"/><SegmentURL mediaRange="RANGE"/></SegmentList>
+<Representation id="a" bandwidth="1000000"/></AdaptationSet></Period></MPD>
+"""
+HLS_MASTER = "#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=1000000\nv.m3u8\n"
+HLS_RANGES = "#EXTM3U\n#EXTINF:2,\n#EXT-X-BYTERANGE:1000@0\nf.mp4\n#EXTINF:2,\n#EXT-X-BYTERANGE:{R}\nf.mp4\n"
+VIDEO_JSON_OFFSETS = '{"name": "v", "segment_duration": 2000000000, "bitrates_bps": [500000], ' \
+                     '"sizes": [[1000], [1000]], "byte_offsets": [[800], [1700]]}'
 SABRE_MOVIE = '{"segment_duration_ms": 2000, "bitrates_kbps": [500, 1000], ' \
               '"segment_sizes_bits": [[1000000, 2000000], [1000000, 2000000]]}'
 
@@ -183,6 +193,18 @@ CASES = [
      {"m.json": '{"segment_duration_ms": '}),
     ("movie-json-huge-size", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.json"'), "m.json",
      {"m.json": SABRE_MOVIE.replace("2000000]", "1e300]", 1)}),
+    ("mpd-range-reversed", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.mpd"'), "m.mpd:4:",
+     {"m.mpd": MPD_RANGES.replace("RANGE", "10-5")}),
+    ("mpd-range-not-numeric", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.mpd"'), "m.mpd:4:",
+     {"m.mpd": MPD_RANGES.replace("RANGE", "1000-x")}),
+    ("mpd-range-overlap", vscen().replace('video = "synthetic:has-testbed"', 'video = "m.mpd"'), "m.mpd:4:",
+     {"m.mpd": MPD_RANGES.replace("RANGE", "999-1999")}),
+    ("hls-byterange-overlap", vscen().replace('video = "synthetic:has-testbed"', 'video = "p.m3u8"'), "v.m3u8:6",
+     {"p.m3u8": HLS_MASTER, "v.m3u8": HLS_RANGES.replace("{R}", "1000@500")}),
+    ("hls-byterange-first-without-offset", vscen().replace('video = "synthetic:has-testbed"', 'video = "p.m3u8"'),
+     "v.m3u8:3", {"p.m3u8": HLS_MASTER, "v.m3u8": HLS_RANGES.replace("1000@0", "1000").replace("{R}", "10")}),
+    ("video-json-offsets-overlap", vscen().replace('video = "synthetic:has-testbed"', 'video = "v.json"'),
+     "v.json:byte_offsets[1][0]", {"v.json": VIDEO_JSON_OFFSETS}),
     ("hls-bad-extinf", vscen().replace('video = "synthetic:has-testbed"', 'video = "p.m3u8"'), "p.m3u8:",
      {"p.m3u8": "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXTINF:abc,\nseg1.ts\n#EXT-X-ENDLIST\n"}),
     ("video-unknown-ladder", vscen().replace("synthetic:has-testbed", "synthetic:nope"), "client[0].video", {}),

@@ -13,7 +13,7 @@ from qoelab.content import corpus, report
 ROOT = corpus.corpus_dir()
 CLIPS = corpus.list_videos(ROOT) if os.path.isdir(ROOT) else []
 VIDEO_FIELDS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
-                "resolutions"}
+                "resolutions", "byte_offsets"}
 
 
 def test_corpus_size():
@@ -41,7 +41,10 @@ def test_clip_loads_as_video_model(name):
     doc = corpus.load_table(name)
     man = json.load(open(os.path.join(ROOT, "manifest.json")))
     entry = [c for c in man["clips"] if c["name"] == name][0]
-    assert entry["video_sha256"] == hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()
+    # the manifest hashes the committed table's video; the loader adds the byte layout of the rung files
+    assert entry["video_sha256"] == hashlib.sha256(json.dumps(doc["video"], sort_keys=True).encode()).hexdigest()
+    assert {k: x for k, x in v.items() if k != "byte_offsets"} == doc["video"]
+    assert v["byte_offsets"][0] == [r["init_bytes"] for r in doc["meta"]["ladder"]]
     assert doc["meta"]["ffmpeg_version"] == man["ffmpeg_version"]
     assert doc["meta"]["commands"]["encode"] and doc["meta"]["commands"]["reference"]
 

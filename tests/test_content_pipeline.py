@@ -7,12 +7,14 @@ import os
 import av
 import pytest
 
+from qoelab.content import corpus
 from qoelab.content import ffmpeg as ff
 from qoelab.content import ladder as lad
 from qoelab.content import measure as meas
 from qoelab.content import mp4, mpd
 from qoelab.content import pipeline as pl
 from qoelab.errors import InputError
+from qoelab.video import load_mpd
 
 LADDER = "160x90@90k,320x180@250k,320x180@700k"
 
@@ -58,6 +60,10 @@ def test_mpd_ranges_cover_files_and_match_sizes(prepared):
     # bandwidths ascending and close to the nominal bitrates
     bws = [rep["bandwidth"] for rep in m["representations"]]
     assert bws == sorted(bws)
+    # the byte layout the corpus loader gives the table (init segment, then the segments back to back)
+    # is the one the MPD loader reads from the written manifest's ranges
+    lay = corpus.with_layout(doc)["byte_offsets"]
+    assert lay is not None and load_mpd(str(out / "manifest.mpd"))["byte_offsets"] == lay
 
 
 def test_every_segment_measured_and_quality_rises(prepared):
@@ -76,10 +82,12 @@ def test_every_segment_measured_and_quality_rises(prepared):
         assert 0 <= min(v["quality"]["vmaf"][s]) and max(v["quality"]["vmaf"][s]) <= 100
         assert 0 < min(v["quality"]["ssim"][s]) and max(v["quality"]["ssim"][s]) <= 1
         assert v["sizes"][s][0] < v["sizes"][s][1] < v["sizes"][s][2]
-    # the table file is what load_video returns
+    # the table file is what load_video returns, plus the byte layout of the rung files
     from qoelab.content.corpus import load_video
 
-    assert load_video(str(prepared[1] / "table.json")) == v
+    loaded = load_video(str(prepared[1] / "table.json"))
+    assert {k: x for k, x in loaded.items() if k != "byte_offsets"} == v
+    assert loaded["byte_offsets"] == corpus.with_layout(doc)["byte_offsets"]
 
 
 def test_frame_tables(prepared):

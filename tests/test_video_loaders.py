@@ -28,7 +28,8 @@ DATA = data_dir()
 HAVE_DATA = os.path.isdir(os.path.join(DATA, "videos"))
 needs_data = pytest.mark.skipif(not HAVE_DATA, reason=f"reference data not found at {DATA} (set QOELAB_DATA)")
 
-KEYS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality", "resolutions"}
+KEYS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality", "resolutions",
+        "byte_offsets"}
 
 
 def write(tmp_path, name, text):

@@ -921,10 +921,16 @@ def _load_client_video(b, sec: _Section):
 
 
 def _fit_duration(v: dict, dur_ns: int) -> dict:
-    """Truncate (or tile) a video to cover dur_ns of media."""
+    """Truncate (or tile) a video to cover dur_ns of media. A byte layout is truncated likewise; when
+    tiled, each rung's file is extended by repeating its media part (first segment to the end of the
+    last), so copy c of segment i sits at ``offset[i] + c x (end of the last segment - offset[0])``."""
     n = max(1, math.ceil(dur_ns / v["segment_duration"] - 1e-9))
     k = len(v["sizes"])
     v = dict(v)
+    offs = v.get("byte_offsets")
+    if offs is not None:
+        period = [e + s - o for e, s, o in zip(offs[-1], v["sizes"][-1], offs[0])]
+        v["byte_offsets"] = [[o + (i // k) * p for o, p in zip(offs[i % k], period)] for i in range(n)]
     v["sizes"] = [v["sizes"][i % k] for i in range(n)]
     v["quality"] = {m: [t[i % k] for i in range(n)] for m, t in v.get("quality", {}).items()}
     v["last_segment_duration"] = None

@@ -7,7 +7,10 @@ package data; ``$QOELAB_CORPUS`` or ``--corpus DIR`` point elsewhere)::
     corpus/<clip>.json            table document (format qoelab-content/1: "video" + "meta")
     corpus/frames/<clip>.parquet  frame tables (one row per frame of every segment and rung)
 
-``load_video`` returns the ``video`` part: exactly the JSON shape of the core's ``Video``.
+``load_video`` returns the ``video`` part: exactly the JSON shape of the core's ``Video``, with the
+byte layout of the rung files the pipeline wrote added when the table has none: each rung's file is
+its init segment (``meta.ladder[r].init_bytes``) followed by the segments back to back (the pipeline's
+MPD ranges are contiguous and cover the file exactly), i.e. ``layout_from_sizes(sizes, init_bytes)``.
 """
 
 from __future__ import annotations
@@ -90,17 +93,36 @@ def load_video(path_or_name: str) -> dict:
     from qoelab.content import formats
 
     if not os.path.isfile(path_or_name):
-        return load_table(path_or_name)["video"]
+        return with_layout(load_table(path_or_name))
     if path_or_name.endswith(".dat"):
         return formats.import_minerva(path_or_name)
     doc = _read_json(path_or_name)
     if isinstance(doc, dict) and "video" in doc:
         validate(doc["video"], path_or_name)
-        return doc["video"]
+        return with_layout(doc)
     if isinstance(doc, dict) and "segment_sizes_bits" in doc:
         return formats.import_sabre(path_or_name)
     validate(doc, path_or_name)
     return doc
+
+
+def with_layout(doc: dict) -> dict:
+    """The ``video`` of a table document, with the byte layout of its rung files (init segment of
+    ``meta.ladder[r].init_bytes``, then the segments back to back) when it has none. A table without
+    those init sizes keeps ``byte_offsets`` as it is (None: no layout)."""
+    from qoelab.video.model import layout_from_sizes
+
+    v = doc["video"]
+    if v.get("byte_offsets") is not None:
+        return v
+    ladder = (doc.get("meta") or {}).get("ladder")
+    r = len(v["bitrates_bps"])
+    if not isinstance(ladder, list) or len(ladder) != r:
+        return v
+    init = [x.get("init_bytes") if isinstance(x, dict) else None for x in ladder]
+    if not all(isinstance(b, int) and not isinstance(b, bool) and b >= 0 for b in init):
+        return v
+    return dict(v, byte_offsets=layout_from_sizes(v["sizes"], init))
 
 
 def load_frames(path_or_name: str):
@@ -226,6 +248,8 @@ def _subset(v: dict, segments: int | None, rungs: list[int] | None) -> dict:
         return [[row[r] for r in rs] for row in t[:ns]]
 
     v["sizes"] = cut(v["sizes"])
+    if v.get("byte_offsets") is not None:
+        v["byte_offsets"] = cut(v["byte_offsets"])
     v["quality"] = {m: cut(t) for m, t in v.get("quality", {}).items()}
     v["bitrates_bps"] = [v["bitrates_bps"][r] for r in rs]
     if v.get("resolutions"):

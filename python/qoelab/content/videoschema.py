@@ -6,7 +6,7 @@ from __future__ import annotations
 from qoelab.errors import InputError
 
 VIDEO_KEYS = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
-              "resolutions"}
+              "resolutions", "byte_offsets"}
 
 
 def validate(v, path: str) -> None:
@@ -36,3 +36,5 @@ def validate(v, path: str) -> None:
     res = v.get("resolutions")
     if res is not None and len(res) != r:
         raise InputError(path, "resolutions", f"{r} entries", str(len(res)))
+    from qoelab.video.model import check_byte_offsets
+    check_byte_offsets(v.get("byte_offsets"), v["sizes"], path)

@@ -4,6 +4,7 @@ seeded synthetic VBR generator. Every loader returns the normalized ``Video`` di
 from qoelab.video.ladders import LADDERS, Ladder, get_ladder
 from qoelab.video.loaders import (
     PENSIEVE_BITRATES_KBPS,
+    layout_from_sizes,
     load_pensieve_sizes,
     load_sabre_movie,
     load_video,
@@ -26,5 +27,6 @@ def load_hls(*args, **kwargs):
 
 __all__ = [
     "LADDERS", "Ladder", "get_ladder", "PENSIEVE_BITRATES_KBPS", "load_pensieve_sizes", "load_sabre_movie",
-    "load_video", "make_video", "save_sabre_movie", "validate_video", "synthetic_video", "load_mpd", "load_hls",
+    "load_video", "make_video", "save_sabre_movie", "validate_video", "layout_from_sizes", "synthetic_video",
+    "load_mpd", "load_hls",
 ]

@@ -7,6 +7,12 @@ from one of (first that applies): ``#EXT-X-SIZE:<bytes>`` (the HLS-BBA testbed's
 by its hls-size-helper), ``#EXT-X-BYTERANGE:<n>[@<offset>]`` (n bytes), or the local file the URI
 names. The tags of a segment come before its URI line. Other tags are ignored.
 
+Byte layout (docs/formats.md "Byte layout"): when every segment of a variant has
+``#EXT-X-BYTERANGE:<n>[@<o>]`` of one and the same URI, the offsets are kept (``o``, or without it
+the byte after the previous segment's range, which must then be of the same URI, as RFC 8216 4.3.2.2
+requires). Ranges must be in segment order and must not overlap; with ``#EXT-X-SIZE`` too, both must
+give the same length. The video gets a layout only when every variant has one.
+
 Errors name the playlist file and line.
 """
 
@@ -67,11 +73,14 @@ def _local(base_dir: str, uri: str) -> str:
     return os.path.join(base_dir, rel)
 
 
-def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[int]]:
+def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[int], list[int] | None]:
+    """(durations, sizes, byte offsets or None) of a media playlist."""
     lines = _read_lines(path)
     base = media_dir if media_dir is not None else os.path.dirname(os.path.abspath(path))
-    durs, sizes = [], []
+    durs, sizes, offsets, uris = [], [], [], []
     dur = size = None
+    brange = None  # (length, offset or None, line) of this segment's #EXT-X-BYTERANGE
+    prev_end = None  # (URI, first byte after the previous segment's range) if it was a range
     for i, raw in enumerate(lines, 1):
         ln = raw.strip()
         if not ln or ln == "#EXTM3U":
@@ -90,16 +99,33 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
             size = int(v)
         elif ln.startswith("#EXT-X-BYTERANGE:"):
             v = ln[len("#EXT-X-BYTERANGE:"):].strip()
-            m = re.fullmatch(r"([0-9]+)(@[0-9]+)?", v)
+            m = re.fullmatch(r"([0-9]+)(?:@([0-9]+))?", v)
             if not m:
                 raise InputError(path, str(i), "#EXT-X-BYTERANGE:<n>[@<offset>]", repr(ln)[:50])
-            if size is None:
-                size = int(m.group(1))
+            brange = (int(m.group(1)), None if m.group(2) is None else int(m.group(2)), i)
         elif ln.startswith("#"):
             continue
         else:  # a URI line: ends a segment
             if dur is None:
                 raise InputError(path, str(i), "#EXTINF before the segment URI", repr(ln)[:50])
+            off = None
+            if brange is not None:
+                n_bytes, off, bline = brange
+                if off is None:
+                    if prev_end is None or prev_end[0] != ln:
+                        raise InputError(path, str(bline), "#EXT-X-BYTERANGE:<n>@<offset> (without an offset the "
+                                         "previous segment must be a range of the same URI)", repr(ln)[:50])
+                    off = prev_end[1]
+                elif prev_end is not None and prev_end[0] == ln and off < prev_end[1]:
+                    raise InputError(path, str(bline), f"a range after the previous one of the same URI (offset >= "
+                                     f"{prev_end[1]}: segments in file order, not overlapping)", f"offset {off}")
+                if size is not None and size != n_bytes:
+                    raise InputError(path, str(bline), f"the #EXT-X-SIZE of the segment ({size} bytes) as length",
+                                     str(n_bytes))
+                size = n_bytes
+                prev_end = (ln, off + n_bytes)
+            else:
+                prev_end = None
             if size is None:
                 f = _local(base, ln)
                 if not os.path.isfile(f):
@@ -108,12 +134,15 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
                 size = os.path.getsize(f)
             durs.append(dur)
             sizes.append(size)
-            dur = size = None
+            offsets.append(off)
+            uris.append(ln)
+            dur = size = brange = None
     if not sizes:
         raise InputError(path, str(len(lines)), "at least one segment (#EXTINF + URI)", "none")
     if dur is not None:
         raise InputError(path, str(len(lines)), "a segment URI after the last #EXTINF", "end of file")
-    return durs, sizes
+    one_file = None not in offsets and len(set(uris)) == 1
+    return durs, sizes, (offsets if one_file else None)
 
 
 def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None) -> dict:
@@ -159,13 +188,14 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
             raise InputError(path, str(uri_line), f"the media playlist {media}", "no such file")
         cols.append(_media_playlist(media, media_dir))
     n = len(cols[0][1])
-    for (bw, line, _r, media, _u), (_d, s) in zip(variants, cols):
+    for (bw, line, _r, media, _u), (_d, s, _o) in zip(variants, cols):
         if len(s) != n:
             raise InputError(path, str(line), f"{n} segments in every variant (as in {variants[0][3]})",
                              f"{len(s)} in {media}")
     nominal, last = _durations_to_nominal(cols[0][0])
     sizes = [[c[1][k] for c in cols] for k in range(n)]
+    layout = [[c[2][k] for c in cols] for k in range(n)] if all(c[2] is not None for c in cols) else None
     res = [v[2] for v in variants] if all(v[2] for v in variants) else None
     video = make_video(name or os.path.basename(path).rsplit(".", 1)[0], nominal, [v[0] for v in variants], sizes,
-                       last_segment_duration=last, resolutions=res)
+                       last_segment_duration=last, resolutions=res, byte_offsets=layout)
     return validate_video(video, path)

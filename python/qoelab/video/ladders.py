@@ -44,6 +44,13 @@ LADDERS: dict[str, Ladder] = {
         2.0,
         _res(((320, 240), 3), ((480, 360), 5), ((854, 480), 2), ((1280, 720), 4), ((1920, 1080), 6)),
         "Chunklets (Kua et al.), Table I: ITEC-DASH Big Buck Bunny 2-s dataset, 20 representation rates"),
+    "sprint": Ladder(
+        "sprint",
+        (250, 355, 505, 710, 1010, 1519, 2200, 3200, 4600, 6700, 9700, 14000, 20000),
+        4.0, None,
+        "Sprint (Arye, Sen, Freedman) reproduction, reference/claims/sprint.md 2.5 and pitfall P7: the paper gives "
+        "no ladder; 4 s segments [V], a dense ladder (rung ratio 1.41-1.50) through the Fig. 10 medians "
+        "1010 and 1519 kbit/s, from 250 kbit/s to 20 Mbit/s (above the 12.5 Mbit/s fair share of every cell)"),
     "voxel": Ladder(
         "voxel",
         (160, 230, 370, 560, 750, 1050, 1750, 2350, 3000, 4300, 5800, 7400, 10000),

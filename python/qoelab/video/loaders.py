@@ -4,7 +4,11 @@ The dict has exactly the keys the core accepts (it denies unknown fields)::
 
     {"name": str, "segment_duration": ns, "last_segment_duration": ns | None,
      "bitrates_bps": [strictly ascending ints], "sizes": [[bytes per rung] per segment],
-     "quality": {metric: [[float per rung] per segment]}, "resolutions": [[w, h] per rung] | None}
+     "quality": {metric: [[float per rung] per segment]}, "resolutions": [[w, h] per rung] | None,
+     "byte_offsets": [[offset of the segment's first byte in its rung's file per rung] per segment] | None}
+
+Sabre movies and Pensieve size folders carry no byte layout (``byte_offsets`` None): a data plane
+that sends byte ranges refuses such videos (docs/formats.md, "Byte layout").
 
 All errors are :class:`qoelab.errors.InputError` naming the file and the line / key / XML path.
 """
@@ -23,6 +27,7 @@ __all__ = [
     "PENSIEVE_BITRATES_KBPS",
     "make_video",
     "validate_video",
+    "layout_from_sizes",
     "load_video",
     "load_sabre_movie",
     "load_pensieve_sizes",
@@ -39,6 +44,7 @@ from qoelab.video.model import (  # noqa: F401  (re-exported)
     PENSIEVE_BITRATES_KBPS,
     _is_int,
     _is_num,
+    layout_from_sizes,
     make_video,
     validate_video,
 )
@@ -231,6 +237,7 @@ def load_video(path: str, format: str | None = None, **options) -> dict:
         doc.setdefault("quality", {})
         doc.setdefault("last_segment_duration", None)
         doc.setdefault("resolutions", None)
+        doc.setdefault("byte_offsets", None)
         if "name" not in doc or not isinstance(doc["name"], str):
             raise InputError(path, "name", "a string", repr(doc.get("name")))
         return validate_video(doc, path)

@@ -31,10 +31,25 @@ def _is_num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def layout_from_sizes(sizes: list, init_bytes: list) -> list[list[int]]:
+    """A byte layout that tiles each rung's file exactly (``layout_from_sizes`` of the core): rung
+    ``r``'s file starts with ``init_bytes[r]`` bytes (the init segment), then the segments back to
+    back, so ``offset[s][r] = init_bytes[r] + sum(sizes[0..s][r])``."""
+    nxt = [int(b) for b in init_bytes]
+    out = []
+    for row in sizes:
+        if len(row) != len(nxt):
+            raise ValueError(f"layout_from_sizes: {len(row)} sizes in a row for {len(nxt)} init sizes")
+        out.append(list(nxt))
+        nxt = [a + int(b) for a, b in zip(nxt, row)]
+    return out
+
+
 def make_video(name: str, segment_duration: int, bitrates_bps: list, sizes: list, *,
                last_segment_duration: int | None = None, quality: dict | None = None,
-               resolutions: list | None = None) -> dict:
-    """Assemble a Video dict (no validation; see :func:`validate_video`)."""
+               resolutions: list | None = None, byte_offsets: list | None = None) -> dict:
+    """Assemble a Video dict (no validation; see :func:`validate_video`). ``byte_offsets``: the
+    byte layout ``[segment][rung]`` (offset of the segment's first byte in its rung's file), or None."""
     return {
         "name": str(name),
         "segment_duration": int(segment_duration),
@@ -43,6 +58,7 @@ def make_video(name: str, segment_duration: int, bitrates_bps: list, sizes: list
         "sizes": [[int(x) for x in row] for row in sizes],
         "quality": {} if quality is None else quality,
         "resolutions": None if resolutions is None else [[int(w), int(h)] for w, h in resolutions],
+        "byte_offsets": None if byte_offsets is None else [[int(x) for x in row] for row in byte_offsets],
     }
 
 
@@ -50,7 +66,7 @@ def validate_video(video: dict, path: str | None = None) -> dict:
     """The rules of ``Video::validate`` (core), raised as InputError naming ``path`` and the key."""
     p = path if path is not None else video.get("name", "video")
     allowed = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
-               "resolutions"}
+               "resolutions", "byte_offsets"}
     extra = sorted(set(video) - allowed)
     if extra:
         raise InputError(p, extra[0], "only the Video keys " + ", ".join(sorted(allowed)), f"key {extra[0]}")
@@ -96,7 +112,33 @@ def validate_video(video: dict, path: str | None = None) -> dict:
         for i, wh in enumerate(res):
             if not isinstance(wh, (list, tuple)) or len(wh) != 2 or not all(_is_int(v) and v > 0 for v in wh):
                 raise InputError(p, f"resolutions[{i}]", "[width, height]", repr(wh))
+    check_byte_offsets(video.get("byte_offsets"), sizes, p)
     return video
+
+
+def check_byte_offsets(offs, sizes: list, p: str) -> None:
+    """The byte-layout rules of ``Video::validate``: None, or ``[segment][rung]`` integers where per
+    rung the segments are in file order and never overlap (``off[s+1][r] >= off[s][r] + size[s][r]``)."""
+    if offs is None:
+        return
+    n, r = len(sizes), len(sizes[0])
+    if not isinstance(offs, list) or len(offs) != n:
+        found = f"{len(offs)} segments" if isinstance(offs, list) else type(offs).__name__
+        raise InputError(p, "byte_offsets", f"null or {n} segments x {r} rungs", found)
+    ends = [0] * r
+    for i, row in enumerate(offs):
+        if not isinstance(row, list) or len(row) != r:
+            found = str(len(row)) if isinstance(row, list) else type(row).__name__
+            raise InputError(p, f"byte_offsets[{i}]", f"{r} offsets (one per rung)", found)
+        for j, x in enumerate(row):
+            if not _is_int(x) or not 0 <= x < 2**64:
+                raise InputError(p, f"byte_offsets[{i}][{j}]", "an integer byte offset >= 0", repr(x)[:40])
+            if i > 0 and x < ends[j]:
+                raise InputError(p, f"byte_offsets[{i}][{j}]",
+                                 f">= {ends[j]} (segments in file order, not overlapping segment {i - 1})", str(x))
+            ends[j] = x + sizes[i][j]
+            if ends[j] >= 2**64:
+                raise InputError(p, f"byte_offsets[{i}][{j}]", "offset + size < 2^64", str(x))
 
 
 # ------------------------------------------------------------------------------------ sabre movie

@@ -13,6 +13,13 @@ Supported addressing (per Representation, inherited from AdaptationSet / Period 
   MPD when it exists), else the local files the ``@media`` template names (``$RepresentationID$``,
   ``$Number[%0Nd]$``, ``$Bandwidth$``, ``$Time$``) under ``media_dir``.
 
+Byte layout (``byte_offsets``, docs/formats.md "Byte layout"): a ``SegmentList`` whose SegmentURLs all
+have ``mediaRange`` in one file (no ``@media``, or the same one on all) keeps each range's first byte; a
+``SegmentBase`` keeps the ``sidx`` offsets (first subsegment at the first byte after the box plus
+``first_offset``, then the ``referenced_size``s back to back). The video gets a layout only when every
+Representation has one; ``SegmentTemplate`` (a file per segment) has none. Ranges of one file must
+be in segment order and must not overlap (nor the ``Initialization@range``).
+
 Errors name the MPD file, the line and the element path, e.g.
 ``x.mpd:14:/MPD/Period[1]/AdaptationSet[1]/Representation[2]@bandwidth: expected ...``.
 """
@@ -31,7 +38,7 @@ from urllib.parse import unquote, urlparse
 from qoelab.errors import InputError
 from qoelab.video.model import MAX_SEGMENTS, NS_PER_S, make_video, validate_video
 
-__all__ = ["load_mpd", "parse_sidx", "parse_iso_duration"]
+__all__ = ["load_mpd", "parse_sidx", "parse_sidx_layout", "parse_iso_duration"]
 
 
 class _Node:
@@ -166,6 +173,14 @@ def parse_sidx(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[
     Returns ``(timescale, [(referenced_size, subsegment_duration), ...])``. Errors name ``file`` and
     the byte offset (``base_offset`` = file offset of ``data[0]``).
     """
+    timescale, refs, _first = parse_sidx_layout(data, file, base_offset)
+    return timescale, refs
+
+
+def parse_sidx_layout(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[tuple[int, int]], int]:
+    """:func:`parse_sidx` plus the file offset of the first referenced subsegment: the first byte
+    after the ``sidx`` box (its anchor point) plus the box's ``first_offset``. The subsegments follow
+    back to back (``referenced_size`` each)."""
     pos = 0
     seen: list[str] = []
     while True:
@@ -197,7 +212,12 @@ def parse_sidx(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[
         off += 4
         _ref_id, timescale = struct.unpack_from(">II", box, off)
         off += 8
-        off += 8 if version == 0 else 16
+        if version == 0:
+            _ept, first_offset = struct.unpack_from(">II", box, off)
+            off += 8
+        else:
+            _ept, first_offset = struct.unpack_from(">QQ", box, off)
+            off += 16
         _reserved, count = struct.unpack_from(">HH", box, off)
         off += 4
         refs = []
@@ -214,7 +234,7 @@ def parse_sidx(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[
         raise InputError(file, f"byte {base_offset + pos}", "sidx timescale > 0", "0")
     if not refs:
         raise InputError(file, f"byte {base_offset + pos}", "at least one sidx reference", "0")
-    return timescale, refs
+    return timescale, refs, base_offset + pos + size + first_offset
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -404,14 +424,15 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
         if kind_tag is None:
             raise _err(path, rep, None, "SegmentList, SegmentTemplate or SegmentBase", "none")
         el, el_attr = _inherited(levels[1:], kind_tag)
+        offsets = None  # first byte of each segment in the Representation's one file, if known
         if kind_tag == "SegmentList":
-            seg_sizes, durs, fixed = _from_list(path, rep, el, el_attr, levels, media_dir, extra)
+            seg_sizes, durs, fixed, offsets = _from_list(path, rep, el, el_attr, levels, media_dir, extra)
         elif kind_tag == "SegmentTemplate":
             seg_sizes, durs, fixed = _from_template(path, rep, el, el_attr, media_dir, table, table_path,
                                                     total_ns, rep_id, bw)
         else:
-            seg_sizes, durs, fixed = _from_base(path, rep, el, el_attr, levels, media_dir, extra)
-        rows.append((bw, rep, seg_sizes, durs, fixed, extra))
+            seg_sizes, durs, fixed, offsets = _from_base(path, rep, el, el_attr, levels, media_dir, extra)
+        rows.append((bw, rep, seg_sizes, durs, fixed, extra, offsets))
 
     rows.sort(key=lambda r: r[0])
     for a, b in zip(rows, rows[1:]):
@@ -424,7 +445,7 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
             raise _err(path, r[1], None, f"{n} segments like {rows[0][1].xpath}", f"{len(r[2])} segments")
 
     # durations: from the lowest Representation
-    _, _, _, durs, fixed, _ = rows[0]
+    _, _, _, durs, fixed, _, _ = rows[0]
     if fixed is not None:
         nominal, last = fixed, None
         if total_ns is not None:
@@ -437,8 +458,11 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
     res = None
     if all("width" in r[1].attrib and "height" in r[1].attrib for r in rows):
         res = [(_int_attr(path, r[1], "width", minimum=1), _int_attr(path, r[1], "height", minimum=1)) for r in rows]
+    layout = None
+    if all(r[6] is not None for r in rows):
+        layout = [[r[6][s] for r in rows] for s in range(n)]
     video = make_video(name or os.path.basename(path).rsplit(".", 1)[0], nominal, [r[0] for r in rows], sizes_t,
-                       last_segment_duration=last, resolutions=res)
+                       last_segment_duration=last, resolutions=res, byte_offsets=layout)
     validate_video(video, path)
     if with_extra:
         return video, {"representations": [r[5] for r in rows]}
@@ -472,18 +496,32 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
     elif fixed is None:
         raise _err(path, sl, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
     init = sl.find("Initialization")
+    init_end = None  # last byte of the init segment when it is in the media file
     if init is not None and "range" in init.attrib:
         a, b = _range(path, init, "range")
         extra["init_range"] = [a, b]
+        if "sourceURL" not in init.attrib:
+            init_end = b
     urls = sl.find_all("SegmentURL")
     if not urls:
         raise _err(path, sl, None, "SegmentURL elements", "none")
+    # a layout needs every segment as a range of the same file (no @media, or the same on all)
+    one_file = all("mediaRange" in su.attrib for su in urls) and len({su.attrib.get("media") for su in urls}) == 1
     out = []
+    offsets = []
     segx = []
+    prev = None  # (last byte, what ends there) of the previous range in the file
+    if one_file and init_end is not None and "media" not in urls[0].attrib:
+        prev = (init_end, "the Initialization range")
     for su in urls:
         if "mediaRange" in su.attrib:
             a, b = _range(path, su, "mediaRange")
+            if one_file and prev is not None and a <= prev[0]:
+                raise _err(path, su, "mediaRange", f"a byte range after {prev[1]} (first > {prev[0]}: segments "
+                           "in file order, not overlapping)", repr(su.attrib["mediaRange"]))
+            prev = (b, "the previous SegmentURL's range")
             out.append(b - a + 1)
+            offsets.append(a)
         elif "media" in su.attrib:
             f = _local_file(media_dir, su.attrib["media"])
             if not os.path.isfile(f):
@@ -496,7 +534,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
         extra["segments"] = segx
     if durs is not None and len(durs) != len(out):
         raise _err(path, sl, None, f"as many SegmentTimeline entries as SegmentURLs ({len(out)})", str(len(durs)))
-    return out, durs, fixed
+    return out, durs, fixed, (offsets if one_file else None)
 
 
 def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
@@ -517,12 +555,17 @@ def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
         data = fh.read(b - a + 1)
     if len(data) < b - a + 1:
         raise InputError(f, f"byte {a + len(data)}", f"indexRange {a}-{b} inside the file", "end of file")
-    timescale, refs = parse_sidx(data, f, a)
+    timescale, refs, first = parse_sidx_layout(data, f, a)
     extra["sidx_timescale"] = timescale
     durs = [round(d * NS_PER_S / timescale) for _, d in refs]
     if any(d <= 0 for d in durs):
         raise InputError(f, f"byte {a}", "sidx subsegment durations > 0", "0")
-    return [s for s, _ in refs], durs, None
+    sizes = [s for s, _ in refs]
+    offsets = []
+    for sz in sizes:
+        offsets.append(first)
+        first += sz
+    return sizes, durs, None, offsets
 
 
 def _sizes_table(path, sizes):

@@ -16,6 +16,11 @@ Model (documented in docs/formats.md):
   rungs such as Chunklets' the noise could otherwise invert a pair -- this moves per-rung means by
   far less than 1 %).
 
+Byte layout: one file per rung, an init segment of :data:`INIT_BYTES` (800) bytes -- about the
+size of the corpus clips' fMP4 init segments (794-795 bytes) -- then the segments back to back:
+``byte_offsets[t][r] = INIT_BYTES + sum(size_{0..t-1,r})`` (``layout_from_sizes``). It is a function
+of the sizes only, so it does not touch the random stream.
+
 Random numbers: only the raw 64-bit output of numpy's ``PCG64`` bit generator seeded with
 ``PCG64(seed)`` is used (its stream is fixed by NumPy's compatibility policy; the ``Generator``
 distribution methods are not, so they are avoided). Uniforms ``u = ((raw >> 11) + 0.5) / 2^53``,
@@ -32,13 +37,15 @@ import numpy as np
 
 from qoelab.errors import InputError
 from qoelab.video.ladders import get_ladder
-from qoelab.video.model import NS_PER_S, make_video, validate_video
+from qoelab.video.model import NS_PER_S, layout_from_sizes, make_video, validate_video
 
-__all__ = ["MODEL", "MODEL_VERSION", "DEFAULT_VBR", "synthetic_video"]
+__all__ = ["MODEL", "MODEL_VERSION", "DEFAULT_VBR", "INIT_BYTES", "synthetic_video"]
 
 MODEL = "ar1-lognormal"
 MODEL_VERSION = 1
 DEFAULT_VBR = {"cv": 0.3, "rho": 0.6, "rung_cv": 0.02, "normalize": True}
+#: Bytes of the init segment at the start of every rung's file (the byte layout's first offset).
+INIT_BYTES = 800
 
 
 def _normals(seed: int, n: int) -> np.ndarray:
@@ -75,7 +82,7 @@ def _duration_ns(value, default_s: float) -> int:
 
 def synthetic_video(ladder="has-testbed", n_segments: int = 300, segment_duration=None, seed: int = 0,
                     vbr=None, name: str | None = None) -> dict:
-    """A synthetic VBR Video dict.
+    """A synthetic VBR Video dict, laid out in one file per rung (see the module doc).
 
     ``ladder``: a built-in name (see :data:`qoelab.video.ladders.LADDERS`), a Ladder, or a list of
     kbit/s. ``segment_duration``: seconds (number) or a string ``"2s"``/``"2000ms"``; None = the
@@ -123,7 +130,8 @@ def synthetic_video(ladder="has-testbed", n_segments: int = 300, segment_duratio
             factors = factors / factors.mean(axis=0, keepdims=True)
     sizes = np.maximum(1, np.rint(factors * nominal[None, :])).astype(np.int64)
     # a higher rung never gets a smaller segment than a lower one (rare with close rungs)
-    sizes = np.sort(sizes, axis=1)
-    video = make_video(name or f"synthetic-{lad.name}-s{seed}", dur, rates, sizes.tolist(),
-                       resolutions=list(lad.resolutions) if lad.resolutions else None)
+    sizes = np.sort(sizes, axis=1).tolist()
+    video = make_video(name or f"synthetic-{lad.name}-s{seed}", dur, rates, sizes,
+                       resolutions=list(lad.resolutions) if lad.resolutions else None,
+                       byte_offsets=layout_from_sizes(sizes, [INIT_BYTES] * R))
     return validate_video(video)
