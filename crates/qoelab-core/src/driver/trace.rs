@@ -114,6 +114,8 @@ impl TraceDriver {
     }
 
     fn views(&self) -> Vec<SessionView<'_>> {
+        static EMPTY_LOG: std::sync::LazyLock<crate::session::dataplane::PlaneLog> =
+            std::sync::LazyLock::new(Default::default);
         self.clients
             .iter()
             .map(|t| SessionView {
@@ -124,6 +126,9 @@ impl TraceDriver {
                 summary: t.result.summary.clone(),
                 buffer_max: t.buffer_max,
                 base_rtt: t.base_rtt,
+                data_plane: "sequential",
+                http: Default::default(),
+                plane_log: &EMPTY_LOG,
             })
             .collect()
     }

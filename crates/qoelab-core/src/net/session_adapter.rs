@@ -33,7 +33,7 @@ impl World {
         let probe = session.probe_slot();
         let mut conns = Vec::with_capacity(slots as usize);
         for slot in 0..slots {
-            conns.push(self.open_connection(p, ci, c, slot, slot, probe == Some(slot), c.start)?);
+            conns.push(self.open_connection(p, ci, c, slot, 0, probe == Some(slot), c.start)?);
         }
         let resp_flows = conns.iter().enumerate().filter(|(k, _)| probe != Some(*k as u32)).map(|x| x.1 .1).collect();
         self.clients.push(ClientRt {

@@ -1163,6 +1163,9 @@ impl World {
         if !self.clients.is_empty() && self.cfg.output.tables.iter().any(|t| t == "segments") {
             let views: Vec<_> = self.clients.iter().map(|c| c.session.view()).collect();
             out.push(crate::report::segments_table(&views));
+            if views.iter().any(|v| v.data_plane != "sequential") {
+                out.push(crate::report::requests_table(&views));
+            }
         }
         out
     }

@@ -10,7 +10,8 @@ pub mod table;
 
 use crate::metrics::{ClientMetrics, FairnessMetrics, QoeParams};
 use crate::session::SessionView;
-use summary::{ClientSummary, LossPhaseCounts, PacketClientFields};
+use crate::time::Ns;
+use summary::{ClientSummary, HttpSummary, LossPhaseCounts, PacketClientFields};
 use table::Table;
 
 /// Transport facts about a client that only a packet-level driver has.
@@ -43,6 +44,23 @@ pub fn client_summaries(
             buffer_max_s: None,
             base_rtt_ms: None,
             packet: None,
+            http: (c.data_plane != "sequential").then(|| {
+                let l = c.plane_log;
+                let sized: Vec<u64> = l.trains.iter().map(|t| t.1).filter(|&b| b > 0).collect();
+                HttpSummary {
+                    data_plane: c.data_plane.to_string(),
+                    requests: c.http.requests,
+                    completed: c.http.completed,
+                    cancelled: c.http.cancelled,
+                    wasted_bytes: c.http.wasted_bytes,
+                    resets: c.http.resets,
+                    max_pipeline: c.http.max_pipeline,
+                    switch_cancels: l.switch_cancels.len(),
+                    trains: l.trains.len(),
+                    train_mean_bytes: (!sized.is_empty())
+                        .then(|| sized.iter().sum::<u64>() as f64 / sized.len() as f64),
+                }
+            }),
         };
         match ClientMetrics::compute(c.log, &c.summary, c.video.n_rungs(), &QoeParams::default()) {
             Ok(m) => {
@@ -63,6 +81,51 @@ pub fn client_summaries(
         out.push(row);
     }
     (out, Some(FairnessMetrics::compute(&all)))
+}
+
+/// The `requests` table: one row per HTTP request of every client whose data plane is not
+/// `sequential` (chunklets, ranges, pipelined segments, RTT probes).
+pub fn requests_table(clients: &[SessionView<'_>]) -> Table {
+    let mut t = Table::new(
+        "requests",
+        &[
+            ("client", 'i'),
+            ("request", 'i'),
+            ("conn", 'i'),
+            ("kind", 's'),
+            ("segment", 'i'),
+            ("last_segment", 'i'),
+            ("rung", 'i'),
+            ("offset", 'i'),
+            ("body_bytes", 'i'),
+            ("received_bytes", 'i'),
+            ("t_issue_s", 'f'),
+            ("t_first_byte_s", 'f'),
+            ("t_last_byte_s", 'f'),
+            ("cancelled", 'i'),
+        ],
+    );
+    let s = crate::time::secs;
+    let opt = |x: Option<Ns>| x.map(s).unwrap_or(f64::NAN);
+    for (ci, c) in clients.iter().enumerate().filter(|c| c.1.data_plane != "sequential") {
+        for r in &c.plane_log.requests {
+            t.i(0, ci as i64);
+            t.i(1, r.id as i64);
+            t.i(2, r.conn as i64);
+            t.s(3, r.kind);
+            t.i(4, r.segment as i64);
+            t.i(5, r.last_segment as i64);
+            t.i(6, r.rung as i64);
+            t.i(7, r.offset.map(|o| o as i64).unwrap_or(-1));
+            t.i(8, r.body as i64);
+            t.i(9, r.received as i64);
+            t.f(10, s(r.t_issue));
+            t.f(11, opt(r.t_first_byte));
+            t.f(12, opt(r.t_last_byte));
+            t.i(13, r.cancelled as i64);
+        }
+    }
+    t
 }
 
 /// The `segments` table: one row per downloaded (or abandoned) segment per client.

@@ -183,6 +183,29 @@ pub struct ClientSummary {
     pub base_rtt_ms: Option<f64>,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub packet: Option<PacketClientFields>,
+    /// The data plane's HTTP counters (absent for the default `sequential` plane).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpSummary>,
+}
+
+/// A client's HTTP exchanges under a non-default data plane.
+#[derive(Clone, Debug, Serialize)]
+pub struct HttpSummary {
+    pub data_plane: String,
+    pub requests: u64,
+    pub completed: u64,
+    pub cancelled: u64,
+    /// Response bytes received for requests later cancelled (at the HTTP layer; bytes discarded
+    /// after a reset are counted per network in `packets.discarded_after_reset`).
+    pub wasted_bytes: u64,
+    pub resets: u64,
+    /// Most requests outstanding at once on one connection.
+    pub max_pipeline: u64,
+    /// Ranges cancelled because the ABR switched rung (Sprint-x).
+    pub switch_cancels: usize,
+    /// Trains started (Sprint) and their mean size in bytes.
+    pub trains: usize,
+    pub train_mean_bytes: Option<f64>,
 }
 
 /// Per-client facts of the packet network.

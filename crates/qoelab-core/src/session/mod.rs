@@ -173,6 +173,10 @@ pub struct SessionView<'a> {
     pub summary: PlayerSummary,
     pub buffer_max: Ns,
     pub base_rtt: Ns,
+    /// The data plane, its HTTP counters and request log.
+    pub data_plane: &'static str,
+    pub http: HttpStats,
+    pub plane_log: &'a PlaneLog,
 }
 
 impl VideoSession {
@@ -185,6 +189,9 @@ impl VideoSession {
             summary: self.player.summary(),
             buffer_max: self.player.buffer_max(),
             base_rtt: self.base_rtt,
+            data_plane: self.plane.name(),
+            http: self.http.stats,
+            plane_log: &self.log,
         }
     }
 }
