@@ -63,6 +63,15 @@ def cases(quick: bool):
           "topology": {"rate": "10Mbps", "rtt": "40ms", "buffer": "1bdp", "aqm": "codel"},
           "client": [{"abr": "dynamic", "count": 3, "video": "synthetic:sabre-bbb", "video_duration": "300s"}],
           "output": {"tables": []}}),
+        ("video-4clients-chunklets10-fqcodel",
+         "4 DASH clients fetching each segment as 10 chunklets over 10 connections (dash.js DYNAMIC), "
+         "10 Mbit/s, 20 ms, FQ-CoDel, 200 s (compare with the reference case: data planes must not slow the "
+         "packet path)",
+         {"scenario": {"name": "bench8", "duration": d("200s", "50s")},
+          "topology": {"rate": "10Mbps", "rtt": "20ms", "buffer": "1000pkts", "aqm": "fq_codel"},
+          "client": [{"abr": "dynamic", "count": 4, "video": "synthetic:chunklets", "video_duration": "200s",
+                      "data_plane": {"kind": "chunklets", "n": 10}}],
+          "output": {"tables": []}}),
         ("memory-1G-1h",
          "memory case: 4 Cubic bulk flows, 1 Gbit/s, 20 ms RTT, FQ-CoDel, 1 hour, tables off (run once)",
          _dumbbell("bench7", 4, "1Gbps", "fq_codel", d("3600s", "30s"), buffer="1bdp")),

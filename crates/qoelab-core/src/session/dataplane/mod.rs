@@ -71,11 +71,11 @@ pub struct PlaneLog {
     pub switch_cancels: Vec<Ns>,
     /// Trains started (Sprint) with their size in bytes.
     pub trains: Vec<(Ns, u64)>,
-    /// Index in `requests` of each request id still open.
-    open: std::collections::HashMap<ReqId, usize>,
 }
 
 impl PlaneLog {
+    /// Record a request. The HTTP layer numbers a session's requests 0, 1, 2, ... and every
+    /// request is logged, so a request's id is its index in `requests`.
     #[allow(clippy::too_many_arguments)]
     pub fn issue(
         &mut self,
@@ -88,7 +88,7 @@ impl PlaneLog {
         offset: Option<u64>,
         body: u64,
     ) {
-        self.open.insert(id, self.requests.len());
+        debug_assert_eq!(id as usize, self.requests.len(), "every request is logged in order");
         self.requests.push(RequestLog {
             id,
             conn: conn.0,
@@ -105,24 +105,24 @@ impl PlaneLog {
             cancelled: false,
         });
     }
-    /// Record a delivery; returns the log line.
-    pub fn deliver(&mut self, now: Ns, d: &Delivery) -> Option<&RequestLog> {
-        let i = *self.open.get(&d.id)?;
-        let r = &mut self.requests[i];
+    fn open(&mut self, id: ReqId) -> Option<&mut RequestLog> {
+        self.requests.get_mut(id as usize).filter(|r| r.id == id && r.t_last_byte.is_none())
+    }
+    /// Record a delivery.
+    pub fn deliver(&mut self, now: Ns, d: &Delivery) {
+        let Some(r) = self.open(d.id) else { return };
         r.received = d.body;
         if r.t_first_byte.is_none() && d.received > 0 {
             r.t_first_byte = Some(now);
         }
         if d.complete() {
             r.t_last_byte = Some(now);
-            self.open.remove(&d.id);
         }
-        Some(&self.requests[i])
     }
     pub fn cancel(&mut self, now: Ns, id: ReqId) {
-        if let Some(i) = self.open.remove(&id) {
-            self.requests[i].cancelled = true;
-            self.requests[i].t_last_byte = Some(now);
+        if let Some(r) = self.open(id) {
+            r.cancelled = true;
+            r.t_last_byte = Some(now);
         }
     }
 }
