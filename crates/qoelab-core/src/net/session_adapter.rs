@@ -75,6 +75,7 @@ impl World {
             self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), "video", server, client, &c.cc, &ccp, &down, start)?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
+        self.pair_halves(req, resp);
         Ok((req, resp))
     }
 
