@@ -1045,9 +1045,9 @@ impl World {
         for f in self.flows.iter_mut() {
             if f.client.is_some() && !f.dead && now >= f.start && f.kind == "video" {
                 if let Ep::TcpTx(s) = &self.eps[f.tx] {
-                    let x = s.sample(now);
-                    if x.srtt > 0 {
-                        f.srtt_sum += x.srtt as f64;
+                    let srtt = s.srtt().unwrap_or(0);
+                    if srtt > 0 {
+                        f.srtt_sum += srtt as f64;
                         f.srtt_n += 1;
                     }
                 }

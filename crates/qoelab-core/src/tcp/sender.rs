@@ -298,6 +298,11 @@ impl TcpSender {
         self.pipe()
     }
 
+    /// Smoothed RTT (None before the first sample).
+    pub fn srtt(&self) -> Option<Ns> {
+        self.rtt.srtt()
+    }
+
     pub fn sample(&self, now: Ns) -> TcpSample {
         TcpSample {
             now,

@@ -76,6 +76,10 @@ struct Chunk {
     track: Track,
     total: u64,
     parts: Vec<Part>,
+    /// Body bytes received over all parts, parts started and parts done (kept up to date).
+    got: u64,
+    started: usize,
+    done: usize,
 }
 
 pub struct Chunklets {
@@ -105,26 +109,36 @@ impl DataPlane for Chunklets {
             off = off.map(|o| o + size);
             parts.push(Part { req: id, conn, size, got: 0, started: false, done: false });
         }
-        self.cur = Some(Chunk { track: Track::new(req.id, now), total: req.bytes, parts });
+        self.cur = Some(Chunk { track: Track::new(req.id, now), total: req.bytes, parts, got: 0, started: 0, done: 0 });
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
         cx.log.deliver(now, d);
         let interval = cx.http.cfg().progress_interval;
         let Some(c) = self.cur.as_mut() else { return false };
-        let Some(p) = c.parts.iter_mut().find(|p| p.req == d.id) else { return false };
-        p.got = d.body.min(p.size);
-        p.started |= d.received > 0;
-        p.done |= d.complete();
-        let got: u64 = c.parts.iter().map(|p| p.got).sum();
-        let all = c.parts.iter().all(|p| p.done);
+        // Request ids of a chunk are consecutive: index directly.
+        let Some(i) = d.id.checked_sub(c.parts[0].req).map(|i| i as usize).filter(|&i| i < c.parts.len()) else {
+            return false;
+        };
+        let p = &mut c.parts[i];
+        let got = d.body.min(p.size);
+        c.got += got - p.got;
+        p.got = got;
+        if !p.started && d.received > 0 {
+            p.started = true;
+            c.started += 1;
+        }
+        if !p.done && d.complete() {
+            p.done = true;
+            c.done += 1;
+        }
+        let all = c.done == c.parts.len();
         let out = if self.proxy {
             if !all {
                 return false;
             }
-            c.track.report(now, true, got, c.total, interval, cx.player)
+            c.track.report(now, true, c.got, c.total, interval, cx.player)
         } else {
-            let first = c.parts.iter().any(|p| p.started);
-            c.track.report(now, first, got, c.total, interval, cx.player)
+            c.track.report(now, c.started > 0, c.got, c.total, interval, cx.player)
         };
         match out {
             Outcome::Nothing => false,
