@@ -63,6 +63,22 @@ impl DownloadRecord {
     }
 }
 
+/// One finished HTTP request, as the data plane measured it (see [`Abr::on_request_sample`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RequestSample {
+    /// Connection slot.
+    pub conn: u32,
+    /// First and last segment whose bytes it carried, and the rung.
+    pub segment: usize,
+    pub last_segment: usize,
+    pub rung: usize,
+    /// Response body bytes.
+    pub bytes: u64,
+    pub t_request: Ns,
+    pub t_first_byte: Ns,
+    pub t_last_byte: Ns,
+}
+
 /// What the ABR observes when deciding.
 #[derive(Clone, Copy, Debug)]
 pub struct AbrObs<'a> {
@@ -111,6 +127,10 @@ pub trait Abr: Send {
     fn choose(&mut self, obs: &AbrObs) -> Decision;
     /// A download finished (update estimators).
     fn on_download(&mut self, _obs: &AbrObs, _rec: &DownloadRecord) {}
+    /// One HTTP request of the data plane finished (a chunklet, an expanded range, a pipelined
+    /// segment): a throughput sample finer or coarser than a segment. Called before the
+    /// segment's own `on_download` when both finish at once. Default: ignored.
+    fn on_request_sample(&mut self, _sample: &RequestSample) {}
     /// Abandonment hook: return Some(rung) to abandon the current download and fetch the segment
     /// again at `rung` (lower than the current one). Default: never abandon.
     fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {

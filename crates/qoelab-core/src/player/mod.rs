@@ -711,6 +711,12 @@ impl Player {
         Some(Abandon { id, segment, from_rung: from, to_rung: to, bytes_received: received })
     }
 
+    /// A data-plane request finished: handed to the ABR ([`Abr::on_request_sample`]).
+    pub fn request_sample(&mut self, now: Ns, s: &crate::abr::RequestSample) {
+        self.advance(now);
+        self.abr.on_request_sample(s);
+    }
+
     /// The data plane cancels download `id` (and with it every later download in flight, which
     /// were requested after it): each is logged as abandoned with the bytes received so far; the
     /// player will request the earliest cancelled segment again (asking the ABR anew). Returns

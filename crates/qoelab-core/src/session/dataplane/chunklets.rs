@@ -112,7 +112,7 @@ impl DataPlane for Chunklets {
         self.cur = Some(Chunk { track: Track::new(req.id, now), total: req.bytes, parts, got: 0, started: 0, done: 0 });
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
-        cx.log.deliver(now, d);
+        cx.log.deliver_to(now, d, cx.player);
         let interval = cx.http.cfg().progress_interval;
         let Some(c) = self.cur.as_mut() else { return false };
         // Request ids of a chunk are consecutive: index directly.

@@ -108,15 +108,36 @@ impl PlaneLog {
     fn open(&mut self, id: ReqId) -> Option<&mut RequestLog> {
         self.requests.get_mut(id as usize).filter(|r| r.id == id && r.t_last_byte.is_none())
     }
-    /// Record a delivery.
-    pub fn deliver(&mut self, now: Ns, d: &Delivery) {
-        let Some(r) = self.open(d.id) else { return };
+    /// Record a delivery; when it completes the request, returns its sample for the ABR.
+    pub fn deliver(&mut self, now: Ns, d: &Delivery) -> Option<crate::abr::RequestSample> {
+        let r = self.open(d.id)?;
         r.received = d.body;
         if r.t_first_byte.is_none() && d.received > 0 {
             r.t_first_byte = Some(now);
         }
-        if d.complete() {
-            r.t_last_byte = Some(now);
+        if !d.complete() {
+            return None;
+        }
+        r.t_last_byte = Some(now);
+        Some(crate::abr::RequestSample {
+            conn: r.conn,
+            segment: r.segment,
+            last_segment: r.last_segment,
+            rung: r.rung,
+            bytes: r.body,
+            t_request: r.t_issue,
+            t_first_byte: r.t_first_byte.unwrap_or(now),
+            t_last_byte: now,
+        })
+    }
+
+    /// Record a delivery and hand a finished request's sample to the player's ABR (probes
+    /// excluded).
+    pub fn deliver_to(&mut self, now: Ns, d: &Delivery, player: &mut Player) {
+        if let Some(s) = self.deliver(now, d) {
+            if self.requests[d.id as usize].kind != "probe" {
+                player.request_sample(now, &s);
+            }
         }
     }
     pub fn cancel(&mut self, now: Ns, id: ReqId) {

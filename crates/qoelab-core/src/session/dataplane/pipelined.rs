@@ -57,7 +57,7 @@ impl Pipeline {
     }
     /// Report a delivery; on abandonment reset the connection (cancelling everything behind).
     pub fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> Outcome {
-        cx.log.deliver(now, d);
+        cx.log.deliver_to(now, d, cx.player);
         let interval = cx.http.cfg().progress_interval;
         let Some(i) = self.q.iter().position(|x| x.0 == d.id) else { return Outcome::Nothing };
         let out = self.q[i].1.report(now, d.received > 0, d.body, d.body_len, interval, cx.player);

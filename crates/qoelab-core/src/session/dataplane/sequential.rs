@@ -43,7 +43,7 @@ impl DataPlane for Sequential {
         }
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
-        cx.log.deliver(now, d);
+        cx.log.deliver_to(now, d, cx.player);
         let interval = cx.http.cfg().progress_interval;
         let Some((id, tr)) = &mut self.cur else { return false };
         if *id != d.id {

@@ -317,7 +317,7 @@ impl DataPlane for Sprint {
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
         if self.est.on_delivery(now, d) {
-            cx.log.deliver(now, d);
+            cx.log.deliver_to(now, d, cx.player);
             return d.complete();
         }
         match self.p.on_delivery(now, d, cx) {

@@ -184,10 +184,10 @@ impl DataPlane for SprintX {
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
         if self.est.on_delivery(now, d) {
-            cx.log.deliver(now, d);
+            cx.log.deliver_to(now, d, cx.player);
             return d.complete();
         }
-        cx.log.deliver(now, d);
+        cx.log.deliver_to(now, d, cx.player);
         match self.range.as_mut() {
             Some(r) if r.req == d.id => r.last_delivery = Some(*d),
             _ => return false,

@@ -295,3 +295,38 @@ fn bad_parameters_name_the_key() {
     assert!(err.msg.contains("no byte layout"), "{}", err.msg);
     assert!(build(&DataPlaneCfg { kind: "sprint".into(), params: no_params() }, &bare).is_ok());
 }
+
+/// A fixed-rung ABR that records the per-request samples it is handed.
+struct Samples {
+    rung: usize,
+    got: std::sync::Arc<std::sync::Mutex<Vec<crate::abr::RequestSample>>>,
+}
+impl Abr for Samples {
+    fn name(&self) -> &'static str {
+        "samples"
+    }
+    fn choose(&mut self, _obs: &AbrObs) -> Decision {
+        Decision { rung: self.rung, delay: 0, reason: String::new() }
+    }
+    fn on_request_sample(&mut self, s: &crate::abr::RequestSample) {
+        self.got.lock().unwrap().push(*s);
+    }
+}
+
+#[test]
+fn the_abr_sees_one_sample_per_request() {
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let abr = Box::new(Samples { rung: 4, got: got.clone() });
+    let mut s = session(abr, "chunklets", serde_json::json!({"n": 4}), PlayerConfig::default());
+    run(&mut s, 8_000_000);
+    let got = got.lock().unwrap();
+    assert_eq!(got.len(), 30 * 4);
+    for seg in 0..30 {
+        let parts: Vec<_> = got.iter().filter(|x| x.segment == seg).collect();
+        assert_eq!(parts.len(), 4);
+        assert_eq!(parts.iter().map(|x| x.bytes).sum::<u64>(), s.player.video().size(seg, 4));
+        assert!(parts.iter().all(|x| x.t_request <= x.t_first_byte && x.t_first_byte <= x.t_last_byte));
+    }
+    // One download record per segment all the same.
+    assert_eq!(s.player.history().len(), 30);
+}
