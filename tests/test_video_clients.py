@@ -154,3 +154,25 @@ def test_poisson_video_sessions_arrive_and_leave():
     seg = res.table("segments")
     starts = seg.groupby("client").t_request_s.min()
     assert starts.is_monotonic_increasing
+
+
+def test_freebsd10_profile_newreno_host_and_its_restart_rule():
+    """[client.tcp] profile = "freebsd10": NewReno by default, and FreeBSD's restart after idle
+    (min(cwnd, 4380 B) when nothing was received on the connection for an RTO) never fires for
+    the responses, because each request arrives on the same connection just before (RFC 5681
+    4.1's persistent-HTTP case). The RFC 5681 test (nothing sent for an RTO) fires after every
+    OFF period, as Linux's does."""
+    def video_flow(tcp):
+        r = qoelab.run(one("throughput", rate="20Mbps", duration="120s", tcp=tcp))
+        return next(f for f in r.summary["flows"] if f["kind"] == "video")
+
+    bsd = video_flow({"profile": "freebsd10"})
+    assert bsd["cc"] == "newreno"
+    assert bsd["idle_restarts"] == 0
+    rfc = video_flow({"profile": "freebsd10", "idle_restart": "rfc5681"})
+    linux = video_flow(None)
+    assert linux["cc"] == "cubic"
+    print(f"idle restarts: freebsd {bsd['idle_restarts']}, rfc5681 {rfc['idle_restarts']}, "
+          f"linux {linux['idle_restarts']}")
+    assert rfc["idle_restarts"] >= 10
+    assert linux["idle_restarts"] >= 10

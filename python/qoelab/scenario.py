@@ -736,13 +736,14 @@ class _Builder:
             raise f.err("stop", "a time after start", f.data["stop"])
         common = {}
         if kind in ("bulk", "web", "onoff"):
-            cc = f.str("cc", default="cubic")
+            tcp_specs = _describe_tcp()
+            tcp = convert_params(f.sub("tcp"), tcp_specs, "tcp")
+            cc = f.str("cc", default=default_cc(tcp))
             if cc not in self.ccs:
                 raise f.err("cc", "one of " + ", ".join(sorted(self.ccs)), cc)
             common["cc"] = cc
             common["cc_params"] = convert_params(f.sub("cc_params"), self.ccs[cc]["params"], f"cc {cc}")
-            tcp_specs = _describe_tcp()
-            common["tcp"] = convert_params(f.sub("tcp"), tcp_specs, "tcp")
+            common["tcp"] = tcp
         if kind == "bulk":
             size = f.get("size", _positive(units.size, "a size"), None)
             if size is not None:
@@ -814,6 +815,12 @@ def _regular_file(sec: _Section, k: str, full: str, allow_dir: bool = False) -> 
         raise sec.err(k, "a regular file" + (" or a folder" if allow_dir else ""), sec.data.get(k))
     if os.path.getsize(full) > MAX_INPUT_FILE_BYTES:
         raise sec.err(k, "a file of at most 256 MiB", sec.data.get(k))
+
+
+def default_cc(tcp: dict) -> str:
+    """The congestion control of a flow or client without a `cc` key: the host profile's own
+    (`[....tcp] profile = "freebsd10"` is a FreeBSD NewReno host), else Linux's cubic."""
+    return "newreno" if tcp.get("profile") == "freebsd10" else "cubic"
 
 
 def _describe_tcp():
@@ -960,11 +967,11 @@ def _client(b, c: _Section):
     rtt = c.get("rtt", _delay, b.default_rtt)
     start = c.get("start", units.duration, 0)
     stagger = c.get("stagger", units.duration, 0)
-    cc = c.str("cc", default="cubic")
+    tcp = convert_params(c.sub("tcp"), _describe_tcp(), "tcp")
+    cc = c.str("cc", default=default_cc(tcp))
     if cc not in b.ccs:
         raise c.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
     cc_params = convert_params(c.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
-    tcp = convert_params(c.sub("tcp"), _describe_tcp(), "tcp")
     player = None
     ps = c.sub("player")
     if ps is not None:

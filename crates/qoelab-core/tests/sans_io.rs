@@ -109,7 +109,7 @@ fn link_driven_by_a_plain_loop() {
 
 #[test]
 fn cubic_driven_by_a_plain_loop() {
-    let ctx = CcBuildCtx { mss: MSS as u64, initial_window: 10, seed: 7 };
+    let ctx = CcBuildCtx { mss: MSS as u64, initial_window: 10, abc_l: 1, seed: 7 };
     let mut c = cc::build("cubic", &Params::new(), &ctx).unwrap();
     assert_eq!(c.cwnd(), 10 * MSS as u64);
     // Slow start: a window of ACKs per 20 ms round doubles the window.

@@ -64,6 +64,11 @@ pub const CODEL: AqmEntry = AqmEntry {
 pub enum CodelMode {
     Rfc,
     Mahimahi,
+    /// FreeBSD dummynet (the ACM Queue 2012 pseudocode): the count grows only for drops after
+    /// which the queue stays in the dropping state, and re-entering the dropping state resumes at
+    /// `count - 2` if `count > 2` and the last drop was less than 8 intervals ago (RFC 8289 /
+    /// Linux: `count - lastcount`, 16 intervals). Used by `fq_codel` with `variant = "dummynet"`.
+    Dummynet,
 }
 
 /// Parameters of one CoDel instance.
@@ -95,6 +100,12 @@ pub trait CodelQueue {
     fn pop(&mut self) -> Option<Item>;
     /// Bytes still queued after the last pop (what the 1-MTU rule looks at).
     fn backlog(&self) -> u64;
+    /// The "at most one MTU queued" test of `dodequeue` (no drop then). Default: the backlog
+    /// against `mtu`.
+    #[inline]
+    fn below_mtu(&self, mtu: u64) -> bool {
+        self.backlog() <= mtu
+    }
 }
 
 /// The CoDel state variables (RFC 8289 section 5).
@@ -121,12 +132,12 @@ impl CodelVars {
             return DoDeq { p: None, ok_to_drop: false };
         };
         let enq = match cp.mode {
-            CodelMode::Rfc => p.enq_at,
+            CodelMode::Rfc | CodelMode::Dummynet => p.enq_at,
             CodelMode::Mahimahi => p.enq_at / MS * MS,
         };
         let sojourn = now.saturating_sub(enq);
         let mut ok = false;
-        if sojourn < cp.target || q.backlog() <= cp.mtu {
+        if sojourn < cp.target || q.below_mtu(cp.mtu) {
             self.first_above_time = 0;
         } else if self.first_above_time == 0 {
             self.first_above_time = now + cp.interval;
@@ -140,18 +151,23 @@ impl CodelVars {
     pub fn control_law(t: Ns, count: u32, cp: &CodelParams) -> Ns {
         let c = (count.max(1) as f64).sqrt();
         match cp.mode {
-            CodelMode::Rfc => t + (cp.interval as f64 / c) as Ns,
+            CodelMode::Rfc | CodelMode::Dummynet => t + (cp.interval as f64 / c) as Ns,
             CodelMode::Mahimahi => t + ((cp.interval / MS) as f64 / c) as Ns * MS,
         }
     }
 
     fn reenter_count(&self, now: Ns, cp: &CodelParams) -> u32 {
+        if cp.mode == CodelMode::Dummynet {
+            let recent = (now as i128 - self.drop_next as i128) < 8 * cp.interval as i128;
+            return if self.count > 2 && recent { self.count - 2 } else { 1 };
+        }
         let delta = self.count.wrapping_sub(self.lastcount);
         let recent = match cp.mode {
             // Linux/RFC: signed time difference.
             CodelMode::Rfc => (now as i128 - self.drop_next as i128) < 16 * cp.interval as i128,
             // Mahimahi: unsigned (a drop_next in the future wraps to a huge value).
             CodelMode::Mahimahi => now.wrapping_sub(self.drop_next) < 16 * cp.interval,
+            CodelMode::Dummynet => unreachable!(),
         };
         if delta > 1 && recent {
             delta
@@ -169,7 +185,7 @@ impl CodelVars {
         sink: &mut DropSink,
     ) -> Option<Item> {
         let now = match cp.mode {
-            CodelMode::Rfc => now,
+            CodelMode::Rfc | CodelMode::Dummynet => now,
             CodelMode::Mahimahi => now / MS * MS,
         };
         let mut r = self.dodequeue(now, cp, q);
@@ -184,11 +200,17 @@ impl CodelVars {
             if !r.ok_to_drop {
                 self.dropping = false;
             }
+            let dn = cp.mode == CodelMode::Dummynet;
             while self.dropping && now >= self.drop_next {
-                self.count += 1;
+                if !dn {
+                    self.count += 1;
+                }
                 let mut p = r.p.take().expect("packet");
                 if cp.ecn && mark_ce(&mut p) {
                     // Linux: mark, schedule the next signal, deliver the marked packet.
+                    if dn {
+                        self.count += 1;
+                    }
                     sink.mark();
                     self.drop_next = Self::control_law(self.drop_next, self.count, cp);
                     return Some(p);
@@ -198,6 +220,9 @@ impl CodelVars {
                 if !r.ok_to_drop {
                     self.dropping = false;
                 } else {
+                    if dn {
+                        self.count += 1;
+                    }
                     self.drop_next = Self::control_law(self.drop_next, self.count, cp);
                 }
             }
@@ -285,7 +310,7 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         return Err(perr("target", "mahimahi mode takes whole milliseconds for target and interval"));
     }
     let mtu = p.u64(PARAMS, "mtu")?.unwrap_or(match mode {
-        CodelMode::Rfc => crate::packet::MTU as u64,
+        CodelMode::Rfc | CodelMode::Dummynet => crate::packet::MTU as u64,
         CodelMode::Mahimahi => MAHIMAHI_PACKET_SIZE,
     });
     let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 1000);
@@ -502,6 +527,20 @@ mod tests {
         eprintln!("reentry c_end={c_end} delta={delta} re0={} re1={}", re[0], re[1]);
         assert_eq!(re[1], (reentry + gap).div_ceil(10 * US) * 10 * US, "delta {delta}");
         l.q.check_conservation().unwrap();
+    }
+
+    #[test]
+    fn dummynet_mode_reentry_count_is_count_minus_2_within_8_intervals() {
+        let dn = CodelParams { mode: CodelMode::Dummynet, ..CodelParams::rfc_default() };
+        let rfc = CodelParams::rfc_default();
+        let iv = rfc.interval;
+        let v = CodelVars { count: 10, lastcount: 3, drop_next: 100 * iv, ..CodelVars::default() };
+        assert_eq!(v.reenter_count(105 * iv, &dn), 8);
+        assert_eq!(v.reenter_count(105 * iv, &rfc), 7);
+        assert_eq!(v.reenter_count(110 * iv, &dn), 1);
+        assert_eq!(v.reenter_count(110 * iv, &rfc), 7);
+        let v = CodelVars { count: 2, ..v };
+        assert_eq!(v.reenter_count(101 * iv, &dn), 1);
     }
 
     #[test]

@@ -1,5 +1,8 @@
-//! FQ-CoDel (RFC 8290): flow queues classified by `pkt.hash % flows`, deficit round robin with
-//! new/old flow lists, and a CoDel instance per flow ([`super::codel::CodelVars`]).
+//! FQ-CoDel (RFC 8290): flow queues classified by `pkt.hash % flows` (optionally perturbed by a
+//! per-queue random value, as Linux and dummynet do), deficit round robin with new/old flow
+//! lists, and a CoDel instance per flow ([`super::codel::CodelVars`]). `variant = "dummynet"`
+//! follows FreeBSD dummynet's `dn_sched_fq_codel` where it differs from Linux. Flow-hash
+//! collisions (distinct hashes sharing a flow queue) are counted.
 
 use super::codel::{CodelMode, CodelParams, CodelQueue, CodelVars};
 use super::util::Limits;
@@ -7,7 +10,7 @@ use super::Item;
 use super::{AqmBuildCtx, AqmEntry, DropReason, DropSink, QueueDiscipline};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -70,6 +73,21 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Int(64),
         doc: "maximum packets dropped from the fattest flow per overflow (Linux: 64)",
     },
+    ParamSpec {
+        name: "perturb",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "perturb the flow-queue index with a random value drawn from the scenario seed (Linux and dummynet \
+              perturb with a random value per queue); false: hash % flows",
+    },
+    ParamSpec {
+        name: "variant",
+        unit: Unit::Choice(&["linux", "dummynet"]),
+        default: Default::Str("linux"),
+        doc: "linux (RFC 8290 as Linux) or dummynet (FreeBSD dn_sched_fq_codel: overflow drops one packet from \
+              the longest flow in packets, per-flow MTU test against the flow's largest packet, CoDel state reset \
+              on activation, deficit < 0 test, ACM-Queue CoDel counting)",
+    },
 ];
 
 pub const FQ_CODEL: AqmEntry = AqmEntry {
@@ -80,6 +98,9 @@ pub const FQ_CODEL: AqmEntry = AqmEntry {
     build,
 };
 
+/// A flow hash with packets in a flow queue: (hash, packets queued, counted as collided).
+type HashCount = (u32, u32, bool);
+
 #[derive(Default)]
 struct Flow {
     q: VecDeque<Item>,
@@ -88,6 +109,49 @@ struct Flow {
     cv: CodelVars,
     /// On the new or old list.
     listed: bool,
+    /// The distinct flow hashes with packets in this queue (usually one).
+    hashes: Vec<HashCount>,
+    /// dummynet: the largest packet this flow queue has seen (starts at 500 B).
+    maxpkt: u64,
+}
+
+/// Account one more packet of hash `h` in a flow queue; when the queue holds packets of more
+/// than one hash, every hash in it is a collided one.
+#[inline]
+fn track_in(hashes: &mut Vec<HashCount>, h: u32, collided: &mut BTreeSet<u32>) {
+    match hashes.iter_mut().find(|e| e.0 == h) {
+        Some(e) => e.1 += 1,
+        None => hashes.push((h, 1, false)),
+    }
+    if hashes.len() > 1 {
+        for e in hashes.iter_mut().filter(|e| !e.2) {
+            collided.insert(e.0);
+            e.2 = true;
+        }
+    }
+}
+
+/// One packet of hash `h` left a flow queue.
+#[inline]
+fn track_out(hashes: &mut Vec<HashCount>, h: u32) {
+    if let Some(i) = hashes.iter().position(|e| e.0 == h) {
+        hashes[i].1 -= 1;
+        if hashes[i].1 == 0 {
+            hashes.swap_remove(i);
+        }
+    }
+}
+
+/// The flow-queue key of `hash` under `perturbation` (a 64-bit finalizer of both).
+#[inline]
+fn perturbed(hash: u32, perturbation: u32) -> u32 {
+    let mut x = (perturbation as u64) << 32 | hash as u64;
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^= x >> 33;
+    x as u32
 }
 
 pub struct FqCodel {
@@ -101,9 +165,18 @@ pub struct FqCodel {
     cp: CodelParams,
     pkts: u64,
     bytes: u64,
+    /// Random value mixed into the flow-queue index (None: `hash % flows`).
+    perturbation: Option<u32>,
+    dummynet: bool,
+    /// Flow hashes that shared a flow queue with another hash while both had packets queued.
+    collided: BTreeSet<u32>,
 }
 
 fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, ParamError> {
+    Ok(Box::new(from_params(p, ctx)?))
+}
+
+fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<FqCodel, ParamError> {
     let nflows = p.req_u64(PARAMS, "flows")?;
     if nflows == 0 || nflows > 65536 {
         return Err(perr("flows", "must be in 1..=65536"));
@@ -117,8 +190,10 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
         return Err(perr("interval", "must be > 0"));
     }
     let lim = Limits::resolve(p.u64(PARAMS, "limit")?, p.u64(PARAMS, "limit_bytes")?, ctx, 10240);
-    Ok(Box::new(FqCodel {
-        flows: (0..nflows).map(|_| Flow::default()).collect(),
+    let dummynet = p.choice(PARAMS, "variant")? == "dummynet";
+    let perturbation = p.bool(PARAMS, "perturb")?.then_some((ctx.seed ^ ctx.seed >> 32) as u32);
+    Ok(FqCodel {
+        flows: (0..nflows).map(|_| Flow { maxpkt: 500, ..Flow::default() }).collect(),
         new_flows: VecDeque::new(),
         old_flows: VecDeque::new(),
         quantum: quantum as i64,
@@ -130,19 +205,26 @@ fn build(p: &Params, ctx: &AqmBuildCtx) -> Result<Box<dyn QueueDiscipline>, Para
             interval,
             mtu: p.req_u64(PARAMS, "mtu")?,
             ecn: p.bool(PARAMS, "ecn")?,
-            mode: CodelMode::Rfc,
+            mode: if dummynet { CodelMode::Dummynet } else { CodelMode::Rfc },
         },
         pkts: 0,
         bytes: 0,
-    }))
+        perturbation,
+        dummynet,
+        collided: BTreeSet::new(),
+    })
 }
 
-/// One flow's queue as CoDel sees it; the 1-MTU rule looks at the whole qdisc backlog (Linux).
+/// One flow's queue as CoDel sees it; the 1-MTU rule looks at the whole qdisc backlog (Linux),
+/// or (dummynet) at this flow's backlog against the largest packet it has seen.
 struct FlowView<'a> {
     q: &'a mut VecDeque<Item>,
     fbytes: &'a mut u64,
     tbytes: &'a mut u64,
     tpkts: &'a mut u64,
+    hashes: &'a mut Vec<HashCount>,
+    /// dummynet: the flow's largest packet.
+    maxpkt: Option<u64>,
 }
 
 impl CodelQueue for FlowView<'_> {
@@ -152,11 +234,19 @@ impl CodelQueue for FlowView<'_> {
         *self.fbytes -= p.size as u64;
         *self.tbytes -= p.size as u64;
         *self.tpkts -= 1;
+        track_out(self.hashes, p.hash);
         Some(p)
     }
     #[inline]
     fn backlog(&self) -> u64 {
         *self.tbytes
+    }
+    #[inline]
+    fn below_mtu(&self, mtu: u64) -> bool {
+        match self.maxpkt {
+            Some(m) => *self.fbytes <= m,
+            None => *self.tbytes <= mtu,
+        }
     }
 }
 
@@ -177,6 +267,7 @@ impl FqCodel {
         let mut len = 0;
         let mut n = 0;
         while let Some(p) = f.q.pop_front() {
+            track_out(&mut f.hashes, p.hash);
             f.bytes -= p.size as u64;
             self.bytes -= p.size as u64;
             self.pkts -= 1;
@@ -188,23 +279,65 @@ impl FqCodel {
             }
         }
     }
+
+    /// dummynet: drop one packet from the head of the flow with the most packets queued (the
+    /// first such flow by index).
+    fn drop_longest(&mut self, sink: &mut DropSink) {
+        let mut idx = 0;
+        let mut maxn = 0;
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.q.len() > maxn {
+                maxn = f.q.len();
+                idx = i;
+            }
+        }
+        let f = &mut self.flows[idx];
+        if let Some(p) = f.q.pop_front() {
+            track_out(&mut f.hashes, p.hash);
+            f.bytes -= p.size as u64;
+            self.bytes -= p.size as u64;
+            self.pkts -= 1;
+            sink.drop_queued(p, DropReason::FqOverflow);
+        }
+    }
+
+    #[inline]
+    fn bucket(&self, hash: u32) -> usize {
+        let h = match self.perturbation {
+            Some(x) => perturbed(hash, x),
+            None => hash,
+        };
+        (h as u64 % self.flows.len() as u64) as usize
+    }
 }
 
 impl QueueDiscipline for FqCodel {
     fn enqueue(&mut self, _now: Ns, pkt: Item, sink: &mut DropSink) {
-        let idx = (pkt.hash as u64 % self.flows.len() as u64) as usize;
+        let idx = self.bucket(pkt.hash);
         let f = &mut self.flows[idx];
         f.bytes += pkt.size as u64;
         f.q.push_back(pkt);
+        track_in(&mut f.hashes, pkt.hash, &mut self.collided);
         if !f.listed {
             f.listed = true;
             f.deficit = self.quantum;
+            if self.dummynet {
+                f.cv.dropping = false;
+                f.cv.first_above_time = 0;
+            }
             self.new_flows.push_back(idx);
+        }
+        if self.dummynet {
+            f.maxpkt = f.maxpkt.max(pkt.size as u64);
         }
         self.pkts += 1;
         self.bytes += pkt.size as u64;
         while self.pkts > self.lim.pkts || self.bytes > self.lim.bytes {
-            self.drop_fattest(sink);
+            if self.dummynet {
+                self.drop_longest(sink);
+            } else {
+                self.drop_fattest(sink);
+            }
         }
     }
 
@@ -219,14 +352,20 @@ impl QueueDiscipline for FqCodel {
             };
             let list = if from_new { &mut self.new_flows } else { &mut self.old_flows };
             let f = &mut self.flows[idx];
-            if f.deficit <= 0 {
+            if f.deficit < 0 || (f.deficit == 0 && !self.dummynet) {
                 f.deficit += self.quantum;
                 list.pop_front();
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let mut view =
-                FlowView { q: &mut f.q, fbytes: &mut f.bytes, tbytes: &mut self.bytes, tpkts: &mut self.pkts };
+            let mut view = FlowView {
+                q: &mut f.q,
+                fbytes: &mut f.bytes,
+                tbytes: &mut self.bytes,
+                tpkts: &mut self.pkts,
+                hashes: &mut f.hashes,
+                maxpkt: self.dummynet.then_some(f.maxpkt),
+            };
             let p = f.cv.dequeue(now, &self.cp, &mut view, sink);
             match p {
                 None => {
@@ -256,6 +395,9 @@ impl QueueDiscipline for FqCodel {
     fn probe(&self) -> f64 {
         self.flows.iter().filter(|f| !f.q.is_empty()).count() as f64
     }
+    fn flow_collisions(&self) -> Option<u64> {
+        Some(self.collided.len() as u64)
+    }
 }
 
 #[cfg(test)]
@@ -263,7 +405,7 @@ mod tests {
     use super::super::util::testutil::*;
     use super::super::{DropReason, Queue};
     use super::*;
-    use crate::time::US;
+    use crate::time::{SEC, US};
 
     fn fq(p: Params) -> Queue {
         queue("fq_codel", p, &ctx())
@@ -383,6 +525,117 @@ mod tests {
         q.enqueue(0, pkt(1500, 1), Some(&mut d));
         assert_eq!(d.len(), 64);
         q.check_conservation().unwrap();
+    }
+
+    #[test]
+    fn perturbation_moves_buckets_per_seed_and_is_off_by_default() {
+        let raw = |perturb: bool, seed: u64| {
+            from_params(&Params::new().with("perturb", perturb), &AqmBuildCtx { seed, ..ctx() }).unwrap()
+        };
+        let off = raw(false, 7);
+        assert_eq!(off.bucket(5), 5);
+        assert_eq!(off.bucket(5 + 1024), 5);
+        let (a, b) = (raw(true, 7), raw(true, 8));
+        // the same seed gives the same mapping; hashes colliding without perturbation are split
+        assert_eq!(a.bucket(5), raw(true, 7).bucket(5));
+        assert_ne!(a.bucket(5), a.bucket(5 + 1024));
+        // another seed gives another mapping (a uniform mapping agrees on ~1/1024 of the hashes)
+        let same = (0..1000u32).filter(|&h| a.bucket(h) == b.bucket(h)).count();
+        assert!(same < 10, "{same}");
+        assert!((0..1000u32).all(|h| a.bucket(h) < 1024));
+    }
+
+    #[test]
+    fn collisions_count_hashes_sharing_a_queue_while_queued() {
+        let mut q = fq(Params::new());
+        // hashes 1 and 1025 share flow queue 1, 2 is alone
+        q.enqueue(0, pkt(1500, 1), None);
+        q.enqueue(0, pkt(1500, 2), None);
+        assert_eq!(q.flow_collisions(), Some(0));
+        q.enqueue(0, pkt(1500, 1025), None);
+        assert_eq!(q.flow_collisions(), Some(2));
+        q.enqueue(0, pkt(1500, 1025), None);
+        assert_eq!(q.flow_collisions(), Some(2));
+        while q.dequeue(1, None).is_some() {}
+        // one after the other (never queued together): not a collision
+        let mut q = fq(Params::new());
+        q.enqueue(0, pkt(1500, 3), None);
+        assert!(q.dequeue(1, None).is_some());
+        q.enqueue(2, pkt(1500, 3 + 1024), None);
+        assert!(q.dequeue(3, None).is_some());
+        assert_eq!(q.flow_collisions(), Some(0));
+        // perturbation splits 1 and 1025
+        let mut q = fq(Params::new().with("perturb", true));
+        q.enqueue(0, pkt(1500, 1), None);
+        q.enqueue(0, pkt(1500, 1025), None);
+        assert_eq!(q.flow_collisions(), Some(0));
+        q.check_conservation().unwrap();
+        // other disciplines have no such counter
+        assert_eq!(queue("pfifo", Params::new(), &ctx()).flow_collisions(), None);
+    }
+
+    #[test]
+    fn dummynet_overflow_drops_one_packet_from_the_longest_flow() {
+        // flow 1: 60 small packets (6 kB), flow 2: 40 full ones (60 kB); limit 100
+        let fill = |variant: &str| {
+            let mut q = fq(Params::new().with("limit", 100).with("variant", variant));
+            for _ in 0..60 {
+                q.enqueue(0, pkt(100, 1), None);
+            }
+            for _ in 0..40 {
+                q.enqueue(0, pkt(1500, 2), None);
+            }
+            let mut d = vec![];
+            q.enqueue(0, pkt(1500, 2), Some(&mut d));
+            q.check_conservation().unwrap();
+            d
+        };
+        let d = fill("dummynet");
+        assert_eq!(d.len(), 1);
+        assert_eq!((d[0].pkt.hash, d[0].reason, d[0].was_queued), (1, DropReason::FqOverflow, true));
+        // Linux: the fattest flow in bytes, half its backlog
+        let d = fill("linux");
+        assert_eq!(d.len(), 21);
+        assert!(d.iter().all(|x| x.pkt.hash == 2));
+    }
+
+    #[test]
+    fn dummynet_deficit_and_per_flow_mtu_rule() {
+        // deficit < 0 (dummynet) vs <= 0 (Linux): quantum 3000 and 1500-B packets leave a deficit
+        // of exactly 0 after two packets; dummynet sends a third before rotating
+        let order = |variant: &str| {
+            let mut q = fq(Params::new().with("quantum", 3000).with("variant", variant).with("target", 10 * SEC));
+            for _ in 0..10 {
+                q.enqueue(0, pkt(1500, 1), None);
+                q.enqueue(0, pkt(1500, 2), None);
+            }
+            (0..6).map(|k| q.dequeue(k, None).unwrap().hash).collect::<Vec<_>>()
+        };
+        assert_eq!(order("linux"), [1, 1, 2, 2, 1, 1]);
+        assert_eq!(order("dummynet"), [1, 1, 1, 2, 2, 2]);
+        // MTU rule: one flow of 52-B packets kept at 20 queued (1040 B, ~24 ms of sojourn at one
+        // dequeue per 1.2 ms). Linux: the backlog is below 1 MTU (1500 B), never a drop.
+        // dummynet: the flow's backlog exceeds its largest packet (500 B floor), CoDel drops.
+        let drops = |variant: &str| {
+            let mut q = fq(Params::new().with("variant", variant).with("ecn", false));
+            let mut n = 0;
+            let mut t = 0;
+            for _ in 0..2000 {
+                while q.len_packets() < 20 {
+                    q.enqueue(t, pkt(52, 2), None);
+                }
+                t += 1200 * US;
+                let mut d = vec![];
+                q.dequeue(t, Some(&mut d));
+                n += d.len();
+            }
+            q.check_conservation().unwrap();
+            n
+        };
+        let (l, d) = (drops("linux"), drops("dummynet"));
+        eprintln!("small-packet flow drops: linux {l}, dummynet {d}");
+        assert_eq!(l, 0);
+        assert!(d > 10, "{d}");
     }
 
     #[test]

@@ -154,6 +154,11 @@ pub trait QueueDiscipline: Send {
     fn probe(&self) -> f64 {
         f64::NAN
     }
+    /// Flow-queueing disciplines: the number of distinct flow hashes that shared a flow queue
+    /// with another hash while both had packets queued (hash collisions). None otherwise.
+    fn flow_collisions(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What a discipline is built from besides its own parameters.
@@ -421,6 +426,10 @@ impl Queue {
     }
     pub fn probe(&self) -> f64 {
         self.inner.probe()
+    }
+    /// See [`QueueDiscipline::flow_collisions`].
+    pub fn flow_collisions(&self) -> Option<u64> {
+        self.inner.flow_collisions()
     }
 
     /// arrived = enqueued + dropped at enqueue; enqueued = dequeued + dropped later + queued

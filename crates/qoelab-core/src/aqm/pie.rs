@@ -72,6 +72,18 @@ const PARAMS: &[ParamSpec] = &[
         doc: "CE-mark ECT packets instead of dropping while drop_prob <= 10% (RFC 8033 5.1)",
     },
     ParamSpec {
+        name: "max_ecnth",
+        unit: Unit::Float,
+        default: Default::Float(0.1),
+        doc: "with ecn: mark instead of dropping while drop_prob <= this (RFC 8033 5.1: 10%; dummynet max_ecnth)",
+    },
+    ParamSpec {
+        name: "decay",
+        unit: Unit::Float,
+        default: Default::Float(0.98),
+        doc: "drop_prob factor per update while both delays are 0 (RFC 8033: 0.98; dummynet 1 - 1/64 = 0.984375)",
+    },
+    ParamSpec {
         name: "derandomize",
         unit: Unit::Bool,
         default: Default::Bool(false),
@@ -213,6 +225,8 @@ pub struct Pie {
     dq_threshold: u64,
     mean_pktsize: u64,
     ecn: bool,
+    max_ecnth: f64,
+    decay: f64,
     derandomize: bool,
     use_rate: bool,
     rng: Rng,
@@ -261,6 +275,14 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
     let max_burst = p.req_u64(PARAMS, "max_burst")?;
     let ecn = p.bool(PARAMS, "ecn")?;
     let derandomize = p.bool(PARAMS, "derandomize")?;
+    let max_ecnth = p.f64(PARAMS, "max_ecnth")?;
+    if max_ecnth > 1.0 {
+        return Err(perr("max_ecnth", "expected a probability in 0..=1"));
+    }
+    let decay = p.f64(PARAMS, "decay")?;
+    if !(decay > 0.0 && decay <= 1.0) {
+        return Err(perr("decay", "expected 0 < decay <= 1 (RFC 8033: 0.98)"));
+    }
     let use_rate = p.choice(PARAMS, "estimator")? == "rate";
     if mode == Mode::Mahimahi {
         if ecn || derandomize {
@@ -286,6 +308,8 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
         dq_threshold: p.req_u64(PARAMS, "dq_threshold")?,
         mean_pktsize: p.req_u64(PARAMS, "mean_pktsize")?,
         ecn,
+        max_ecnth,
+        decay,
         derandomize,
         use_rate,
         rng: Rng::from_seed(ctx.seed),
@@ -327,7 +351,7 @@ impl PeriodicUpdate for Pie {
         let scale = 1.0 / autotune_divisor(self.drop_prob); // exact: the divisors are powers of 2
         self.drop_prob += pi_step(self.alpha, self.beta, cur, self.qdelay_ref, self.qdelay_old, self.drop_prob, scale);
         if cur == 0 && self.qdelay_old == 0 {
-            self.drop_prob *= 0.98;
+            self.drop_prob *= self.decay;
         }
         self.drop_prob = self.drop_prob.clamp(0.0, 1.0);
         self.burst_allowance = self.burst_allowance.saturating_sub(self.tupdate);
@@ -474,7 +498,7 @@ impl QueueDiscipline for Pie {
         };
         if drop {
             self.accu_prob = 0.0;
-            if self.ecn && self.drop_prob <= 0.1 && mark_ce(&mut pkt) {
+            if self.ecn && self.drop_prob <= self.max_ecnth && mark_ce(&mut pkt) {
                 sink.mark();
             } else {
                 sink.reject(pkt, DropReason::AqmEnqueue);
@@ -662,6 +686,14 @@ mod tests {
         pie.update();
         let want = (0.5 + 0.125 * -0.015) * 0.98;
         assert!((pie.drop_prob - want).abs() < 1e-12);
+        // dummynet's decay: prob - prob >> 6 = x (1 - 1/64)
+        let mut dn = raw(Params::new().with("decay", 0.984375));
+        dn.drop_prob = 0.5;
+        dn.update();
+        let want = (0.5 + 0.125 * -0.015) * 0.984375;
+        assert!((dn.drop_prob - want).abs() < 1e-12);
+        assert_eq!(from_params(&Params::new().with("decay", 0.0), &ctx()).err().unwrap().param, "decay");
+        assert_eq!(from_params(&Params::new().with("max_ecnth", 2.0), &ctx()).err().unwrap().param, "max_ecnth");
         // Mahimahi: delays in ms, /16 at >= 10%, no cap
         let mut mm = raw(Params::new().with("mode", "mahimahi"));
         mm.drop_prob = 0.2;

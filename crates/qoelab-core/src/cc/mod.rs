@@ -91,6 +91,13 @@ pub trait CongestionControl: Send {
     /// sender computed (Linux: max(cwnd >> (idle/RTO), min(IW, cwnd))). Default: take it, and keep
     /// ssthresh at least 3/4 of the old cwnd.
     fn on_idle_restart(&mut self, now: Ns, restart_cwnd: u64);
+    /// Restart after idle in the RFC 5681 / FreeBSD way (`newreno_after_idle`): cwnd =
+    /// min(cwnd, `restart_cwnd`), ssthresh unchanged. Default: [`Self::on_idle_restart`] with
+    /// that window (controllers that keep their own restart state).
+    fn on_idle_restart_keep_ssthresh(&mut self, now: Ns, restart_cwnd: u64) {
+        let w = self.cwnd().min(restart_cwnd);
+        self.on_idle_restart(now, w)
+    }
     /// Minerva-style weight (a real number > 0). Returns false if the controller has no weight.
     fn set_weight(&mut self, _w: f64) -> bool {
         false
@@ -110,6 +117,9 @@ pub struct CcBuildCtx {
     pub mss: u64,
     /// Initial window in segments (RFC 6928: 10).
     pub initial_window: u64,
+    /// RFC 3465 limit L for byte counting in slow start (segments per ACK; 1 = qoelab's
+    /// NewReno so far, 2 = FreeBSD). Controllers that do not count bytes ignore it.
+    pub abc_l: u64,
     /// Seed of this controller's random stream (BBR's ProbeBW phase).
     pub seed: u64,
 }

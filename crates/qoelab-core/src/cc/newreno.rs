@@ -1,6 +1,7 @@
-//! NewReno window logic (RFC 5681 + RFC 6582, byte counting as in RFC 3465 with L = 1).
+//! NewReno window logic (RFC 5681 + RFC 6582, byte counting as in RFC 3465 with L = `abc_l`
+//! of the build context, 1 by default).
 //!
-//! * Slow start (cwnd < ssthresh): `cwnd += min(acked, MSS)` per ACK, capped at ssthresh.
+//! * Slow start (cwnd < ssthresh): `cwnd += min(acked, L x MSS)` per ACK, capped at ssthresh.
 //! * Congestion avoidance: `cwnd += MSS * acked / cwnd` per ACK (real-valued, so one MSS per
 //!   window of acknowledged bytes).
 //! * Congestion event (loss or ECN-Echo): `ssthresh = max(flight / 2, 2 MSS)`, `cwnd = ssthresh`
@@ -21,7 +22,7 @@ const PARAMS: &[ParamSpec] = &[];
 pub const ENTRY: CcEntry = CcEntry {
     name: "newreno",
     summary: "NewReno: slow start, AIMD(1, 1/2) congestion avoidance with byte counting",
-    reference: "RFC 5681, RFC 6582, RFC 3465 (L = 1)",
+    reference: "RFC 5681, RFC 6582, RFC 3465 (L = the TCP abc_l, 1 by default)",
     params: PARAMS,
     build,
 };
@@ -39,6 +40,8 @@ pub(crate) struct RenoCore {
     /// Slow-start threshold, bytes (`f64::INFINITY` initially).
     pub ssthresh: f64,
     pub weight: f64,
+    /// RFC 3465 L x MSS: the largest slow-start increase per ACK (bytes).
+    abc_limit: f64,
     recovery: bool,
     /// An RTO happened and no new data has been acknowledged since (RFC 5681: hold ssthresh on
     /// repeated timeouts).
@@ -53,6 +56,7 @@ impl RenoCore {
             cwnd: (ctx.initial_window * ctx.mss) as f64,
             ssthresh: f64::INFINITY,
             weight,
+            abc_limit: (ctx.abc_l.max(1) * ctx.mss) as f64,
             recovery: false,
             rto_pending: false,
         }
@@ -75,7 +79,7 @@ impl RenoCore {
         }
         let acked = s.acked_bytes as f64;
         if self.cwnd < self.ssthresh {
-            self.cwnd = (self.cwnd + acked.min(self.mss)).min(self.ssthresh);
+            self.cwnd = (self.cwnd + acked.min(self.abc_limit)).min(self.ssthresh);
         } else {
             self.cwnd += self.weight * self.mss * acked / self.cwnd;
         }
@@ -107,6 +111,11 @@ impl RenoCore {
     pub fn on_idle_restart(&mut self, restart_cwnd: u64) {
         self.ssthresh = self.ssthresh.max(0.75 * self.cwnd);
         self.cwnd = restart_cwnd as f64;
+    }
+
+    /// FreeBSD `newreno_after_idle`: cwnd = min(cwnd, restart window), ssthresh unchanged.
+    pub fn on_idle_restart_keep_ssthresh(&mut self, restart_cwnd: u64) {
+        self.cwnd = self.cwnd.min(restart_cwnd as f64);
     }
 
     pub fn state(&self) -> &'static str {
@@ -166,6 +175,9 @@ impl CongestionControl for Reno {
     }
     fn on_idle_restart(&mut self, _now: Ns, restart_cwnd: u64) {
         self.core.on_idle_restart(restart_cwnd)
+    }
+    fn on_idle_restart_keep_ssthresh(&mut self, _now: Ns, restart_cwnd: u64) {
+        self.core.on_idle_restart_keep_ssthresh(restart_cwnd)
     }
     fn set_weight(&mut self, w: f64) -> bool {
         if self.weighted && w.is_finite() && w > 0.0 {
@@ -273,6 +285,26 @@ mod tests {
         d.cwnd_limited = true;
         d.round(cc.as_mut());
         assert_eq!(cc.cwnd(), 20 * MSS);
+    }
+
+    #[test]
+    fn abc_l_limits_the_slow_start_increase_per_ack() {
+        let mk_l = |l: u64| super::super::build("newreno", &Params::new(), &CcBuildCtx { abc_l: l, ..ctx() }).unwrap();
+        for (l, want) in [(1, 11), (2, 12), (3, 13)] {
+            let mut cc = mk_l(l);
+            // one ACK covering 3 segments, cwnd-limited, in slow start
+            let s = AckSample { acked_bytes: 3 * MSS, cwnd_limited: true, ..AckSample::default() };
+            cc.on_ack(&s);
+            assert_eq!(cc.cwnd(), want * MSS, "L = {l}");
+        }
+        // keep-ssthresh restart: cwnd = min(cwnd, w), ssthresh untouched
+        let mut cc = mk_l(2);
+        cc.on_congestion_event(0, Congestion::Loss, 40 * MSS);
+        cc.on_recovery_exit(0);
+        cc.on_idle_restart_keep_ssthresh(0, 4380);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (4380, 20 * MSS));
+        cc.on_idle_restart_keep_ssthresh(0, 100 * MSS);
+        assert_eq!(cc.cwnd(), 4380);
     }
 
     #[test]

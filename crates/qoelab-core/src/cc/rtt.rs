@@ -28,6 +28,8 @@ pub struct RttEstimator {
     backoff: u32,
     min_rto: Ns,
     max_rto: Ns,
+    /// Added to the computed RTO before the upper bound (FreeBSD `tcp_rexmit_slop`).
+    slop: Ns,
 }
 
 impl RttEstimator {
@@ -45,7 +47,15 @@ impl RttEstimator {
             backoff: 0,
             min_rto,
             max_rto,
+            slop: 0,
         }
+    }
+
+    /// Add `slop` to every computed RTO (FreeBSD `TCPT_RANGESET`: RTO = max(min_rto, srtt + 4
+    /// rttvar) + `net.inet.tcp.rexmit_slop`), bounded by max_rto. Not to the initial RTO.
+    pub fn with_slop(mut self, slop: Ns) -> Self {
+        self.slop = slop;
+        self
     }
 
     /// Linux-style RTO (see the type's docs).
@@ -95,7 +105,7 @@ impl RttEstimator {
         }
         self.latest = Some(r);
         self.min_rtt = Some(self.min_rtt.map_or(r, |x| x.min(r)));
-        let rto = self.srtt.unwrap_or(r) as i128 + self.rttvar4;
+        let rto = self.srtt.unwrap_or(r) as i128 + self.rttvar4 + self.slop as i128;
         self.base_rto = (rto.max(0) as u128).min(self.max_rto as u128) as Ns;
         self.backoff = 0;
     }
@@ -122,7 +132,7 @@ impl RttEstimator {
         self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         let s = self.srtt.unwrap_or(r);
         let rto = s + CLOCK_GRANULARITY.max(4 * self.rttvar);
-        self.base_rto = rto.clamp(self.min_rto, self.max_rto);
+        self.base_rto = (rto.max(self.min_rto) + self.slop).min(self.max_rto);
         self.backoff = 0;
     }
 
@@ -198,6 +208,20 @@ mod tests {
         // mdev4 = 232.5 - 58.125 = 174.375 < mdev_max4 200; rttvar4 -= (310 - 200)/4 = 27.5
         assert_eq!(e.rto(), 55 * MS + 282_500_000);
         assert!(e.rto() > 200 * MS);
+    }
+
+    #[test]
+    fn freebsd_slop_is_added_above_the_floor() {
+        // FreeBSD: max(30 ms, srtt + 4 rttvar) + 200 ms
+        let mut e = RttEstimator::new(3 * SEC, 30 * MS, 64 * SEC).with_slop(200 * MS);
+        assert_eq!(e.rto(), 3 * SEC);
+        e.on_sample(20 * MS); // 20 + 4 x 10 = 60 ms -> 260 ms
+        assert_eq!(e.rto(), 260 * MS);
+        let mut e = RttEstimator::new(3 * SEC, 30 * MS, 64 * SEC).with_slop(200 * MS);
+        e.on_sample(4 * MS); // 4 + 8 = 12 ms -> floor 30 ms -> 230 ms
+        assert_eq!(e.rto(), 230 * MS);
+        e.on_backoff();
+        assert_eq!(e.rto(), 460 * MS);
     }
 
     #[test]

@@ -6,7 +6,7 @@ use crate::time::Ns;
 pub const MSS: u64 = 1448;
 
 pub fn ctx() -> CcBuildCtx {
-    CcBuildCtx { mss: MSS, initial_window: 10, seed: 7 }
+    CcBuildCtx { mss: MSS, initial_window: 10, abc_l: 1, seed: 7 }
 }
 
 /// An idealised path: every RTT the whole window is acknowledged, one ACK per MSS, evenly spaced.

@@ -3,7 +3,7 @@
 //! plugs in as a further variant), and the runtime record of a flow.
 
 use super::error::{serr, SimError};
-use crate::ids::{ClientId, EpId, IdVec, NodeId};
+use crate::ids::{ClientId, EpId, FlowId, IdVec, NodeId};
 use crate::params::Params;
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Ns;
@@ -65,6 +65,9 @@ pub struct FlowRt {
     pub srtt_n: u64,
     /// Congestion controller name (TCP flows).
     pub cc: Option<String>,
+    /// The other half-connection of the same TCP connection (set by `World::pair_halves`): its
+    /// sender is told when this flow's receiver gets a segment (same host).
+    pub peer: Option<FlowId>,
 }
 
 impl FlowRt {
@@ -95,6 +98,7 @@ impl FlowRt {
             client: None,
             srtt_sum: 0.0,
             srtt_n: 0,
+            peer: None,
         }
     }
 }

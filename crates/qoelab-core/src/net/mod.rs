@@ -2,6 +2,7 @@
 
 pub mod clients;
 pub mod config;
+mod connection;
 pub mod endpoint;
 pub mod error;
 pub mod link;

@@ -86,6 +86,7 @@ impl World {
             self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), kind, server, client, &c.cc, &ccp, &down, start)?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
+        self.pair_halves(req, resp);
         Ok((req, resp))
     }
 

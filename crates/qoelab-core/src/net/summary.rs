@@ -98,6 +98,7 @@ impl World {
                 marked_packets: q.marked_pkts,
                 max_queue_packets: q.max_len_pkts,
                 max_queue_bytes: q.max_len_bytes,
+                fq_collisions: l.queue.flow_collisions(),
             });
         }
         out.packets = PacketCounts {

@@ -484,7 +484,12 @@ impl World {
                 cc::build(
                     cc,
                     &ccp,
-                    &CcBuildCtx { mss: tcfg.mss as u64, initial_window: tcfg.initial_window as u64, seed: 0 },
+                    &CcBuildCtx {
+                        mss: tcfg.mss as u64,
+                        initial_window: tcfg.initial_window as u64,
+                        abc_l: tcfg.abc_l as u64,
+                        seed: 0,
+                    },
                 )
                 .map_err(|e| cc_err(&p, e))?;
                 if !(arrival_rate.is_finite() && *arrival_rate > 0.0) {
@@ -539,10 +544,11 @@ impl World {
         let ctx = CcBuildCtx {
             mss: tcfg.mss as u64,
             initial_window: tcfg.initial_window as u64,
+            abc_l: tcfg.abc_l as u64,
             seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
         };
         let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
-        let addr = FlowAddr { flow: fid.0, src: src.0, dst: dst.0 };
+        let addr = FlowAddr::new(fid.0, src.0, dst.0);
         let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
         let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
         let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
@@ -832,6 +838,14 @@ impl World {
                 r.on_packet(now, pkt);
                 let got = r.bytes_received();
                 let fid = FlowId(pkt.flow);
+                let f = &self.flows[fid];
+                if let Some(peer) = f.peer {
+                    // the other half's sender on this host (World::pair_halves)
+                    let tx = self.flows[peer].tx;
+                    if let Ep::TcpTx(s) = &mut self.eps[tx] {
+                        s.note_peer_rx(now);
+                    }
+                }
                 let f = &self.flows[fid];
                 let client = f.client;
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {

@@ -126,6 +126,10 @@ pub struct LinkSummary {
     pub marked_packets: u64,
     pub max_queue_packets: u64,
     pub max_queue_bytes: u64,
+    /// fq_codel: distinct flow hashes that shared a flow queue with another hash while both had
+    /// packets queued (hash collisions); absent for other disciplines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fq_collisions: Option<u64>,
 }
 
 /// Queueing delay (sojourn time) of the packets dequeued, ms.

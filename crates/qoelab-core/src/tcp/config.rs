@@ -3,6 +3,39 @@
 use crate::packet::{self, IP_HEADER};
 use crate::time::{Ns, MS, SEC};
 
+/// How the sender restarts after an idle period (RFC 5681 4.1; see docs/models/tcp.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleRestart {
+    /// Linux `tcp_cwnd_restart`: when nothing was sent for more than one RTO, halve cwnd once per
+    /// RTO elapsed, down to min(IW, cwnd); ssthresh kept at least 3/4 of the old cwnd.
+    Linux,
+    /// RFC 5681 4.1: when nothing was sent for more than one RTO, cwnd = min(cwnd, RW) with
+    /// RW = min(4 MSS, max(2 MSS, 4380 B)) (RFC 3390's initial window); ssthresh unchanged.
+    Rfc5681,
+    /// FreeBSD 10 (`tcp_output` + `newreno_after_idle`): the RFC 5681 window, applied when nothing
+    /// was *received* on the connection for at least one RTO (`t_rcvtime`, RFC 2581's test). A
+    /// request arriving on the same connection therefore prevents the restart of its response.
+    FreeBsd,
+}
+
+impl IdleRestart {
+    pub const NAMES: &'static [&'static str] = &["linux", "rfc5681", "freebsd"];
+    pub fn from_name(s: &str) -> Option<IdleRestart> {
+        match s {
+            "linux" => Some(IdleRestart::Linux),
+            "rfc5681" => Some(IdleRestart::Rfc5681),
+            "freebsd" => Some(IdleRestart::FreeBsd),
+            _ => None,
+        }
+    }
+}
+
+/// RFC 3390 / RFC 5681 restart window `min(4 MSS, max(2 MSS, 4380 B))` (FreeBSD
+/// `newreno_after_idle` with `net.inet.tcp.rfc3390=1`): 4380 B for MSS 1448.
+pub fn rfc3390_window(mss: u64) -> u64 {
+    (4 * mss).min((2 * mss).max(4380))
+}
+
 /// Configuration of one half-connection. Defaults follow Linux (see docs/models/tcp.md).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TcpConfig {
@@ -34,6 +67,19 @@ pub struct TcpConfig {
     pub linux_rto: bool,
     /// Linux `net.ipv4.tcp_slow_start_after_idle` (RFC 5681 4.1 / RFC 2861 restart window).
     pub slow_start_after_idle: bool,
+    /// Which restart-after-idle rule applies when `slow_start_after_idle` is on.
+    pub idle_restart: IdleRestart,
+    /// Added to the computed RTO before the upper bound (FreeBSD `net.inet.tcp.rexmit_slop`,
+    /// 200 ms there); 0 for Linux and RFC 6298.
+    pub rto_slop: Ns,
+    /// RFC 3465 limit L: in slow start a controller that counts bytes grows cwnd by at most
+    /// `abc_l` MSS per ACK (1 = qoelab's NewReno so far; FreeBSD `net.inet.tcp.abc_l_var` = 2).
+    /// Passed to the controller in its build context; only newreno and multcp use it.
+    pub abc_l: u32,
+    /// An HTTP connection's two half-connections classify in FQ queues on the connection's
+    /// 5-tuple (one hash per direction, as on a real host) once the driver pairs them; false:
+    /// each half hashes on its own flow id.
+    pub connection_hash: bool,
     /// Pace from cwnd/srtt even if the controller does not ask for pacing (Linux: sch_fq).
     pub pacing: bool,
     /// Pacing ratio while cwnd < ssthresh/2 (Linux `tcp_pacing_ss_ratio` 200%).
@@ -69,6 +115,10 @@ impl Default for TcpConfig {
             max_rto: 120 * SEC,
             linux_rto: false,
             slow_start_after_idle: true,
+            idle_restart: IdleRestart::Linux,
+            rto_slop: 0,
+            abc_l: 1,
+            connection_hash: true,
             pacing: false,
             pacing_ss_ratio: 2.0,
             pacing_ca_ratio: 1.2,
@@ -102,10 +152,30 @@ impl TcpConfig {
 }
 
 /// Addresses of a half-connection: data travels `src -> dst`, ACKs `dst -> src`; both directions
-/// carry the same `flow` id and set `Packet.hash` to [`packet::flow_hash`] of their direction.
+/// carry the same `flow` id and set `Packet.hash` to [`packet::flow_hash`]`(hash_flow, from, to)`
+/// of their direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowAddr {
     pub flow: u32,
     pub src: u16,
     pub dst: u16,
+    /// The flow id the packets hash on (FQ classification): `flow` itself, or the id of the other
+    /// half of the same connection, so that both halves' packets in one direction share one
+    /// hash, as the 5-tuple of one TCP connection does on a real host.
+    pub hash_flow: u32,
+}
+
+impl FlowAddr {
+    /// A half-connection hashing on its own flow id.
+    pub fn new(flow: u32, src: u16, dst: u16) -> FlowAddr {
+        FlowAddr { flow, src, dst, hash_flow: flow }
+    }
+    /// Hash of the data direction (`src -> dst`).
+    pub fn data_hash(&self) -> u32 {
+        packet::flow_hash(self.hash_flow, self.src, self.dst)
+    }
+    /// Hash of the ACK direction (`dst -> src`).
+    pub fn ack_hash(&self) -> u32 {
+        packet::flow_hash(self.hash_flow, self.dst, self.src)
+    }
 }

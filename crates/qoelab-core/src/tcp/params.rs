@@ -1,11 +1,22 @@
 //! The `[flow.tcp]` scenario section: TCP endpoint options as a parameter table (units, Linux
-//! defaults), read into a [`TcpConfig`].
+//! defaults), read into a [`TcpConfig`]. `profile` selects a set of values (a host's TCP stack);
+//! explicit keys of the same table override the profile's values.
 
-use super::config::TcpConfig;
+use super::config::{IdleRestart, TcpConfig};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
-use crate::time::{MS, SEC};
+use crate::time::{Ns, MS, SEC};
+
+/// Profile names (`profile` key).
+pub const PROFILES: &[&str] = &["linux", "freebsd10"];
 
 pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "profile",
+        unit: Unit::Choice(PROFILES),
+        default: Default::Str("linux"),
+        doc: "host TCP stack whose values are the defaults of this table: linux (the defaults listed here) or \
+              freebsd10 (FreeBSD 10.1 NewReno host, docs/models/tcp.md); explicit keys override the profile",
+    },
     ParamSpec {
         name: "mss",
         unit: Unit::Bytes,
@@ -79,6 +90,33 @@ pub const PARAMS: &[ParamSpec] = &[
         doc: "collapse cwnd after an idle period longer than the RTO (Linux default on)",
     },
     ParamSpec {
+        name: "idle_restart",
+        unit: Unit::Choice(IdleRestart::NAMES),
+        default: Default::Str("linux"),
+        doc: "restart rule: linux (halve per idle RTO since the last send, floor min(IW, cwnd)), rfc5681 \
+              (min(cwnd, RFC 3390 window) after > 1 RTO without sending) or freebsd (the same window after \
+              >= 1 RTO without receiving anything on the connection)",
+    },
+    ParamSpec {
+        name: "rto_slop",
+        unit: Unit::Duration,
+        default: Default::Int(0),
+        doc: "added to the computed RTO (FreeBSD net.inet.tcp.rexmit_slop, 200 ms there)",
+    },
+    ParamSpec {
+        name: "abc_l",
+        unit: Unit::Int,
+        default: Default::Int(1),
+        doc: "RFC 3465 L: slow-start increase per ACK at most abc_l x MSS (newreno, multcp; FreeBSD 2)",
+    },
+    ParamSpec {
+        name: "connection_hash",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "both half-connections of an HTTP connection hash on the connection's 5-tuple (FQ queues); \
+              false: each half on its own",
+    },
+    ParamSpec {
         name: "pacing",
         unit: Unit::Bool,
         default: Default::Bool(false),
@@ -123,9 +161,49 @@ pub const PARAMS: &[ParamSpec] = &[
     },
 ];
 
-/// Read a TcpConfig from scenario parameters (unknown names rejected, ranges checked).
+/// The values a profile sets (canonical units), beyond this table's defaults.
+pub fn profile_params(profile: &str) -> Params {
+    const fn ns(x: Ns) -> i64 {
+        x as i64
+    }
+    match profile {
+        // FreeBSD 10.1 host (docs/models/tcp.md, "Profiles"): NewReno with SACK (sack.enable = 1),
+        // no PRR, RFC 3465 ABC with L = 2, restart after idle per tcp_output/newreno_after_idle,
+        // RTO = max(rexmit_min 30 ms, srtt + 4 rttvar) + rexmit_slop 200 ms, at most 64 s,
+        // 3 s before the first sample, delayed ACKs after 100 ms (delacktime), IW 10.
+        "freebsd10" => Params::new()
+            .with("initial_window", 10)
+            .with("delayed_ack", true)
+            .with("delack_timeout", ns(100 * MS))
+            .with("ack_every", 2)
+            .with("quickack", false)
+            .with("min_rto", ns(30 * MS))
+            .with("rto_slop", ns(200 * MS))
+            .with("initial_rto", ns(3 * SEC))
+            .with("max_rto", ns(64 * SEC))
+            .with("linux_rto", false)
+            .with("slow_start_after_idle", true)
+            .with("idle_restart", "freebsd")
+            .with("abc_l", 2)
+            .with("sack", true)
+            .with("prr", false)
+            .with("pacing", false)
+            .with("ecn", false)
+            .with("timestamps", true),
+        _ => Params::new(),
+    }
+}
+
+/// Read a TcpConfig from scenario parameters (unknown names rejected, ranges checked): the
+/// profile's values, overridden by the explicit keys.
 pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
     p.check_known(PARAMS)?;
+    let mut merged = profile_params(p.choice(PARAMS, "profile")?);
+    for (k, v) in &p.0 {
+        merged.0.insert(k.clone(), v.clone());
+    }
+    let p = &merged;
+    let idle = p.choice(PARAMS, "idle_restart")?;
     let c = TcpConfig {
         mss: p.req_u64(PARAMS, "mss")? as u32,
         initial_window: p.req_u64(PARAMS, "initial_window")? as u32,
@@ -140,6 +218,10 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
         initial_rto: p.req_u64(PARAMS, "initial_rto")?,
         max_rto: p.req_u64(PARAMS, "max_rto")?,
         slow_start_after_idle: p.bool(PARAMS, "slow_start_after_idle")?,
+        idle_restart: IdleRestart::from_name(idle).expect("choice checked"),
+        rto_slop: p.req_u64(PARAMS, "rto_slop")?,
+        abc_l: p.req_u64(PARAMS, "abc_l")?.min(u32::MAX as u64) as u32,
+        connection_hash: p.bool(PARAMS, "connection_hash")?,
         pacing: p.bool(PARAMS, "pacing")?,
         pacing_ss_ratio: p.f64(PARAMS, "pacing_ss_ratio")?,
         pacing_ca_ratio: p.f64(PARAMS, "pacing_ca_ratio")?,
@@ -164,6 +246,12 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
     if c.ack_every == 0 {
         return Err(perr("ack_every", "expected >= 1"));
     }
+    if c.abc_l == 0 || c.abc_l > 64 {
+        return Err(perr("abc_l", "expected 1..=64 segments (RFC 3465: 1 or 2)"));
+    }
+    if c.rto_slop > 600 * SEC {
+        return Err(perr("rto_slop", "expected at most 600 s"));
+    }
     if c.min_rto == 0 || c.max_rto < c.min_rto {
         return Err(perr("max_rto", "expected 0 < min_rto <= max_rto"));
     }
@@ -176,13 +264,55 @@ pub fn from_params(p: &Params) -> Result<TcpConfig, ParamError> {
     Ok(c)
 }
 
+impl TcpConfig {
+    /// The `freebsd10` profile (see [`profile_params`]).
+    pub fn freebsd10() -> TcpConfig {
+        from_params(&Params::new().with("profile", "freebsd10")).expect("profile values are valid")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     #[test]
     fn defaults_match_tcpconfig_default() {
         assert_eq!(from_params(&Params::new()).unwrap(), TcpConfig::default());
+        assert_eq!(from_params(&Params::new().with("profile", "linux")).unwrap(), TcpConfig::default());
         assert_eq!(from_params(&Params::new().with("mss", 9000)).unwrap_err().param, "mss");
         assert_eq!(from_params(&Params::new().with("nagle", true)).unwrap_err().param, "nagle");
+        assert_eq!(from_params(&Params::new().with("abc_l", 0)).unwrap_err().param, "abc_l");
+    }
+
+    #[test]
+    fn freebsd10_profile_values_and_overrides() {
+        let c = TcpConfig::freebsd10();
+        let d = TcpConfig::default();
+        assert_eq!(c.idle_restart, IdleRestart::FreeBsd);
+        assert!(c.slow_start_after_idle);
+        assert_eq!((c.min_rto, c.rto_slop, c.delack_timeout), (30 * MS, 200 * MS, 100 * MS));
+        assert_eq!((c.initial_rto, c.max_rto), (3 * SEC, 64 * SEC));
+        assert_eq!((c.abc_l, c.initial_window), (2, 10));
+        assert!(c.sack && !c.prr && !c.quickack && !c.linux_rto && !c.pacing && !c.ecn && c.timestamps);
+        // everything else as the Linux defaults
+        let same = TcpConfig {
+            idle_restart: d.idle_restart,
+            min_rto: d.min_rto,
+            rto_slop: d.rto_slop,
+            delack_timeout: d.delack_timeout,
+            initial_rto: d.initial_rto,
+            max_rto: d.max_rto,
+            abc_l: d.abc_l,
+            prr: d.prr,
+            ..c.clone()
+        };
+        assert_eq!(same, d);
+        // explicit keys of the same table win over the profile
+        let o =
+            from_params(&Params::new().with("profile", "freebsd10").with("min_rto", 200 * MS as i64).with("prr", true))
+                .unwrap();
+        assert_eq!((o.min_rto, o.prr, o.rto_slop), (200 * MS, true, 200 * MS));
+        let e = from_params(&Params::new().with("profile", "bsd")).unwrap_err();
+        assert_eq!(e.param, "profile");
+        assert!(e.msg.contains("freebsd10"), "{}", e.msg);
     }
 }

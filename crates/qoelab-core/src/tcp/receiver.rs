@@ -4,7 +4,7 @@
 
 use super::config::{FlowAddr, TcpConfig};
 use super::ranges::RangeSet;
-use crate::packet::{ecn, flags, flow_hash, Packet, MAX_SACK};
+use crate::packet::{ecn, flags, Packet, MAX_SACK};
 use crate::time::{Ns, NEVER};
 use std::collections::VecDeque;
 
@@ -55,7 +55,7 @@ impl TcpReceiver {
         TcpReceiver {
             cfg: cfg.clone(),
             addr,
-            hash: flow_hash(addr.flow, addr.dst, addr.src),
+            hash: addr.ack_hash(),
             rcv_nxt: 0,
             ooo: RangeSet::new(),
             sack_recent: Vec::new(),
@@ -69,6 +69,13 @@ impl TcpReceiver {
             out: VecDeque::new(),
             stats: TcpReceiverStats::default(),
         }
+    }
+
+    /// Hash this half's ACKs on flow id `key` instead of its own (see
+    /// [`super::TcpSender::set_hash_flow`]).
+    pub fn set_hash_flow(&mut self, key: u32) {
+        self.addr.hash_flow = key;
+        self.hash = self.addr.ack_hash();
     }
 
     /// In-order bytes delivered to the application.
@@ -287,7 +294,7 @@ mod tests {
         p
     }
     fn rx() -> TcpReceiver {
-        TcpReceiver::new(&TcpConfig::default(), FlowAddr { flow: 1, src: 0, dst: 1 })
+        TcpReceiver::new(&TcpConfig::default(), FlowAddr::new(1, 0, 1))
     }
 
     #[test]
@@ -355,7 +362,7 @@ mod tests {
     #[test]
     fn ece_until_cwr() {
         let cfg = TcpConfig { ecn: true, delayed_ack: false, ..TcpConfig::default() };
-        let mut r = TcpReceiver::new(&cfg, FlowAddr { flow: 1, src: 0, dst: 1 });
+        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1));
         let mut p = data(0, 1000, 1);
         p.ecn = ecn::CE;
         r.on_packet(0, &p);
@@ -385,7 +392,7 @@ mod tests {
     #[test]
     fn linux_quickack_at_start_and_after_idle() {
         let cfg = TcpConfig { quickack: true, ..TcpConfig::default() };
-        let mut r = TcpReceiver::new(&cfg, FlowAddr { flow: 1, src: 0, dst: 1 });
+        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1));
         let m = 1448u64;
         let mut acks = 0;
         for i in 0..40 {

@@ -7,12 +7,12 @@
 //! The congestion window itself belongs to the [`CongestionControl`] passed in.
 
 use super::cc::{AckSample, Congestion, CongestionControl};
-use super::config::{FlowAddr, TcpConfig};
+use super::config::{rfc3390_window, FlowAddr, IdleRestart, TcpConfig};
 use super::pacing::{self, Pacer};
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Seg};
 use crate::cc::rate::{RateEstimator, RateSample};
-use crate::packet::{ecn, flags, flow_hash, Packet};
+use crate::packet::{ecn, flags, Packet};
 use crate::time::{Ns, NEVER};
 
 /// RFC 6675 DupThresh.
@@ -164,6 +164,10 @@ pub struct TcpSender {
     /// ECN: set CWR on the next new data segment.
     cwr_pending: bool,
     last_data_send: Option<Ns>,
+    /// Last time anything of the connection was received at this host: a packet of this half
+    /// (ACK, SYN-ACK) or, through [`TcpSender::note_peer_rx`], of the other half (FreeBSD
+    /// `t_rcvtime`).
+    last_rcv: Option<Ns>,
     pacer: Pacer,
     rate: RateEstimator,
     // cwnd-limited tracking (Linux tcp_cwnd_validate / is_cwnd_limited / max_packets_out)
@@ -180,7 +184,7 @@ impl TcpSender {
         TcpSender {
             cfg: cfg.clone(),
             addr,
-            hash: flow_hash(addr.flow, addr.src, addr.dst),
+            hash: addr.data_hash(),
             mss: cfg.mss as u64,
             cc,
             conn: if cfg.handshake { Conn::Closed } else { Conn::Established },
@@ -198,7 +202,8 @@ impl TcpSender {
                 RttEstimator::new_linux(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
             } else {
                 RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto)
-            },
+            }
+            .with_slop(cfg.rto_slop),
             rtt_seq: 0,
             rto_at: NEVER,
             recovery: Recovery::Open,
@@ -210,6 +215,7 @@ impl TcpSender {
             cwr_until: None,
             cwr_pending: false,
             last_data_send: None,
+            last_rcv: None,
             pacer: Pacer::new(),
             rate: RateEstimator::default(),
             cwnd_limited_cur: false,
@@ -270,6 +276,22 @@ impl TcpSender {
     }
     pub fn is_established(&self) -> bool {
         self.conn == Conn::Established
+    }
+    pub fn addr(&self) -> FlowAddr {
+        self.addr
+    }
+    /// Hash this half's data packets on flow id `key` instead of its own (`FlowAddr::hash_flow`;
+    /// the driver pairs the two halves of one connection this way).
+    pub fn set_hash_flow(&mut self, key: u32) {
+        self.addr.hash_flow = key;
+        self.hash = self.addr.data_hash();
+    }
+    /// A segment of the same connection arrived at this host on the reverse half-connection
+    /// (the request that precedes a response, or the response data at the client). FreeBSD
+    /// tests idleness against the last segment received on the connection (`t_rcvtime`), so this
+    /// matters only with `idle_restart = freebsd`.
+    pub fn note_peer_rx(&mut self, now: Ns) {
+        self.last_rcv = Some(self.last_rcv.map_or(now, |t| t.max(now)));
     }
     /// RFC 6675 pipe (bytes in flight).
     pub fn bytes_in_flight(&self) -> u64 {
@@ -586,29 +608,52 @@ impl TcpSender {
         self.sb.stamp(i, |s| s.set_stamp(&st));
     }
 
-    /// Linux tcp_cwnd_restart: after an idle period longer than the RTO, the window is halved once
-    /// per RTO elapsed, but not below min(IW, cwnd).
+    /// Restart after idle, when new data is sent with nothing outstanding ([`IdleRestart`]):
+    ///
+    /// * Linux `tcp_cwnd_restart`: after an idle period (since the last data sent) longer than
+    ///   the RTO, the window is halved once per RTO elapsed, but not below min(IW, cwnd).
+    /// * RFC 5681 4.1: idle (since the last data sent) longer than the RTO -> cwnd = min(cwnd,
+    ///   RW), RW = min(4 MSS, max(2 MSS, 4380 B)), ssthresh unchanged.
+    /// * FreeBSD 10 (`tcp_output`: `ticks - t_rcvtime >= t_rxtcur` -> `newreno_after_idle`): the
+    ///   same window when nothing was received on the connection for at least the RTO.
     fn maybe_idle_restart(&mut self, now: Ns) {
         if !self.cfg.slow_start_after_idle {
             return;
         }
-        let Some(last) = self.last_data_send else { return };
         let rto = self.rtt.rto();
-        let idle = now.saturating_sub(last);
-        if idle <= rto {
-            return;
+        match self.cfg.idle_restart {
+            IdleRestart::Linux => {
+                let Some(last) = self.last_data_send else { return };
+                let idle = now.saturating_sub(last);
+                if idle <= rto {
+                    return;
+                }
+                let cwnd = self.cc.cwnd();
+                let restart_base = (self.cfg.initial_window as u64 * self.mss).min(cwnd);
+                let mut c = cwnd;
+                let mut n = idle / rto;
+                while n > 0 && c > restart_base {
+                    c >>= 1;
+                    n -= 1;
+                }
+                let restart = c.max(restart_base);
+                self.stats.idle_restarts += 1;
+                self.cc.on_idle_restart(now, restart);
+            }
+            IdleRestart::Rfc5681 | IdleRestart::FreeBsd => {
+                let idle = if self.cfg.idle_restart == IdleRestart::Rfc5681 {
+                    matches!(self.last_data_send, Some(last) if now.saturating_sub(last) > rto)
+                } else {
+                    matches!(self.last_rcv, Some(last) if now.saturating_sub(last) >= rto)
+                };
+                if !idle {
+                    return;
+                }
+                let restart = self.cc.cwnd().min(rfc3390_window(self.mss));
+                self.stats.idle_restarts += 1;
+                self.cc.on_idle_restart_keep_ssthresh(now, restart);
+            }
         }
-        let cwnd = self.cc.cwnd();
-        let restart_base = (self.cfg.initial_window as u64 * self.mss).min(cwnd);
-        let mut c = cwnd;
-        let mut n = idle / rto;
-        while n > 0 && c > restart_base {
-            c >>= 1;
-            n -= 1;
-        }
-        let restart = c.max(restart_base);
-        self.stats.idle_restarts += 1;
-        self.cc.on_idle_restart(now, restart);
     }
 
     /// Earliest time `on_timer` / `poll_transmit` must run (`NEVER` if none; a value <= now means
@@ -679,6 +724,7 @@ impl TcpSender {
         {
             return;
         }
+        self.last_rcv = Some(now);
         if pkt.has(flags::SYN) {
             if self.conn == Conn::SynSent {
                 self.conn = Conn::Established;

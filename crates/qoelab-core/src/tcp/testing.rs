@@ -190,7 +190,7 @@ impl Sim {
 
     /// Like [`Sim::new`] with a controller that asks for a fixed pacing rate.
     pub fn with_pacing_cc(cfg: &TcpConfig, net: NetCfg, pacing: Option<u64>) -> Sim {
-        let addr = FlowAddr { flow: 7, src: 1, dst: 2 };
+        let addr = FlowAddr::new(7, 1, 2);
         let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64, pacing);
         let mut s = Sim {
             now: 0,
@@ -623,6 +623,66 @@ mod tests {
         let (before, after, _, n, log) = idle_scenario(false, 10.5);
         assert_eq!((n, after), (0, before));
         assert!(log.is_empty());
+    }
+
+    /// 500 segments, then idle for `idle_rtos` RTOs counted from the last ACK received (`done`),
+    /// optionally with a segment of the reverse half arriving `peer_rx_before` before the write;
+    /// returns (cwnd before, cwnd right after the write, rto, restarts, segments sent in the
+    /// first RTT after the write).
+    fn idle_scenario_bsd(cfg: &TcpConfig, idle_rtos: f64, peer_rx_before: Option<Ns>) -> (u64, u64, Ns, u64, usize) {
+        let mut sim = Sim::new(cfg, NetCfg::new(100_000_000, 20 * MS, 1000));
+        sim.write_at(0, 500 * M);
+        let done = sim.run_to_completion(10 * SEC).unwrap();
+        let before = sim.tx.cc().cwnd();
+        let rto = sim.tx.sample(done).rto;
+        let t = done + (rto as f64 * idle_rtos) as Ns;
+        if let Some(d) = peer_rx_before {
+            sim.run_until(t - d);
+            sim.tx.note_peer_rx(t - d);
+        }
+        sim.write_at(t, 100 * M);
+        sim.run_until(t);
+        let after = sim.tx.cc().cwnd();
+        let restarts = sim.tx.stats().idle_restarts;
+        let first_flight = sim.data_sent().iter().filter(|(x, _)| *x >= t && *x < t + 10 * MS).count();
+        sim.run_to_completion(20 * SEC).unwrap();
+        (before, after, rto, restarts, first_flight)
+    }
+
+    #[test]
+    fn freebsd_restart_window_after_idle() {
+        use crate::tcp::config::{rfc3390_window, IdleRestart};
+        // RW = min(4 MSS, max(2 MSS, 4380 B)) = min(5792, 4380) = 4380 B at MSS 1448: cwnd is
+        // 4380 B, which lets 3 full segments (4344 B) out; a 4th would need 5792 B.
+        assert_eq!(rfc3390_window(M), 4380);
+        assert_eq!(rfc3390_window(536), 2144); // 4 x 536
+        assert_eq!(rfc3390_window(9000), 18000); // 2 x 9000
+        let cfg = TcpConfig::freebsd10();
+        assert_eq!(cfg.idle_restart, IdleRestart::FreeBsd);
+        for idle in [1.0, 1.5, 20.0] {
+            let (before, after, rto, n, flight) = idle_scenario_bsd(&cfg, idle, None);
+            assert!(before > 40 * M, "cwnd grew: {before}");
+            // FreeBSD RTO: max(30 ms, srtt + 4 rttvar) + 200 ms slop
+            assert!((230 * MS..300 * MS).contains(&rto), "{rto}");
+            assert_eq!((n, after, flight), (1, 4380, 3), "idle {idle} RTO");
+        }
+        // shorter idle: unchanged
+        let (before, after, _, n, flight) = idle_scenario_bsd(&cfg, 0.9, None);
+        assert_eq!((n, after), (0, before));
+        assert!(flight > 10, "{flight}");
+        // a segment of the reverse half (the request) arrived 1 ms before the response is
+        // written: FreeBSD's t_rcvtime is fresh, no restart (RFC 5681 4.1's persistent-HTTP case)
+        let (before, after, _, n, _) = idle_scenario_bsd(&cfg, 5.0, Some(MS));
+        assert_eq!((n, after), (0, before));
+        // rfc5681: same window, idleness counted from the last data sent; a received request
+        // does not prevent it
+        let rfc = TcpConfig { idle_restart: IdleRestart::Rfc5681, ..cfg.clone() };
+        let (_, after, _, n, flight) = idle_scenario_bsd(&rfc, 1.5, Some(MS));
+        assert_eq!((n, after, flight), (1, 4380, 3));
+        // disabled
+        let off = TcpConfig { slow_start_after_idle: false, ..cfg };
+        let (before, after, _, n, _) = idle_scenario_bsd(&off, 20.0, None);
+        assert_eq!((n, after), (0, before));
     }
 
     fn messy_run() -> (Vec<(Ns, char, Packet)>, TcpStats) {

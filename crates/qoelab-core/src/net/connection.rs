@@ -1,0 +1,163 @@
+//! TCP connections of the packet driver: one connection is two half-connections (flows), the
+//! request half (data client -> server, its ACKs server -> client) and the response half (data
+//! server -> client, its ACKs client -> server). [`World::pair_halves`] makes them behave as one
+//! connection where a real host would see one.
+
+use super::endpoint::Ep;
+use super::world::World;
+use crate::ids::FlowId;
+
+impl World {
+    /// Make `req` and `resp` the two halves of one TCP connection (`resp` runs opposite to `req`).
+    ///
+    /// * **FQ classification** (unless the request half's TCP config has `connection_hash =
+    ///   false`): the response half hashes on the request half's flow id, so that the packets of
+    ///   both halves in one direction carry one hash, as the 5-tuple of one connection does:
+    ///   client -> server (the requests and the ACKs of the responses) `flow_hash(req, client,
+    ///   server)`, server -> client (the responses and the ACKs of the requests) `flow_hash(req,
+    ///   server, client)`.
+    /// * **Receive time**: each half's sender is told when the other half's receiver on the same
+    ///   host gets a segment ([`crate::tcp::TcpSender::note_peer_rx`]; FreeBSD's restart after
+    ///   idle looks at the last segment received on the connection).
+    ///
+    /// Call it right after creating both halves, before any packet is sent. Panics if the flows
+    /// are not two TCP half-connections in opposite directions (a driver bug).
+    pub(crate) fn pair_halves(&mut self, req: FlowId, resp: FlowId) {
+        let (a, b) = (&self.flows[req], &self.flows[resp]);
+        assert!(req != resp && a.src == b.dst && a.dst == b.src, "pair_halves: halves must run in opposite directions");
+        let (req_tx, resp_tx, resp_rx) = (a.tx, b.tx, b.rx);
+        let Ep::TcpTx(s) = &self.eps[req_tx] else { panic!("pair_halves: the request half is not TCP") };
+        if s.config().connection_hash {
+            match &mut self.eps[resp_tx] {
+                Ep::TcpTx(s) => s.set_hash_flow(req.0),
+                _ => panic!("pair_halves: the response half is not TCP"),
+            }
+            if let Ep::TcpRx(r) = &mut self.eps[resp_rx] {
+                r.set_hash_flow(req.0);
+            }
+        }
+        self.flows[req].peer = Some(resp);
+        self.flows[resp].peer = Some(req);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::FlowId;
+    use crate::net::config::SimConfig;
+    use crate::net::World;
+    use crate::packet::{flags, flow_hash};
+    use crate::time::{MS, SEC};
+
+    /// Two hosts and a link each way; the world gets two TCP halves opened by hand as the
+    /// session adapter opens a connection (the test drives their endpoints itself).
+    fn world(tcp: &str) -> (World, FlowId, FlowId) {
+        let cfg = format!(
+            r#"{{"name": "pair", "seed": 1, "duration": {dur},
+            "nodes": [{{"name": "client"}}, {{"name": "server"}}],
+            "links": [
+              {{"name": "up", "from": 0, "to": 1, "rate_bps": 10000000, "delay": {d}}},
+              {{"name": "down", "from": 1, "to": 0, "rate_bps": 10000000, "delay": {d}}}]}}"#,
+            dur = 2 * SEC,
+            d = 10 * MS
+        );
+        let mut w = World::build(SimConfig::from_json(&cfg).unwrap()).unwrap();
+        let tcfg = crate::net::endpoint::tcp_config("t", &serde_json::from_str(tcp).unwrap()).unwrap();
+        let p = crate::params::Params::new();
+        let (c, s) = (crate::ids::NodeId(0), crate::ids::NodeId(1));
+        let req = w.add_tcp_flow("t", "req", "http_req", c, s, "newreno", &p, &tcfg, 0).unwrap();
+        let mut down = tcfg.clone();
+        down.handshake = false;
+        let resp = w.add_tcp_flow("t", "resp", "video", s, c, "newreno", &p, &down, 0).unwrap();
+        (w, req, resp)
+    }
+
+    /// Run a request (300 B) and a response (200 kB) by driving the four endpoints directly
+    /// (instant delivery, 1-ms steps, timers honoured) and collect every packet they emit:
+    /// [(from node, flow, carries data or SYN, hash)].
+    fn exchange(w: &mut World, req: FlowId, resp: FlowId) -> Vec<(u16, u32, bool, u32)> {
+        use crate::net::endpoint::Ep;
+        let eps: Vec<_> = [req, resp].iter().flat_map(|&f| [w.flows[f].tx, w.flows[f].rx]).collect();
+        for (f, bytes) in [(req, 300), (resp, 200_000)] {
+            if let Ep::TcpTx(s) = &mut w.eps[w.flows[f].tx] {
+                s.write(0, bytes);
+            }
+        }
+        let mut seen = Vec::new();
+        let mut now = 0;
+        while now < 2 * SEC {
+            let mut moved = true;
+            while moved {
+                moved = false;
+                for &ep in &eps {
+                    let p = match &mut w.eps[ep] {
+                        Ep::TcpTx(s) => {
+                            if s.poll_at() <= now {
+                                s.on_timer(now);
+                            }
+                            s.poll_transmit(now)
+                        }
+                        Ep::TcpRx(r) => {
+                            if r.poll_at() <= now {
+                                r.on_timer(now);
+                            }
+                            r.poll_transmit(now)
+                        }
+                        _ => None,
+                    };
+                    let Some(p) = p else { continue };
+                    moved = true;
+                    seen.push((p.src, p.flow, p.payload > 0 || p.has(flags::SYN), p.hash));
+                    let f = &w.flows[FlowId(p.flow)];
+                    let to = if p.dst == f.dst.0 { f.rx } else { f.tx };
+                    match &mut w.eps[to] {
+                        Ep::TcpTx(s) => s.on_packet(now, &p),
+                        Ep::TcpRx(r) => r.on_packet(now, &p),
+                        _ => {}
+                    }
+                }
+            }
+            now += MS;
+        }
+        assert_eq!(w.flow_bytes_received(req), 300);
+        assert_eq!(w.flow_bytes_received(resp), 200_000);
+        seen
+    }
+
+    #[test]
+    fn paired_halves_share_one_hash_per_direction() {
+        let (mut w, req, resp) = world("{}");
+        w.pair_halves(req, resp);
+        let seen = exchange(&mut w, req, resp);
+        let (up, down) = (flow_hash(req.0, 0, 1), flow_hash(req.0, 1, 0));
+        assert_ne!(up, down);
+        let mut kinds = std::collections::BTreeSet::new();
+        for (from, flow, data, hash) in &seen {
+            // node 0 = client: client -> server packets hash as `up`
+            assert_eq!(*hash, if *from == 0 { up } else { down }, "from {from} flow {flow} data {data}");
+            kinds.insert((*from, *flow, *data));
+        }
+        // every kind of packet was seen: GET data and response ACKs up, response data and
+        // request ACKs down
+        for k in [(0, req.0, true), (0, resp.0, false), (1, resp.0, true), (1, req.0, false)] {
+            assert!(kinds.contains(&k), "{k:?} missing from {kinds:?}");
+        }
+        assert_eq!(w.flows[req].peer, Some(resp));
+        assert_eq!(w.flows[resp].peer, Some(req));
+    }
+
+    #[test]
+    fn unpaired_or_opted_out_halves_hash_per_half() {
+        for (tcp, pair) in [("{}", false), (r#"{"connection_hash": false}"#, true)] {
+            let (mut w, req, resp) = world(tcp);
+            if pair {
+                w.pair_halves(req, resp);
+            }
+            let seen = exchange(&mut w, req, resp);
+            for (from, flow, _, hash) in &seen {
+                assert_eq!(*hash, flow_hash(*flow, *from, 1 - *from));
+            }
+            assert!(seen.iter().any(|x| x.1 == resp.0) && seen.iter().any(|x| x.1 == req.0));
+        }
+    }
+}
