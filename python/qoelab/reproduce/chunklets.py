@@ -95,28 +95,30 @@ class GridSpec:
 
 
 NS = tuple(range(1, 11))
+AQMS2 = ("pie", "fq_codel")
 
 
 def full_grid() -> GridSpec:
-    """N = 1..10 for E3/E4/E7 (FIFO, PIE, FQ-CoDel) and E9 (PIE, FQ-CoDel), E1 (FQ-CoDel, N = 2),
-    E0 (N = 1, three queues); E5, E6, E8 at N = 1, 4, 7, 10; 2 seeds, 150 s each (the paper: 400 s)."""
+    """N = 1..10 for E3/E4/E7 (FIFO, PIE, FQ-CoDel) and E5/E6/E8/E9 (PIE, FQ-CoDel), E1 (FQ-CoDel,
+    N = 2), E0 (N = 1, three queues); 5 seeds x 400 s (the claims file's >= 5 seeds, the paper's 400 s)."""
     cells = {"E0": (AQM_ORDER, (1,)), "E1": (("fq_codel",), (2,)),
              "E3": (AQM_ORDER, NS), "E4": (AQM_ORDER, NS), "E7": (AQM_ORDER, NS),
-             "E9": (("pie", "fq_codel"), NS),
-             "E5": (("pie", "fq_codel"), (1, 4, 7, 10)), "E6": (("pie", "fq_codel"), (1, 4, 7, 10)),
-             "E8": (("pie", "fq_codel"), (1, 4, 7, 10))}
-    return GridSpec("full", cells, seeds=2, duration_s=150,
-                    description="E3/E4/E7 x FIFO/PIE/FQ-CoDel and E9 x PIE/FQ-CoDel at N = 1..10; E5/E6/E8 x "
-                                "PIE/FQ-CoDel at N = 1, 4, 7, 10; E1 (FQ-CoDel, N = 2); E0 (N = 1); 2 seeds x 150 s")
+             "E9": (AQMS2, NS), "E5": (AQMS2, NS), "E6": (AQMS2, NS), "E8": (AQMS2, NS)}
+    return GridSpec("full", cells, seeds=5, duration_s=400,
+                    description="E3/E4/E7 x FIFO/PIE/FQ-CoDel and E5/E6/E8/E9 x PIE/FQ-CoDel at N = 1..10; E1 "
+                                "(FQ-CoDel, N = 2); E0 (N = 1); 5 seeds x 400 s (the paper's duration)")
 
 
 def quick_grid() -> GridSpec:
-    """``--quick``: N = 1 and 4 for E3/E4/E7 (FIFO, PIE, FQ-CoDel), E1, E0; 1 seed x 60 s."""
+    """``--quick``: N = 1, 4, 10 for E3/E4/E7 (FIFO, PIE, FQ-CoDel) and E9 (PIE, FQ-CoDel); N = 1, 10
+    for E5/E6/E8; E1; E0; 1 seed x 90 s (49 runs)."""
+    q = (1, 4, 10)
     cells = {"E0": (AQM_ORDER, (1,)), "E1": (("fq_codel",), (2,)),
-             "E3": (AQM_ORDER, (1, 4)), "E4": (AQM_ORDER, (1, 4)), "E7": (("pfifo", "fq_codel"), (1, 4))}
-    return GridSpec("quick", cells, seeds=1, duration_s=60,
-                    description="E3/E4 x FIFO/PIE/FQ-CoDel and E7 x FIFO/FQ-CoDel at N = 1, 4; E1; E0; "
-                                "1 seed x 60 s")
+             "E3": (AQM_ORDER, q), "E4": (AQM_ORDER, q), "E7": (AQM_ORDER, q), "E9": (AQMS2, q),
+             "E5": (AQMS2, (1, 10)), "E6": (AQMS2, (1, 10)), "E8": (AQMS2, (1, 10))}
+    return GridSpec("quick", cells, seeds=1, duration_s=90,
+                    description="E3/E4/E7 x FIFO/PIE/FQ-CoDel and E9 x PIE/FQ-CoDel at N = 1, 4, 10; E5/E6/E8 x "
+                                "PIE/FQ-CoDel at N = 1, 10; E1; E0; 1 seed x 90 s")
 
 
 def _queue(kind: str, up: bool) -> tuple[str, str, dict]:
@@ -569,6 +571,7 @@ def combine(parts: list) -> str:
     No condition evaluated: INCONCLUSIVE. All true: SUPPORTED (PARTIAL if some were not run). Any
     reversed: NOT SUPPORTED. One false: PARTIAL. Only seed noise against the claim: INCONCLUSIVE.
     Two or more false: NOT SUPPORTED."""
+    parts = [(lab, _norm(s)) for lab, s in parts]
     st = [s for _, s in parts if s is not None]
     if not st:
         return INCONCLUSIVE
@@ -584,12 +587,17 @@ def combine(parts: list) -> str:
     return NOT_SUPPORTED
 
 
+def _norm(s):
+    return s if s is None or isinstance(s, str) else bool(s)
+
+
 def _m(x, nd=2):
     return "n/a" if x is None or x != x else f"{x / 1e6:.{nd}f}"
 
 
 def _st(s):
-    return {True: "yes", False: "no", "rev": "reversed", "noise": "within noise", None: "not run"}[s]
+    return {True: "yes", False: "no", "rev": "reversed", "noise": "within noise",
+            None: "n/a (not run, or no data)"}[_norm(s)]
 
 
 def _ser_txt(ser: dict, scale=1e6, nd=2) -> str:

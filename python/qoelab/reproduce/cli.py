@@ -70,7 +70,7 @@ def _add_chunklets(rsub) -> None:
                     "in parallel and writes DIR/report.html (SA/RR box plots vs N, claims C1-C13 with verdicts), "
                     "claims.json, meta.json, runs/chunks/cells/bins.parquet. See docs/reproductions/chunklets.md.")
     ck.add_argument("--quick", action="store_true",
-                    help="a subset (N = 1, 4; E0, E1, E3, E4, E7; 1 seed x 60 s) that finishes in under a minute")
+                    help="a subset (N = 1, 4, 10; every experiment; 1 seed x 90 s; 49 runs) that finishes in under a minute")
     ck.add_argument("--out", default="results/chunklets", metavar="DIR",
                     help="output directory (default results/chunklets)")
     ck.add_argument("--jobs", type=_jobs, default=None, metavar="N",
