@@ -9,8 +9,12 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
   the Users' and Network's Perspectives" -- the HAS-over-AQM testbed (BBA2, BBA3, Classic1,
   Classic2 over droptail, ARED and CoDel). See :mod:`qoelab.reproduce.livi` and
   docs/reproductions/livi.md.
+* ``chunklets``: Kua & Armitage, "Optimising DASH over AQM-enabled Gateways Using Intra-chunk
+  Parallel Retrieval (Chunklets)" -- N parallel byte-range requests over FIFO, PIE and FQ-CoDel.
+  See :mod:`qoelab.reproduce.chunklets` and docs/reproductions/chunklets.md.
 """
 
 REPRODUCTIONS = {
     "livi": "qoelab.reproduce.livi",
+    "chunklets": "qoelab.reproduce.chunklets",
 }
