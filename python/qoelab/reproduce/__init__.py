@@ -13,4 +13,5 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
 
 REPRODUCTIONS = {
     "livi": "qoelab.reproduce.livi",
+    "sprint": "qoelab.reproduce.sprint",
 }

@@ -92,12 +92,12 @@ class Spec:
     name: str
     rates: tuple = (3, 5, 10, 25)
     queues: tuple = (64, 128, 256, 512, 1024, 1536)
-    seeds: int = 3
-    dur: int = 600
-    pair_seeds: int = 3
+    seeds: int = 5
+    dur: int = 900
+    pair_seeds: int = 5
     alphas: tuple = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1)
     minute_dur: int = 1800
-    minute_seeds: int = 2
+    minute_seeds: int = 3
     families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize")
     iws_dur: int = 180
     description: str = ""
@@ -136,7 +136,7 @@ class Spec:
                                sample_ms=20, cell="a"))
                 out.append(Run("iws", 3, 256, ("dash", "bulk"), self.iws_dur, abr="fixed", rung=6, rep=s,
                                sample_ms=20, cell="b"))
-                out.append(Run("iws", 3, 256, ("dash", "bulk"), self.iws_dur, abr="fixed", rung=3, rep=s,
+                out.append(Run("iws", 3, 256, ("dash", "bulk"), self.iws_dur, abr="fixed", rung=2, rep=s,
                                sample_ms=20, cell="c"))
         if "minute" in fam:
             for s in range(self.minute_seeds):
@@ -146,22 +146,23 @@ class Spec:
 
 def full_spec() -> Spec:
     """The full run (under 15 min on 2 cores): E4 grid {3, 5, 10, 25} Mbit/s x {64, 128, 256, 512,
-    1024, 1536} KB x DASH/Sprint/Sprint-x x 3 seeds x 600 s; pipelined depth 2 at 3 Mbit/s 256/512 KB
-    (S10); Table I pairs at 3 Mbit/s 256/512 KB x 3 seeds; 4 bulk flows (S8); tputfrac alpha 0.5-1.1 x
+    1024, 1536} KB x DASH/Sprint/Sprint-x x 5 seeds x 900 s; pipelined depth 2 at 3 Mbit/s 256/512 KB
+    (S10); Table I pairs at 3 Mbit/s 256/512 KB x 5 seeds; 4 bulk flows (S8); tputfrac alpha 0.5-1.1 x
     Sprint/no-train/DASH (S9); 15 KB 5 Mbit/s 20 ms (S19); fixed rungs 355-3200 kbit/s (S12); E1 traces
-    (S11, 180 s, 2 seeds); Sprint-x 1800 s x 2 seeds (S17)."""
+    (S11, 180 s, 2 seeds; (c) at 505 kbit/s); Sprint-x 1800 s x 3 seeds (S17). Every run 900 s unless
+    stated, 60 s warm-up."""
     return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
 
 
 def quick_spec() -> Spec:
-    """``--quick``: 3 and 25 Mbit/s x 64 and 512 KB x DASH/Sprint/Sprint-x, 1 seed of 240 s; Table I
-    pairs at 512 KB; alpha 0.7/0.9; E1 (a, b); 600 s Sprint-x for S17. The verdicts are indicative
+    """``--quick``: 3 and 25 Mbit/s x 256 and 512 KB x DASH/Sprint/Sprint-x, 1 seed of 240 s; Table I
+    pairs; alpha 0.7/0.9; E1 (a, b, c); one 600 s Sprint-x run for S17. The verdicts are indicative
     only (1 seed)."""
-    return Spec(name="quick", rates=(3, 25), queues=(64, 512), seeds=1, dur=240, pair_seeds=1,
+    return Spec(name="quick", rates=(3, 25), queues=(256, 512), seeds=1, dur=240, pair_seeds=1,
                 alphas=(0.7, 0.9), minute_dur=600, minute_seeds=1, iws_dur=150,
                 families=("grid", "pair", "alpha", "minute", "iws"),
-                description="quick: 3/25 Mbit/s x 64/512 KB, 1 seed x 240 s, pairs, alpha 0.7/0.9, E1, "
-                            "600-s Sprint-x")
+                description="quick: 3/25 Mbit/s x 256/512 KB, 1 seed x 240 s, Table I pairs, alpha 0.7/0.9, "
+                            "E1, one 600-s Sprint-x run")
 
 
 def _vclient(name: str, plane: str, run: Run) -> dict:
