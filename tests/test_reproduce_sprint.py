@@ -67,12 +67,12 @@ def test_per_minute_grouping():
 def test_iws_onsets():
     # 3 Mbit/s, 2 flows, 100 ms base RTT, 100 KB queue: fair-BDP = 187500 x (0.1 + 0.2667) = 68750 B
     tcp = pd.DataFrame({"time_s": [1, 2, 3, 4, 5, 6], "flow": [2] * 6,
-                        "cwnd": [50_000, 50_000, 50_000, 90_000, 50_000, 50_000],
-                        "bytes_in_flight": [10_000, 0, 0, 0, 10_000, 0]})
+                        "cwnd": [50_000, 50_000, 50_000, 90_000, 50_000, 50_000]})
     q = pd.Series([100_000] * 6, index=[1, 2, 3, 4, 5, 6])
-    assert iws_onsets(tcp, q, 2, 3e6, 2, 0.1) == [2.0, 6.0]
+    # boundaries at 2.5 (cwnd 50 KB: IWS), 4.2 (90 KB: no), 6.0 (50 KB: IWS)
+    assert iws_onsets(tcp, q, 2, [2.5, 4.2, 6.0], 3e6, 2, 0.1) == [2.5, 6.0]
     # alone with an empty queue: fair-BDP 37500 B < cwnd: no IWS
-    assert iws_onsets(tcp, pd.Series([0] * 6, index=[1, 2, 3, 4, 5, 6]), 2, 3e6, 1, 0.1) == []
+    assert iws_onsets(tcp, pd.Series([0] * 6, index=[1, 2, 3, 4, 5, 6]), 2, [2.5, 4.2, 6.0], 3e6, 1, 0.1) == []
 
 
 def test_median_ci():

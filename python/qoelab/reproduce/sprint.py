@@ -63,10 +63,14 @@ class Run:
     rep: int = 0
     sample_ms: int = 100
     cell: str = ""           # label of the paired cell (e.g. "a", "b", "c" in E1)
+    chunk_b: int = 0         # E3: bytes per transfer of the onoff flow
+    cc: str = "cubic"
+    transfers: int = 0       # E3: transfers (period = duration / transfers)
 
     @property
     def run_id(self) -> str:
         extra = (f"-a{self.alpha:g}" if self.alpha else "") + (f"-r{self.rung}" if self.rung >= 0 else "")
+        extra += f"-c{self.chunk_b}B-{self.cc}" if self.chunk_b else ""
         return (f"{self.exp}{self.cell}-{self.rate_mbps:g}M-{self.queue_kb}KB-{self.rtt_ms}ms-"
                 f"{'+'.join(self.parts)}-{self.abr}{extra}-{self.duration_s}s-s{self.rep}")
 
@@ -75,7 +79,7 @@ class Run:
         """Identifier without the video data plane: paired runs share it (and the seed)."""
         parts = ["V" if p != "bulk" else p for p in self.parts]
         return (f"{self.exp}{self.cell}-{self.rate_mbps:g}M-{self.queue_kb}KB-{self.rtt_ms}ms-"
-                f"{'+'.join(parts)}-{self.abr}-{self.rung}-{self.duration_s}s-s{self.rep}")
+                f"{'+'.join(parts)}-{self.abr}-{self.rung}-{self.chunk_b}-{self.cc}-{self.duration_s}s-s{self.rep}")
 
     @property
     def seed(self) -> int:
@@ -98,7 +102,10 @@ class Spec:
     alphas: tuple = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1)
     minute_dur: int = 1800
     minute_seeds: int = 3
-    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize")
+    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize", "chunk")
+    chunks_kb: tuple = (100, 300, 1000, 3000, 10000)
+    chunk_queues: tuple = (64, 256, 1024)
+    chunk_transfers: int = 10
     iws_dur: int = 180
     description: str = ""
 
@@ -138,10 +145,38 @@ class Spec:
                                sample_ms=20, cell="b"))
                 out.append(Run("iws", 3, 256, ("dash", "bulk"), self.iws_dur, abr="fixed", rung=2, rep=s,
                                sample_ms=20, cell="c"))
+        if "chunk" in fam:
+            out += chunk_runs(self.chunks_kb, self.chunk_queues, self.chunk_transfers)
         if "minute" in fam:
             for s in range(self.minute_seeds):
                 out.append(Run("minute", 3, 256, ("sprintx", "bulk"), self.minute_dur, rep=s))
         return out
+
+
+def _period_s(chunk_b: float, rate_bps: float) -> float:
+    """Time between E3 transfers: 3 x the transfer time at the fair share + 3 s, so the flow idles
+    (cwnd restarts from IW) before every transfer."""
+    return round(3.0 + 3.0 * chunk_b * 8.0 / (rate_bps / 2.0), 1)
+
+
+def chunk_runs(chunks_kb, queues, transfers, rate=3) -> list:
+    """E3 (S13): an onoff flow writing a chunk every period (idle in between) against 1 bulk flow,
+    NewReno (the model's +1 MSS per RTT) and Cubic; S14(b): transfers of S* (eps 0.1 and 0.25)."""
+    out = []
+    for cc in ("newreno", "cubic"):
+        for q in queues:
+            for kb in chunks_kb:
+                per = _period_s(kb * 1000, rate * 1e6)
+                out.append(Run("chunk", rate, q, ("onoff", "bulk"), int(math.ceil(10 + per * transfers)),
+                               chunk_b=kb * 1000, cc=cc, transfers=transfers, sample_ms=10))
+    from qoelab import _core
+    for eps in (0.1, 0.25):
+        rtt = BASE_RTT_MS / 1000 + 256_000 * 8 / (rate * 1e6)
+        sb = int(_core.get_chunk_size(rate * 1e6 / 16, rtt, eps, MSS))
+        per = _period_s(sb, rate * 1e6)
+        out.append(Run("sstar", rate, 256, ("onoff", "bulk"), int(math.ceil(10 + per * 3)), chunk_b=sb,
+                       cc="cubic", transfers=3, sample_ms=10, cell=f"e{eps:g}"))
+    return out
 
 
 def full_spec() -> Spec:
@@ -156,13 +191,15 @@ def full_spec() -> Spec:
 
 def quick_spec() -> Spec:
     """``--quick``: 3 and 25 Mbit/s x 256 and 512 KB x DASH/Sprint/Sprint-x, 1 seed of 240 s; Table I
-    pairs; alpha 0.7/0.9; E1 (a, b, c); one 600 s Sprint-x run for S17. The verdicts are indicative
+    pairs; alpha 0.7/0.9; E1 (a, b, c); one 600 s Sprint-x run for S17; E3 at 300 KB and 3 MB x 256 KB x
+    NewReno/Cubic, 3 transfers each, and the two S* transfers (S14(b)). The verdicts are indicative
     only (1 seed)."""
     return Spec(name="quick", rates=(3, 25), queues=(256, 512), seeds=1, dur=240, pair_seeds=1,
                 alphas=(0.7, 0.9), minute_dur=600, minute_seeds=1, iws_dur=150,
-                families=("grid", "pair", "alpha", "minute", "iws"),
+                families=("grid", "pair", "alpha", "minute", "iws", "chunk"), chunks_kb=(300, 3000),
+                chunk_queues=(256,), chunk_transfers=3,
                 description="quick: 3/25 Mbit/s x 256/512 KB, 1 seed x 240 s, Table I pairs, alpha 0.7/0.9, "
-                            "E1, one 600-s Sprint-x run")
+                            "E1, one 600-s Sprint-x run, E3 300 KB/3 MB x 256 KB x 3 transfers, S* transfers")
 
 
 def _vclient(name: str, plane: str, run: Run) -> dict:
@@ -173,6 +210,7 @@ def _vclient(name: str, plane: str, run: Run) -> dict:
         c["abr_params"] = {"alpha": run.alpha}
     if run.abr == "fixed":
         c["abr_params"] = {"rung": run.rung}
+        c["player"] = {"buffer_max": "20s"}
     return c
 
 
@@ -180,12 +218,23 @@ def scenario(run: Run) -> dict:
     topo = {"rate": f"{run.rate_mbps:g}Mbps", "rate_up": "100Mbps", "rtt": f"{run.rtt_ms}ms",
             "buffer": f"{run.queue_kb * 1000}B", "aqm": "bfifo"}
     clients, flows = [], []
+    rng = random.Random(run.seed)
+    jitter = [round(rng.random(), 3) for _ in run.parts]     # seeded start offsets in [0, 1) s
     for i, p in enumerate(run.parts):
-        if p == "bulk":
-            flows.append({"kind": "bulk", "name": f"bulk{i}", "rtt": f"{run.rtt_ms}ms", "cc": "cubic"})
+        if p == "onoff":
+            per = _period_s(run.chunk_b, run.rate_mbps * 1e6)
+            flows.append({"kind": "onoff", "name": f"v{i}", "rtt": f"{run.rtt_ms}ms", "cc": run.cc,
+                          "size": f"{run.chunk_b}B", "period": f"{per}s", "start": "10s"})
+        elif p == "bulk":
+            flows.append({"kind": "bulk", "name": f"bulk{i}", "rtt": f"{run.rtt_ms}ms", "cc": "cubic",
+                          "start": f"{jitter[i]}s"})
         else:
-            clients.append(_vclient(f"v{i}", p, run))
+            clients.append({**_vclient(f"v{i}", p, run), "start": f"{jitter[i]}s"})
     tables = ["flows", "segments"] + (["tcp", "queues"] if run.exp == "iws" else [])
+    if run.exp in ("chunk", "sstar"):
+        tables = ["flows", "tcp"]
+        for f in flows:
+            f["cc"] = run.cc
     scn = {"scenario": {"name": f"sprint-{run.run_id}", "duration": f"{run.duration_s}s", "seed": run.seed},
            "topology": topo, "client": clients,
            "output": {"tables": tables, "sample_interval": f"{run.sample_ms}ms"}}
@@ -214,7 +263,7 @@ def flow_goodputs(flows, flow_info, t0: float, t1: float) -> dict:
     if span <= 0:
         return out
     for fid, g in flows.groupby("flow"):
-        if kinds.get(fid) not in ("video", "bulk"):
+        if kinds.get(fid) not in ("video", "bulk", "onoff"):
             continue
         g = g.sort_values("time_s")
         b0 = g.loc[g["time_s"] <= t0 + 1e-9, "bytes_received"]
@@ -259,26 +308,28 @@ def per_minute(flows, flow_info, video: str, t0: float, t1: float, cancel_times=
     return rows
 
 
-def iws_onsets(tcp, queue_bytes, flow: int, rate_bps: float, n: int, base_rtt_s: float,
-               empty_bytes: float = 0.0) -> list[float]:
-    """Onsets of the inadequate window syndrome (§1.1 test, sampled): the flow has nothing in
-    flight (<= ``empty_bytes``; in-flight 0 means none of its packets is queued) while cwnd <
-    fair-BDP = (C/n) x (base RTT + bottleneck queueing delay). ``queue_bytes``: a Series of the
-    bottleneck queue length (bytes) indexed by time. Returns the times where the state starts."""
+def iws_onsets(tcp, queue_bytes, flow: int, boundaries, rate_bps: float, n: int, base_rtt_s: float) -> list[float]:
+    """IWS onsets at segment boundaries (§1.1 test): at each boundary (the last byte of a sequential
+    response delivered: none of the flow's packets is left in the bottleneck queue, and the next
+    response enters it at least one base RTT later) the flow is in IWS iff its cwnd (last ``tcp``
+    sample at or before the boundary) < fair-BDP = (C/n) x (base RTT + bottleneck queueing delay),
+    the queueing delay from ``queue_bytes`` (a Series of bottleneck queue bytes indexed by time).
+    Returns the boundary times in IWS."""
     t = tcp[tcp["flow"] == flow].sort_values("time_s")
+    ts, cw = list(t["time_s"]), list(t["cwnd"])
+    import bisect
     out = []
-    prev = False
-    for ts, cwnd, inflight in zip(t["time_s"], t["cwnd"], t["bytes_in_flight"]):
+    for b in boundaries:
+        i = bisect.bisect_right(ts, b + 1e-9) - 1
+        if i < 0:
+            continue
         q = 0.0
         if queue_bytes is not None and len(queue_bytes):
-            i = queue_bytes.index.searchsorted(ts, side="right") - 1
-            q = float(queue_bytes.iloc[i]) if i >= 0 else 0.0
-        rtt = base_rtt_s + q * 8.0 / rate_bps
-        fair_bdp = rate_bps / 8.0 / n * rtt
-        state = inflight <= empty_bytes and cwnd < fair_bdp
-        if state and not prev:
-            out.append(float(ts))
-        prev = state
+            j = queue_bytes.index.searchsorted(b, side="right") - 1
+            q = float(queue_bytes.iloc[j]) if j >= 0 else 0.0
+        fair_bdp = rate_bps / 8.0 / n * (base_rtt_s + q * 8.0 / rate_bps)
+        if cw[i] < fair_bdp:
+            out.append(float(b))
     return out
 
 
@@ -351,6 +402,9 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
         after = s0[s0["t_last_byte_s"] > (c0.get("startup_s") or 0) + 1e-9]
         rec["stall_after_startup_s"] = float(after["stall_s"].sum()) if "stall_s" in after else float("nan")
     minutes = []
+    if run.exp in ("chunk", "sstar"):
+        rec.update(chunk_metrics(run, summary, flows, fi, tables.get("tcp")))
+        return rec, minutes
     if run.exp == "minute":
         recon = fi[(fi["kind"] == "video") & (fi["name"].astype(str).str.startswith("v0/"))]
         cancels = sorted(float(t) for t in recon["start_s"] if t > 0)
@@ -369,16 +423,61 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
             qb = qq.set_index("time_s")["len_bytes"]
         vid = fi[(fi["kind"] == "video") & (fi["name"] == "v0/resp")]["flow"]
         n = len(names)
-        if tcp is not None and len(vid):
+        if tcp is not None and len(vid) and seg is not None and len(seg):
             fl = int(vid.iloc[0])
-            ons = [t for t in iws_onsets(tcp, qb, fl, run.rate_mbps * 1e6, n, run.rtt_ms / 1000.0) if t > 5.0]
+            bounds = [float(x) for x in seg["t_last_byte_s"] if 5.0 < x < end - 1.0]
+            ons = iws_onsets(tcp, qb, fl, bounds, run.rate_mbps * 1e6, n, run.rtt_ms / 1000.0)
             rec["iws_onsets"] = len(ons)
+            rec["iws_boundaries"] = len(bounds)
             rec["iws_per_min"] = len(ons) / ((end - 5.0) / 60.0)
             rec["iws_times"] = json.dumps([round(x, 2) for x in ons[:50]])
             if run.cell == "c" and seg is not None and len(seg):
                 rec.update(on_periods(tcp[tcp["flow"] == fl], seg, qb, run.rate_mbps * 1e6, n,
                                       run.rtt_ms / 1000.0))
     return rec, minutes
+
+
+def transfer_times(series_t, series_b, starts, size) -> list[float]:
+    """Duration of each transfer k (start starts[k], complete when the cumulative bytes reach
+    (k+1) x size): first sample at or after that."""
+    import bisect
+    out = []
+    bs = list(series_b)
+    ts = list(series_t)
+    for k, t0 in enumerate(starts):
+        target = (k + 1) * size
+        i = bisect.bisect_left(bs, target)
+        out.append(ts[i] - t0 if i < len(ts) else float("nan"))
+    return out
+
+
+def chunk_metrics(run: Run, summary, flows, fi, tcp) -> dict:
+    """E3: measured efficiency (chunk throughput / (C/2)) and Eq. 1's round-by-round prediction from
+    the measured fair-BDP (C/2 x (base + mean queueing delay)) and the measured mean ssthresh at the
+    transfer starts (capped at the fair-BDP)."""
+    from qoelab import _core
+    fid = int(fi[fi["name"] == "v0"]["flow"].iloc[0])
+    f = flows[flows["flow"] == fid].sort_values("time_s")
+    per = _period_s(run.chunk_b, run.rate_mbps * 1e6)
+    starts = [10.0 + k * per for k in range(run.transfers)]
+    durs = [d for d in transfer_times(f["time_s"], f["bytes_received"], starts, run.chunk_b) if d == d and d > 0]
+    fs = run.rate_mbps * 1e6 / 2
+    effs = [run.chunk_b * 8.0 / d / fs for d in durs]
+    link = (summary.get("links") or [{}])[0]
+    qd = float(((link.get("queue_delay_ms") or {}).get("mean")) or 0.0) / 1000.0
+    bdp = fs / 8.0 * (run.rtt_ms / 1000.0 + qd)
+    ssts = []
+    if tcp is not None and len(tcp):
+        t = tcp[tcp["flow"] == fid].sort_values("time_s")
+        for s0 in starts:
+            w = t[t["time_s"] >= s0 + 0.005]
+            if len(w) and float(w["ssthresh"].iloc[0]) < 1e12:
+                ssts.append(float(w["ssthresh"].iloc[0]))
+    sst = min(sum(ssts) / len(ssts), bdp) if ssts else 0.75 * bdp
+    pred = _core.efficiency_rounds(float(run.chunk_b), bdp, sst, MSS)
+    return {"chunk_b": run.chunk_b, "cc": run.cc, "transfers_done": len(durs),
+            "eff_measured": sum(effs) / len(effs) if effs else float("nan"), "eff_predicted": pred,
+            "fair_bdp_b": bdp, "sst_b": sst, "queue_delay_s": qd}
 
 
 def on_periods(tcp, seg, qb, rate_bps, n, base_rtt_s) -> dict:
@@ -538,6 +637,32 @@ def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 
     return meta
 
 
-__all__ = ["Run", "Spec", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
+def rewrite_report(out_dir: str) -> dict:
+    """Re-evaluate the claims and rewrite claims.json, meta.json and report.html from runs.parquet
+    (after a change to the claims or figures; no simulation)."""
+    import pandas as pd
+
+    from qoelab.reproduce import sprint_claims, sprint_report
+    if not _is_ours(out_dir):
+        raise InputError(out_dir, None, message="not a sprint reproduction (no meta.json from one)")
+    df = pd.read_parquet(os.path.join(out_dir, "runs.parquet"))
+    df["error"] = df["error"].where(df["error"].notna(), None)
+    mp = os.path.join(out_dir, "minutes.parquet")
+    mdf = pd.read_parquet(mp) if os.path.exists(mp) else pd.DataFrame()
+    with open(os.path.join(out_dir, "meta.json")) as f:
+        meta = json.load(f)
+    spec = quick_spec() if meta.get("grid") == "quick" else full_spec()
+    meta["claims"] = sprint_claims.evaluate(df, mdf, spec)
+    with open(os.path.join(out_dir, "claims.json"), "w") as f:
+        json.dump(meta["claims"], f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2, default=str)
+        f.write("\n")
+    sprint_report.write_report(out_dir, df, mdf, meta["claims"], meta)
+    return meta
+
+
+__all__ = ["Run", "rewrite_report", "Spec", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
            "flow_goodputs", "pct_fair_share", "jfi", "unfairness", "per_minute", "iws_onsets", "median_ci",
            "replace", "field"]

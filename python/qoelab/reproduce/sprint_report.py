@@ -74,6 +74,31 @@ def fig11(df):
     return img
 
 
+def fig5(df):
+    import matplotlib.pyplot as plt
+    from qoelab.reproduce.sprint_claims import chunk_points
+    pts = chunk_points(df)
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(5.5, 3.4))
+    qs = sorted({p[0] for p in pts})
+    cols = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
+    for q, col in zip(qs, cols):
+        pp = sorted((c, m, p) for qq, c, m, p in pts if qq == q)
+        ax.plot([c / 1e3 for c, _, _ in pp], [m for _, m, _ in pp], "o", color=col, label=f"{q} KB measured")
+        ax.plot([c / 1e3 for c, _, _ in pp], [p for _, _, p in pp], "--", color=col, label=f"{q} KB Eq. 1")
+    ax.set_xscale("log")
+    ax.set_xlabel("chunk size (KB)")
+    ax.set_ylabel("efficiency (of fair share)")
+    ax.set_ylim(0, 1.1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    img = _png(fig)
+    plt.close(fig)
+    return img
+
+
 def table1_html(df) -> str:
     t = table1(df)
     rows = ["<table class='num'><tr><th>pair</th><th>256 KB ours</th><th>256 KB paper</th><th>512 KB ours</th>"
@@ -120,7 +145,9 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
                      f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c['verdict_label'])}</b></td>"
                      f"<td>{html.escape(c.get('rule', ''))}</td></tr>")
     parts.append("</table><h2>Figures</h2>")
-    for name, fn, cap in (("fig6", fig6, "Fig. 6: % of fair share against 1 bulk flow over rate x queue (Huang ABR)"),
+    for name, fn, cap in (("fig5", fig5, "Fig. 5: predicted (Eq. 1, round by round) vs measured efficiency of chunk "
+                                         "transfers after idle, NewReno, 3 Mbit/s, 1 bulk flow"),
+                          ("fig6", fig6, "Fig. 6: % of fair share against 1 bulk flow over rate x queue (Huang ABR)"),
                           ("fig11", fig11, "Fig. 11: % of expected fair share (alpha x FS) vs alpha, tputfrac ABR, "
                                            "3 Mbit/s, 256 KB")):
         img = fn(df)
@@ -131,7 +158,6 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
             f.write(base64.b64decode(img))
         parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
                      f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
-    parts.append("<p>Fig. 5 (predicted vs measured efficiency): not run (S13).</p>")
     parts.append("<h2>Table I: unfairness sqrt(1 - JFI), 3 Mbit/s</h2>" + table1_html(df))
     parts.append("<h2>Setup</h2><p>Dumbbell; bottleneck rate C, bfifo queue Q bytes (KB = 1000 B), 100 Mbit/s "
                  "upstream; every flow and client from its own server host, base RTT 100 ms (S19: 20 ms); cubic, "
