@@ -9,6 +9,9 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
   the Users' and Network's Perspectives" -- the HAS-over-AQM testbed (BBA2, BBA3, Classic1,
   Classic2 over droptail, ARED and CoDel). See :mod:`qoelab.reproduce.livi` and
   docs/reproductions/livi.md.
+* ``sprint``: Arye, Sen, Freedman, "Poor Video Streaming Performance Explained (and Fixed)" --
+  Sprint / Sprint-x vs sequential DASH against bulk flows (claims S1-S20). See
+  :mod:`qoelab.reproduce.sprint` and docs/reproductions/sprint.md.
 * ``chunklets``: Kua & Armitage, "Optimising DASH over AQM-enabled Gateways Using Intra-chunk
   Parallel Retrieval (Chunklets)" -- N parallel byte-range requests over FIFO, PIE and FQ-CoDel.
   See :mod:`qoelab.reproduce.chunklets` and docs/reproductions/chunklets.md.
@@ -16,5 +19,6 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
 
 REPRODUCTIONS = {
     "livi": "qoelab.reproduce.livi",
+    "sprint": "qoelab.reproduce.sprint",
     "chunklets": "qoelab.reproduce.chunklets",
 }

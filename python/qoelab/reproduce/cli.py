@@ -78,13 +78,45 @@ def _add_chunklets(rsub) -> None:
     ck.set_defaults(func=_cmd_chunklets)
 
 
+def _cmd_sprint(args) -> int:
+    from qoelab.reproduce import sprint
+    if not args.out:
+        raise InputError(None, "--out", "a directory", repr(args.out))
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+    meta = sprint.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
+    print(f"sprint ({meta['grid']}): {meta['runs']} runs, {meta['failed']} failed, {meta['wall_s_total']:.1f} s wall")
+    for c in meta["claims"]:
+        print(f"  {c['id']:<4} {c['verdict_label']:<24} {c.get('ours', '')[:150]}")
+    if meta.get("report_error"):
+        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
+    print(f"report: {meta['out_dir']}/report.html")
+    return 1 if meta["failed"] or meta.get("report_error") else 0
+
+
+def _add_sprint(rsub) -> None:
+    sp = rsub.add_parser(
+        "sprint", help="Sprint / Sprint-x vs DASH against bulk flows (Arye, Sen, Freedman)",
+        description="Arye, Sen, Freedman, 'Poor Video Streaming Performance Explained (and Fixed)'. Runs the "
+                    "E4 grid (3-25 Mbit/s x 64-1536 KB x DASH/Sprint/Sprint-x vs 1 bulk flow), Table I pairs, "
+                    "4 bulk flows, the alpha sweep (Fig. 11), IWS traces, fixed-rung and small-queue runs and a "
+                    "long Sprint-x run; writes DIR/report.html, runs.parquet, minutes.parquet, claims.json "
+                    "(S1-S20), meta.json, figures/. See docs/reproductions/sprint.md.")
+    sp.add_argument("--quick", action="store_true", help="a small subset (1 seed, short runs), under a minute")
+    sp.add_argument("--out", default="results/sprint", metavar="DIR", help="output directory (default results/sprint)")
+    sp.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                    help="worker processes running simulations in parallel (default: number of CPUs)")
+    sp.set_defaults(func=_cmd_sprint)
+
+
 def add_parser(subparsers) -> None:
     """Register ``reproduce`` with the subcommand ``livi``."""
     rp = subparsers.add_parser("reproduce", help="re-run a published experiment and check its claims",
                                description="Re-run a published experiment in the simulator and write an HTML report "
                                            "with its figures and the paper's claims next to ours, with a verdict "
                                            "per claim.")
-    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,chunklets}")
+    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets}")
     rsub.required = True
     lv = rsub.add_parser(
         "livi", help="HAS over AQM testbed (Livi et al.): BBA2/BBA3/Classic1/Classic2 over droptail/ARED/CoDel",
@@ -103,6 +135,7 @@ def add_parser(subparsers) -> None:
     lv.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                     help="worker processes running simulations in parallel (default: number of CPUs)")
     lv.set_defaults(func=_cmd_livi)
+    _add_sprint(rsub)
     _add_chunklets(rsub)
 
 

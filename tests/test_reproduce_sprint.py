@@ -1,0 +1,120 @@
+"""`qoelab reproduce sprint`: metric helpers on hand-made frames, the analytic claims, and the quick
+reproduction end to end (real simulator, a few seconds)."""
+
+import json
+import math
+import os
+
+import pandas as pd
+import pytest
+
+from qoelab.reproduce import sprint, sprint_claims
+from qoelab.reproduce.sprint import (Run, flow_goodputs, iws_onsets, jfi, median_ci, pct_fair_share, per_minute,
+                                     scenario, unfairness)
+
+VERDICTS = {"SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE"}
+
+
+def _frames():
+    # flows 0: bulk; 1: v0 request direction; 2, 4: v0 video connections (one reset at 60 s); 3: v0 probe
+    info = pd.DataFrame({"flow": [0, 1, 2, 3, 4], "name": ["bulk1", "v0/req", "v0/resp", "v0/c1/resp", "v0/resp~1"],
+                         "kind": ["bulk", "http_req", "video", "probe", "video"],
+                         "start_s": [0.0, 0.0, 0.0, 0.0, 60.0]})
+    rows = []
+    for t in range(0, 121, 10):
+        rows.append((t, 0, 150_000 * t))                       # bulk: 1.2 Mbit/s
+        rows.append((t, 1, 100 * t))
+        rows.append((t, 3, 1000 * t))                          # probe: ignored
+        if t <= 60:
+            rows.append((t, 2, 100_000 * t))                   # video conn 1: 0.8 Mbit/s until 60 s
+        else:
+            rows.append((t, 4, 100_000 * (t - 60)))            # video conn 2 from 60 s
+    flows = pd.DataFrame(rows, columns=["time_s", "flow", "bytes_received"])
+    return flows, info
+
+
+def test_flow_goodputs_sum_connections_and_skip_probe():
+    flows, info = _frames()
+    g = flow_goodputs(flows, info, 0.0, 120.0)
+    assert set(g) == {"bulk1", "v0"}
+    assert g["bulk1"] == pytest.approx(1.2e6)
+    assert g["v0"] == pytest.approx(0.8e6)
+    # warm-up window: only after 60 s
+    g2 = flow_goodputs(flows, info, 60.0, 120.0)
+    assert g2["v0"] == pytest.approx(0.8e6)
+
+
+def test_fair_share_and_unfairness():
+    assert pct_fair_share(0.8e6, [0.8e6, 1.2e6]) == pytest.approx(80.0)
+    assert pct_fair_share(1.0, [1.0, 1.0, 1.0, 1.0, 1.0]) == pytest.approx(100.0)
+    assert math.isnan(pct_fair_share(0, [0, 0]))
+    assert jfi([1, 1]) == pytest.approx(1.0)
+    assert unfairness([1, 1]) == pytest.approx(0.0)
+    assert unfairness([1, 0]) == pytest.approx(math.sqrt(0.5))
+    # claims file table: U = 0.15 <=> weaker flow at 84.8% of its fair share
+    assert unfairness([0.848, 1.152]) == pytest.approx(0.15, abs=0.002)
+
+
+def test_per_minute_grouping():
+    flows, info = _frames()
+    rows = per_minute(flows, info, "v0", 0.0, 120.0, cancel_times=[30.0, 60.0, 61.0, 119.0])
+    assert [r["minute"] for r in rows] == [0, 1]
+    assert [r["cancels"] for r in rows] == [1, 3]
+    assert rows[0]["pct_fs"] == pytest.approx(80.0)
+    assert per_minute(flows, info, "v0", 0.0, 100.0) and len(per_minute(flows, info, "v0", 0.0, 100.0)) == 1
+
+
+def test_iws_onsets():
+    # 3 Mbit/s, 2 flows, 100 ms base RTT, 100 KB queue: fair-BDP = 187500 x (0.1 + 0.2667) = 68750 B
+    tcp = pd.DataFrame({"time_s": [1, 2, 3, 4, 5, 6], "flow": [2] * 6,
+                        "cwnd": [50_000, 50_000, 50_000, 90_000, 50_000, 50_000]})
+    q = pd.Series([100_000] * 6, index=[1, 2, 3, 4, 5, 6])
+    # boundaries at 2.5 (cwnd 50 KB: IWS), 4.2 (90 KB: no), 6.0 (50 KB: IWS)
+    assert iws_onsets(tcp, q, 2, [2.5, 4.2, 6.0], 3e6, 2, 0.1) == [2.5, 6.0]
+    # alone with an empty queue: fair-BDP 37500 B < cwnd: no IWS
+    assert iws_onsets(tcp, pd.Series([0] * 6, index=[1, 2, 3, 4, 5, 6]), 2, [2.5, 4.2, 6.0], 3e6, 1, 0.1) == []
+
+
+def test_median_ci():
+    m, lo, hi, n = median_ci([1, 2, 3, 4, 100])
+    assert m == 3 and n == 5 and lo <= 3 <= hi
+    assert median_ci([])[3] == 0
+
+
+def test_runs_are_paired():
+    a = Run("grid", 3, 256, ("dash", "bulk"), 900, rep=1)
+    b = Run("grid", 3, 256, ("sprint", "bulk"), 900, rep=1)
+    assert a.seed == b.seed and a.run_id != b.run_id
+    s = scenario(b)
+    assert s["topology"]["buffer"] == "256000B" and s["topology"]["aqm"] == "bfifo"
+    assert s["client"][0]["data_plane"] == {"kind": "sprint"}
+    assert s["flow"][0]["kind"] == "bulk"
+    ids = [r.run_id for r in sprint.full_spec().runs()]
+    assert len(ids) == len(set(ids))
+
+
+def test_analytic_claims():
+    worst, n = sprint_claims.program1_check()
+    assert worst >= 0.0 and worst == pytest.approx(0.040, abs=0.002)
+    c = sprint_claims.s18(None, None)
+    assert c["grade"] == "PASS"
+
+
+def test_quick_reproduction(tmp_path):
+    out = tmp_path / "sprint"
+    meta = sprint.reproduce(str(out), quick=True, jobs=2)
+    assert meta["failed"] == 0
+    claims = json.loads((out / "claims.json").read_text())
+    assert [c["id"] for c in claims] == [f"S{i}" for i in range(1, 21)]
+    for c in claims:
+        assert c["verdict"] in VERDICTS, c
+        if c["grade"] == "NOT RUN":
+            assert c["verdict"] == "INCONCLUSIVE" and c["ours"].startswith(("not run", "not computable",
+                                                                           "could not"))
+    assert {c["id"]: c["verdict"] for c in claims}["S20"] == "OUT OF SCOPE"
+    assert (out / "runs.parquet").exists() and (out / "report.html").exists()
+    html = (out / "report.html").read_text()
+    assert "Fig. 6" in html and "Table I" in html and "Fig. 11" in html
+    df = pd.read_parquet(out / "runs.parquet")
+    assert {"pct_fs", "unfairness", "median_bitrate_kbps"} <= set(df.columns)
+    assert os.path.exists(out / "figures" / "fig6.png")
