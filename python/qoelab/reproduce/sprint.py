@@ -102,11 +102,13 @@ class Spec:
     alphas: tuple = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1)
     minute_dur: int = 1800
     minute_seeds: int = 3
-    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize", "chunk")
+    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize", "chunk", "cell")
     chunks_kb: tuple = (100, 300, 1000, 3000, 10000)
     chunk_queues: tuple = (64, 256, 1024)
     chunk_transfers: int = 10
     iws_dur: int = 180
+    cell_dur: int = 600
+    cell_seeds: int = 5
     description: str = ""
 
     def runs(self) -> list[Run]:
@@ -147,10 +149,26 @@ class Spec:
                                sample_ms=20, cell="c"))
         if "chunk" in fam:
             out += chunk_runs(self.chunks_kb, self.chunk_queues, self.chunk_transfers)
+        if "cell" in fam and cell_trace_available():
+            # S16 proxy (E10): a cellular trace, a deep droptail buffer, 1 bulk flow; DASH vs Sprint.
+            for s in range(self.cell_seeds):
+                for p in ("dash", "sprint"):
+                    out.append(Run("cell", 0, CELL_QUEUE_KB, (p, "bulk"), self.cell_dur, rep=s))
         if "minute" in fam:
             for s in range(self.minute_seeds):
                 out.append(Run("minute", 3, 256, ("sprintx", "bulk"), self.minute_dur, rep=s))
         return out
+
+
+#: S16 proxy: the Mahimahi T-Mobile LTE (driving) downlink trace, 12.8 Mbit/s mean over its 475 s,
+#: looped; a 1 MB droptail buffer (about 0.6 s at the mean rate: the deep buffers of cellular links).
+CELL_TRACE = "traces/mahimahi/TMobile-LTE-driving.down"
+CELL_QUEUE_KB = 1000
+
+
+def cell_trace_available() -> bool:
+    from qoelab.traces import data_dir
+    return os.path.isfile(os.path.join(data_dir(), CELL_TRACE))
 
 
 def _period_s(chunk_b: float, rate_bps: float) -> float:
@@ -184,7 +202,8 @@ def full_spec() -> Spec:
     1024, 1536} KB x DASH/Sprint/Sprint-x x 5 seeds x 900 s; pipelined depth 2 at 3 Mbit/s 256/512 KB
     (S10); Table I pairs at 3 Mbit/s 256/512 KB x 5 seeds; 4 bulk flows (S8); tputfrac alpha 0.5-1.1 x
     Sprint/no-train/DASH (S9); 15 KB 5 Mbit/s 20 ms (S19); fixed rungs 355-3200 kbit/s (S12); E1 traces
-    (S11, 180 s, 2 seeds; (c) at 505 kbit/s); Sprint-x 1800 s x 3 seeds (S17). Every run 900 s unless
+    (S11, 180 s, 2 seeds; (c) at 505 kbit/s); Sprint-x 1800 s x 3 seeds (S17); the S16 cellular proxy
+    (T-Mobile LTE trace, 1 MB droptail, 1 bulk, DASH/Sprint x 5 seeds x 600 s). Every run 900 s unless
     stated, 60 s warm-up."""
     return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
 
@@ -192,14 +211,16 @@ def full_spec() -> Spec:
 def quick_spec() -> Spec:
     """``--quick``: 3 and 25 Mbit/s x 256 and 512 KB x DASH/Sprint/Sprint-x, 1 seed of 240 s; Table I
     pairs; alpha 0.7/0.9; E1 (a, b, c); one 600 s Sprint-x run for S17; E3 at 300 KB and 3 MB x 256 KB x
-    NewReno/Cubic, 3 transfers each, and the two S* transfers (S14(b)). The verdicts are indicative
-    only (1 seed)."""
+    NewReno/Cubic, 3 transfers each, and the two S* transfers (S14(b)); the S16 cellular proxy (1 seed x
+    240 s). The verdicts are indicative only (1 seed)."""
     return Spec(name="quick", rates=(3, 25), queues=(256, 512), seeds=1, dur=240, pair_seeds=1,
                 alphas=(0.7, 0.9), minute_dur=600, minute_seeds=1, iws_dur=150,
-                families=("grid", "pair", "alpha", "minute", "iws", "chunk"), chunks_kb=(300, 3000),
+                families=("grid", "pair", "alpha", "minute", "iws", "chunk", "cell"), chunks_kb=(300, 3000),
+                cell_dur=240, cell_seeds=1,
                 chunk_queues=(256,), chunk_transfers=3,
                 description="quick: 3/25 Mbit/s x 256/512 KB, 1 seed x 240 s, Table I pairs, alpha 0.7/0.9, "
-                            "E1, one 600-s Sprint-x run, E3 300 KB/3 MB x 256 KB x 3 transfers, S* transfers")
+                            "E1, one 600-s Sprint-x run, E3 300 KB/3 MB x 256 KB x 3 transfers, S* transfers, "
+                            "cellular proxy")
 
 
 def _vclient(name: str, plane: str, run: Run) -> dict:
@@ -217,6 +238,9 @@ def _vclient(name: str, plane: str, run: Run) -> dict:
 def scenario(run: Run) -> dict:
     topo = {"rate": f"{run.rate_mbps:g}Mbps", "rate_up": "100Mbps", "rtt": f"{run.rtt_ms}ms",
             "buffer": f"{run.queue_kb * 1000}B", "aqm": "bfifo"}
+    if run.exp == "cell":
+        del topo["rate"]
+        topo["trace"] = "data:" + CELL_TRACE
     clients, flows = [], []
     rng = random.Random(run.seed)
     jitter = [round(rng.random(), 3) for _ in run.parts]     # seeded start offsets in [0, 1) s
