@@ -94,7 +94,7 @@ impl World {
         if t != NEVER && t < self.clients[ci].sched {
             let t = t.max(self.engine.now());
             self.clients[ci].sched = t;
-            self.engine.schedule(t, target(K_CLIENT, ci));
+            self.engine.schedule_far(t, target(K_CLIENT, ci));
         }
     }
 

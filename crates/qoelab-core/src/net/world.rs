@@ -932,7 +932,7 @@ impl World {
         if t < self.ep_meta[ep].sched {
             let t = t.max(now);
             self.ep_meta[ep].sched = t;
-            self.engine.schedule(t, target(K_EP, ep));
+            self.engine.schedule_far(t, target(K_EP, ep));
         }
     }
 
