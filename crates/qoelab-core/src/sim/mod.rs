@@ -246,7 +246,12 @@ mod tests {
         for round in 0..200u64 {
             for k in 0..(rng.next_u64() % 9) {
                 let t = e.now() + rng.next_u64() % 50;
-                e.schedule(t, round * 100 + k);
+                // Both entry points: the pop order is (time, seq) whatever part holds an event.
+                if rng.next_u64() % 3 == 0 {
+                    e.schedule_far(t, round * 100 + k);
+                } else {
+                    e.schedule(t, round * 100 + k);
+                }
                 want.push((t, e.seq, round * 100 + k));
             }
             for _ in 0..(rng.next_u64() % 7) {
