@@ -247,7 +247,7 @@ mod tests {
             for k in 0..(rng.next_u64() % 9) {
                 let t = e.now() + rng.next_u64() % 50;
                 // Both entry points: the pop order is (time, seq) whatever part holds an event.
-                if rng.next_u64() % 3 == 0 {
+                if rng.next_u64().is_multiple_of(3) {
                     e.schedule_far(t, round * 100 + k);
                 } else {
                     e.schedule(t, round * 100 + k);
