@@ -60,6 +60,8 @@ pub struct FlowRt {
     pub closing: Option<crate::ids::FlowId>,
     /// The video client this half-connection belongs to.
     pub client: Option<ClientId>,
+    /// The client's connection slot of this half-connection (0 for other flows).
+    pub slot: u32,
     /// Sum and count of srtt samples (ns) taken at the sampling interval.
     pub srtt_sum: f64,
     pub srtt_n: u64,
@@ -99,6 +101,7 @@ impl FlowRt {
             srtt_sum: 0.0,
             srtt_n: 0,
             peer: None,
+            slot: 0,
         }
     }
 }

@@ -86,6 +86,8 @@ impl World {
             self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), kind, server, client, &c.cc, &ccp, &down, start)?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
+        self.flows[req].slot = slot;
+        self.flows[resp].slot = slot;
         self.pair_halves(req, resp);
         Ok((req, resp))
     }
@@ -94,7 +96,7 @@ impl World {
         if t != NEVER && t < self.clients[ci].sched {
             let t = t.max(self.engine.now());
             self.clients[ci].sched = t;
-            self.engine.schedule(t, target(K_CLIENT, ci));
+            self.engine.schedule_far(t, target(K_CLIENT, ci));
         }
     }
 
@@ -117,20 +119,17 @@ impl World {
 
     /// A TCP receiver of client `ci`'s connection got a packet (called after on_packet).
     pub(crate) fn client_on_rx(&mut self, ci: ClientId, fid: FlowId) {
-        let c = &self.clients[ci];
-        let mut hit = None;
-        for (k, &(rq, rs)) in c.conns.iter().enumerate() {
-            if fid == rq {
-                hit = Some((k, Dir::Request));
-            } else if fid == rs {
-                hit = Some((k, Dir::Response));
-            } else {
-                continue;
-            }
-            break;
-        }
-        let Some((k, dir)) = hit else { return };
-        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(k as u32), dir, t));
+        // The flow's slot; the flow is one of the slot's current halves unless it was replaced.
+        let k = self.flows[fid].slot;
+        let Some(&(rq, rs)) = self.clients[ci].conns.get(k as usize) else { return };
+        let dir = if fid == rq {
+            Dir::Request
+        } else if fid == rs {
+            Dir::Response
+        } else {
+            return;
+        };
+        self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(k), dir, t));
     }
 
     /// Call the session with a buffered transport, apply its operations, reschedule its timer.

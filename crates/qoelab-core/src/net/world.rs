@@ -932,7 +932,7 @@ impl World {
         if t < self.ep_meta[ep].sched {
             let t = t.max(now);
             self.ep_meta[ep].sched = t;
-            self.engine.schedule(t, target(K_EP, ep));
+            self.engine.schedule_far(t, target(K_EP, ep));
         }
     }
 
@@ -947,7 +947,18 @@ impl World {
             return;
         }
         match &mut self.eps[ep] {
-            Ep::TcpTx(s) => s.on_timer(now),
+            Ep::TcpTx(s) => {
+                // A timer event scheduled for an RTO that an ACK has since moved later: re-arm
+                // at the new deadline without polling (what drain_ep would do, see early_rto).
+                if let Some(t) = s.early_rto(now) {
+                    if t != NEVER {
+                        self.ep_meta[ep].sched = t;
+                        self.engine.schedule_far(t, target(K_EP, ep));
+                    }
+                    return;
+                }
+                s.on_timer(now)
+            }
             Ep::TcpRx(r) => r.on_timer(now),
             _ => {}
         }

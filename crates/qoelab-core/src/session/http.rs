@@ -104,11 +104,20 @@ pub struct Http {
     conns: Vec<Conn>,
     next_id: ReqId,
     pub stats: HttpStats,
+    /// Earliest `serve_at` at the front of a server queue (NEVER if none): kept up to date where
+    /// a front changes or gets a time (`serve`, `reset`), so that `poll_at` does not scan the slots.
+    serve_min: Ns,
 }
 
 impl Http {
     pub fn new(cfg: HttpCfg, connections: u32) -> Http {
-        Http { cfg, conns: vec![Conn::default(); connections.max(1) as usize], next_id: 0, stats: HttpStats::default() }
+        Http {
+            cfg,
+            conns: vec![Conn::default(); connections.max(1) as usize],
+            next_id: 0,
+            stats: HttpStats::default(),
+            serve_min: NEVER,
+        }
     }
 
     pub fn cfg(&self) -> &HttpCfg {
@@ -159,19 +168,23 @@ impl Http {
         self.stats.resets += 1;
         let (issued, completed) = (c.issued, c.completed);
         *c = Conn { issued, completed, ..Conn::default() };
+        self.refresh_serve_min();
         t.reset(now, conn);
         ids
     }
 
     /// Next think-time expiry of a server response (NEVER if none).
     pub fn poll_at(&self) -> Ns {
-        let mut t = NEVER;
-        for c in &self.conns {
-            if let Some(s) = c.server.front() {
-                t = t.min(s.serve_at);
-            }
-        }
-        t
+        debug_assert_eq!(self.serve_min, self.scan_serve_min());
+        self.serve_min
+    }
+
+    fn scan_serve_min(&self) -> Ns {
+        self.conns.iter().filter_map(|c| c.server.front()).map(|s| s.serve_at).min().unwrap_or(NEVER)
+    }
+
+    fn refresh_serve_min(&mut self) {
+        self.serve_min = self.scan_serve_min();
     }
 
     /// Timer: write the responses whose think time is over.
@@ -192,6 +205,8 @@ impl Http {
             c.server.pop_front();
             t.write(now, conn, Dir::Response, len);
         }
+        // A front may have been given its time (on_delivered) or popped.
+        self.refresh_serve_min();
     }
 
     /// Bytes arrived on stream `dir` of `conn`: server side for requests (answer the complete

@@ -8,8 +8,10 @@
 //! The queue has two parts: up to `NEAR` events in a small Vec sorted latest first (a pop is
 //! `Vec::pop`, an insertion moves the events due before it up one; when it is full, a new event goes
 //! there only if it is earlier than its latest, which then moves out) and the others in a 4-ary
-//! min-heap. A pop takes the earlier of the two heads. `seq`
-//! is unique, so the pop order is exactly the (time, seq) order whatever goes where.
+//! min-heap. Timers that are usually far ahead (endpoint and client timers) go straight to the heap
+//! ([`Engine::schedule_far`]), so that the near queue keeps the packet events. A pop takes the
+//! earlier of the two heads. `seq` is unique, so the pop order is exactly the (time, seq) order
+//! whatever goes where.
 
 use crate::time::Ns;
 use std::cmp::Ordering;
@@ -105,8 +107,16 @@ impl Engine {
             self.heap_push(e);
         }
     }
-    /// Rare: only when the near queue is full.
-    #[cold]
+    /// Schedule `target` at `time` (>= now) straight into the heap: for timers that are usually
+    /// far ahead (endpoint and client timers), which would otherwise shift the near queue or
+    /// overflow it. The pop order is the same (time, seq) order wherever an event goes.
+    #[inline]
+    pub fn schedule_far(&mut self, time: Ns, target: u64) {
+        assert!(time >= self.now, "event scheduled in the past: {time} < now {}", self.now);
+        self.seq += 1;
+        self.heap_push(Event { time, seq: self.seq, target });
+    }
+    /// Sift `e` up from a new hole at the end of the heap.
     #[inline(never)]
     fn heap_push(&mut self, e: Event) {
         // Sift up from a hole at the end.
@@ -236,7 +246,12 @@ mod tests {
         for round in 0..200u64 {
             for k in 0..(rng.next_u64() % 9) {
                 let t = e.now() + rng.next_u64() % 50;
-                e.schedule(t, round * 100 + k);
+                // Both entry points: the pop order is (time, seq) whatever part holds an event.
+                if rng.next_u64().is_multiple_of(3) {
+                    e.schedule_far(t, round * 100 + k);
+                } else {
+                    e.schedule(t, round * 100 + k);
+                }
                 want.push((t, e.seq, round * 100 + k));
             }
             for _ in 0..(rng.next_u64() % 7) {

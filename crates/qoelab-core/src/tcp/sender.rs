@@ -679,6 +679,18 @@ impl TcpSender {
         t
     }
 
+    /// The retransmission timer is the only thing pending and it is not due at `now`: an
+    /// unpaced, established sender with no ACK to send whose RTO moved later since its timer
+    /// event was scheduled. Then `on_timer(now)` does nothing and, if nothing happened to the
+    /// sender since the driver last polled it (the driver polls after every call that changes
+    /// it), `poll_transmit` has nothing to send: the driver only re-arms the timer at `rto_at`
+    /// (the returned time).
+    #[inline]
+    pub fn early_rto(&self, now: Ns) -> Option<Ns> {
+        let idle = matches!(self.conn, Conn::Established) && !self.ack_pending && now < self.rto_at;
+        (idle && self.pacing_rate().is_none()).then_some(self.rto_at)
+    }
+
     pub fn on_timer(&mut self, now: Ns) {
         match self.conn {
             Conn::Closed => {}
