@@ -8,7 +8,7 @@ Column = tuple[str, Literal["i64", "f64", "str"], bytes | list[str]]
 def version() -> str:
     """Version of the core."""
 
-def describe(family: Literal["aqm", "cc", "abr", "data_plane"]) -> str:
+def describe(family: Literal["aqm", "cc", "abr", "data_plane", "flow_controller"]) -> str:
     """JSON list of the registered models of a family: name, summary, reference, params.
     Raises ValueError for another family."""
 

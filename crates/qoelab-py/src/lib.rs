@@ -216,7 +216,8 @@ fn entry_json(
                        "params": qoelab_core::params::specs_json(params)})
 }
 
-/// JSON description of the registered models of a family ("aqm", "cc", "abr" or "data_plane").
+/// JSON description of the registered models of a family ("aqm", "cc", "abr", "data_plane" or
+/// "flow_controller").
 #[pyfunction]
 fn describe(family: &str) -> PyResult<String> {
     let v: Vec<serde_json::Value> = match family {
@@ -238,9 +239,13 @@ fn describe(family: &str) -> PyResult<String> {
                 j
             })
             .collect(),
+        "flow_controller" => qoelab_core::flowctl::REGISTRY
+            .iter()
+            .map(|e| entry_json(e.name, e.summary, e.reference, e.params))
+            .collect(),
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown model family {other:?}; expected aqm, cc, abr or data_plane"
+                "unknown model family {other:?}; expected aqm, cc, abr, data_plane or flow_controller"
             )))
         }
     };
