@@ -40,6 +40,8 @@ pub(crate) struct ProviderRt {
     members: Vec<ClientId>,
     weights: Vec<Option<f64>>,
     stats: Vec<WStats>,
+    /// Per member: (log entries summed, their download time) for the busy time.
+    busy: Vec<(usize, Ns)>,
     sched: Ns,
 }
 
@@ -110,6 +112,7 @@ fn build_list(cfg: &SimConfig) -> Result<Vec<ProviderRt>, SimError> {
             members: Vec::new(),
             weights: Vec::new(),
             stats: Vec::new(),
+            busy: Vec::new(),
             sched: NEVER,
         });
     }
@@ -164,6 +167,7 @@ impl World {
                     p.members.push(ci);
                     p.weights.push(None);
                     p.stats.push(WStats::default());
+                    p.busy.push((0, 0));
                     hit = Some((pi, p.members.len() - 1));
                     break;
                 }
@@ -195,18 +199,27 @@ impl World {
         }
     }
 
-    fn client_obs(&self, ci: ClientId, now: Ns) -> ClientObs<'_> {
+    /// Download time of the completed log entries of client `ci`, updated incrementally in `acc`
+    /// (entries summed so far, their total).
+    fn log_busy(&self, ci: ClientId, acc: &mut (usize, Ns)) -> Ns {
+        let log = self.clients[ci].session.player.log();
+        for l in &log[acc.0.min(log.len())..] {
+            acc.1 += l.t_last_byte.saturating_sub(l.t_request);
+        }
+        acc.0 = log.len();
+        acc.1
+    }
+
+    fn client_obs(&self, ci: ClientId, now: Ns, log_busy: Ns) -> ClientObs<'_> {
         let c = &self.clients[ci];
         let pl = &c.session.player;
         let delivered = c.resp_flows.iter().map(|&f| bytes_received(&self.eps, &self.flows[f])).sum();
         let cur = pl.current_download();
-        let busy: Ns = pl.log().iter().map(|l| l.t_last_byte.saturating_sub(l.t_request)).sum::<Ns>()
-            + cur.map_or(0, |d| now.saturating_sub(d.4));
+        let busy: Ns = log_busy + cur.map_or(0, |d| now.saturating_sub(d.4));
         let mut min_rtt: Option<Ns> = None;
         for f in self.current_resp_flows(ci) {
             if let Ep::TcpTx(s) = &self.eps[self.flows[f].tx] {
-                let m = s.sample(now).min_rtt;
-                if m > 0 {
+                if let Some(m) = s.min_rtt().filter(|m| *m > 0) {
                     min_rtt = Some(min_rtt.map_or(m, |x| x.min(m)));
                 }
             }
@@ -240,15 +253,21 @@ impl World {
         self.providers.list[pi].sched = NEVER;
         self.provider_scan();
         let mut ctl = self.providers.list[pi].ctl.take().expect("controller present");
-        let members = self.providers.list[pi].members.clone();
+        let members = std::mem::take(&mut self.providers.list[pi].members);
+        let mut busy = std::mem::take(&mut self.providers.list[pi].busy);
         let decision = {
-            let obs: Vec<ClientObs> = members.iter().map(|&ci| self.client_obs(ci, now)).collect();
+            let lb: Vec<Ns> = members.iter().zip(busy.iter_mut()).map(|(&ci, acc)| self.log_busy(ci, acc)).collect();
+            let obs: Vec<ClientObs> = members.iter().zip(lb).map(|(&ci, b)| self.client_obs(ci, now, b)).collect();
             ctl.update(now, &obs)
         };
-        self.providers.list[pi].ctl = Some(ctl);
-        for (k, u) in decision.weights.iter().enumerate().take(members.len()) {
+        let p = &mut self.providers.list[pi];
+        p.ctl = Some(ctl);
+        p.busy = busy;
+        let n = members.len();
+        p.members = members;
+        for (k, u) in decision.weights.iter().enumerate().take(n) {
             let Some(u) = u else { continue };
-            let ci = members[k];
+            let ci = self.providers.list[pi].members[k];
             {
                 let p = &mut self.providers.list[pi];
                 p.weights[k] = Some(u.weight);
