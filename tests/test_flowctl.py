@@ -85,3 +85,52 @@ def test_two_providers_run_independent_controllers(tmp_path):
     w = pq.read_table(out / "weights.parquet").to_pandas()
     assert set(w[w.provider == "vmaf"].client) == {"a", "b"}
     assert set(w[w.provider == "other"].client) == {"c", "d"}
+
+
+def test_weights_are_reapplied_after_a_reconnect(tmp_path):
+    """Sprint-x resets a connection on every switch cancel; each new response flow must carry
+    the client's current weight from its first sample on (tcp table vs weights table)."""
+    text = '''[scenario]
+name = "rs"
+duration = "60s"
+[topology]
+rate_profile = [["0s", "6Mbps"], ["10s", "0.8Mbps"], ["20s", "6Mbps"], ["30s", "0.8Mbps"], ["40s", "6Mbps"],
+                ["50s", "0.8Mbps"]]
+rate_up = "10Mbps"
+rtt = "20ms"
+buffer = "1.5bdp"
+[[client]]
+name = "a"
+count = 2
+cc = "wcubic"
+video = "synthetic:has-testbed"
+video_duration = "60s"
+data_plane = { kind = "sprint-x" }
+[[provider]]
+controller = "minerva"
+clients = ["a"]
+metric = "bitrate"
+'''
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    out = tmp_path / "out"
+    results.run(str(p)).write(str(out), force=True)
+    s = json.loads((out / "summary.json").read_text())
+    assert all(c["http"]["resets"] >= 3 for c in s["clients"])
+    fi = pq.read_table(out / "flow_info.parquet").to_pandas()
+    tcp = pq.read_table(out / "tcp.parquet").to_pandas()
+    w = pq.read_table(out / "weights.parquet").to_pandas()
+    checked = 0
+    for _, f in fi[fi.name.str.contains("/resp~")].iterrows():
+        client = f["name"].split("/")[0]
+        hist = w[w.client == client]
+        for _, row in tcp[tcp.flow == f["flow"]].iterrows():
+            # the weight set last before the sample (the sample and the update may share a time)
+            before = hist[hist.time_s < row.time_s - 1e-9]
+            if before.empty or (hist.time_s - row.time_s).abs().min() < 1e-6:
+                continue
+            assert abs(row.weight - before.weight.iloc[-1]) < 1e-9, (f["name"], row.time_s)
+            checked += 1
+    assert checked > 20
+    # a controller set weights other than 1 on reconnected flows
+    assert (tcp[tcp.flow.isin(fi[fi.name.str.contains("/resp~")].flow)].weight != 1.0).any()
