@@ -9,6 +9,7 @@
 //! individual parameter overrides its profile value. See docs/models/flow_controller-minerva.md.
 
 use super::pq::Curve;
+pub use super::value::ValueFunction;
 use super::{ClientObs, FlowController, FlowCtlCtx, FlowCtlEntry, FlowDecision, WeightUpdate};
 use crate::params::{perr, Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{secs, Ns, MS, NEVER, SEC};
@@ -161,56 +162,6 @@ const DEFAULT_PERIOD: Ns = 500 * MS;
 /// Floor of the utility (paper profile) so that f stays positive.
 const U_FLOOR: f64 = 1e-3;
 
-/// A value function V_h(buffer, rate, current rung): expected per-chunk QoE over the next h
-/// chunks, on a grid, bilinear in (buffer, rate) per rung, clamped at the grid's edges.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ValueFunction {
-    pub horizon: usize,
-    pub rates_bps: Vec<f64>,
-    pub buffers_s: Vec<f64>,
-    /// values[rung][rate][buffer]
-    pub values: Vec<Vec<Vec<f64>>>,
-}
-
-fn bracket(axis: &[f64], x: f64) -> (usize, usize, f64) {
-    if x <= axis[0] || axis.len() == 1 {
-        return (0, 0, 0.0);
-    }
-    let i = axis.partition_point(|a| *a < x);
-    if i >= axis.len() {
-        return (axis.len() - 1, axis.len() - 1, 0.0);
-    }
-    let (a, b) = (axis[i - 1], axis[i]);
-    (i - 1, i, if b > a { (x - a) / (b - a) } else { 0.0 })
-}
-
-impl ValueFunction {
-    /// Check the shape: non-empty increasing axes, one table per rung of the right size.
-    pub fn validate(&self, rungs: usize) -> Result<(), String> {
-        let inc = |a: &[f64]| !a.is_empty() && a.windows(2).all(|w| w[0] < w[1]) && a.iter().all(|x| x.is_finite());
-        if !inc(&self.rates_bps) || !inc(&self.buffers_s) {
-            return Err("rates_bps and buffers_s must be non-empty and increasing".into());
-        }
-        if self.values.len() != rungs {
-            return Err(format!("values: expected {rungs} rungs, found {}", self.values.len()));
-        }
-        for t in &self.values {
-            if t.len() != self.rates_bps.len() || t.iter().any(|row| row.len() != self.buffers_s.len()) {
-                return Err("values: expected [rung][rate][buffer]".into());
-            }
-        }
-        Ok(())
-    }
-    /// V at (buffer s, rate bit/s, rung).
-    pub fn eval(&self, buffer_s: f64, rate_bps: f64, rung: usize) -> f64 {
-        let t = &self.values[rung.min(self.values.len() - 1)];
-        let (r0, r1, fr) = bracket(&self.rates_bps, rate_bps);
-        let (b0, b1, fb) = bracket(&self.buffers_s, buffer_s);
-        let at = |r: usize| t[r][b0] + fb * (t[r][b1] - t[r][b0]);
-        at(r0) + fr * (at(r1) - at(r0))
-    }
-}
-
 /// Resolved constants.
 #[derive(Clone, Debug)]
 struct Cfg {
@@ -255,6 +206,8 @@ struct ClientState {
     weight: f64,
     announced: bool,
     curve: Option<Curve>,
+    /// Index of the client's value function in `value_fns`.
+    vf: Option<usize>,
 }
 
 /// The Minerva controller.
@@ -262,7 +215,7 @@ pub struct Minerva {
     cfg: Cfg,
     /// Z curves of the provider's videos, for the `run` normalization.
     z_curves: Vec<Curve>,
-    value_fn: Option<ValueFunction>,
+    value_fns: Vec<ValueFunction>,
     clients: Vec<ClientState>,
 }
 
@@ -374,13 +327,41 @@ impl Minerva {
             };
             z_curves.push(z_curve(&c, cfg.maxmin, cfg.pf_c));
         }
-        Ok(Minerva { cfg, z_curves, value_fn: None, clients: Vec::new() })
+        let mut m = Minerva { cfg, z_curves, value_fns: Vec::new(), clients: Vec::new() };
+        for vf in ctx.value_functions {
+            if !m.cfg.client {
+                return Err(perr("value_functions", "value functions are used by utility = \"client\" only"));
+            }
+            let Some(v) = ctx.videos.iter().find(|v| v.name == vf.video) else {
+                return Err(perr(
+                    "value_functions",
+                    format!("a value function of video \"{}\", which no client plays", vf.video),
+                ));
+            };
+            if vf.metric != m.cfg.metric {
+                return Err(perr(
+                    "value_functions",
+                    format!(
+                        "the value function of \"{}\" is on {}, the provider's metric is {}",
+                        vf.video, vf.metric, m.cfg.metric
+                    ),
+                ));
+            }
+            vf.validate(v.n_rungs()).map_err(|e| perr("value_functions", format!("video \"{}\": {e}", vf.video)))?;
+            m.value_fns.push(vf.clone());
+        }
+        Ok(m)
     }
 
-    /// Use a value function for V_h in the client-aware utility.
+    /// Use a value function for V_h in the client-aware utility (for clients whose video has the
+    /// value function's name; an unnamed one serves every client).
     pub fn with_value_function(mut self, v: ValueFunction) -> Minerva {
-        self.value_fn = Some(v);
+        self.value_fns.push(v);
         self
+    }
+
+    fn value_fn_for(&self, o: &ClientObs) -> Option<usize> {
+        self.value_fns.iter().position(|v| v.video == o.video.name || v.video.is_empty())
     }
 
     fn period(&self, o: &ClientObs) -> Ns {
@@ -400,7 +381,7 @@ impl Minerva {
     }
 
     /// The utility q of a client at rate `r` (bit/s).
-    fn utility(&self, o: &ClientObs, curve: &Curve, r: f64) -> f64 {
+    fn utility(&self, o: &ClientObs, curve: &Curve, r: f64, vf: Option<usize>) -> f64 {
         let basic = curve.at(r);
         let q = if !self.cfg.client {
             basic
@@ -426,7 +407,7 @@ impl Minerva {
                 rung = ch.rung;
             }
             // V_h; without a value function, its h -> infinity limit, Eq. 2
-            let v = self.value_fn.as_ref().map_or(basic, |vf| vf.eval(b_after, r, rung));
+            let v = vf.map_or(basic, |k| self.value_fns[k].eval(b_after, r, rung));
             if c.chunk_mix {
                 // the code: value x h, current x 1, past mean x min(10, n), the missing past
                 // weight filled by the value
@@ -535,6 +516,7 @@ impl FlowController for Minerva {
             let st = &mut clients[i];
             if st.curve.is_none() {
                 st.curve = Some(Curve::of_video(o.video, self.cfg.metric).unwrap_or_else(|| Curve::new(&[])));
+                st.vf = self.value_fn_for(o);
             }
             let half = (self.period(o) / 2).max(1);
             if !o.active {
@@ -570,7 +552,7 @@ impl FlowController for Minerva {
                     let rate = self.rate_estimate(st, r);
                     if started {
                         let curve = st.curve.clone().expect("set above");
-                        let q = self.utility(o, &curve, rate);
+                        let q = self.utility(o, &curve, rate, st.vf);
                         let z = self.score(&curve, q);
                         let w = self.target(rate, z);
                         let g = self.cfg.weight_ewma;

@@ -21,6 +21,7 @@
 pub mod minerva;
 pub mod none;
 pub mod pq;
+pub mod value;
 
 use crate::params::{perr, ParamError, ParamSpec, Params};
 use crate::player::SegmentLog;
@@ -92,6 +93,8 @@ pub trait FlowController: Send {
 /// known at build time (clients that arrive later play one of them).
 pub struct FlowCtlCtx<'a> {
     pub videos: &'a [&'a Video],
+    /// Value functions given to the provider (Minerva's client-aware utility), one per video.
+    pub value_functions: &'a [value::ValueFunction],
 }
 
 pub type FlowCtlBuildFn = fn(&Params, &FlowCtlCtx) -> Result<Box<dyn FlowController>, ParamError>;
@@ -135,7 +138,7 @@ mod tests {
     #[test]
     fn registry_builds_defaults_and_rejects_unknown() {
         let v = pq::tests::video_with_vmaf("a", &[1e6, 2e6], &[50.0, 80.0], 4);
-        let ctx = FlowCtlCtx { videos: &[&v] };
+        let ctx = FlowCtlCtx { videos: &[&v], value_functions: &[] };
         for e in REGISTRY {
             let c = build(e.name, &Params::new(), &ctx).unwrap_or_else(|err| panic!("{}: {err}", e.name));
             assert_eq!(c.name(), e.name);

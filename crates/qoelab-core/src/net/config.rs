@@ -54,6 +54,9 @@ pub struct ProviderCfg {
     /// The controller's parameters (canonical units).
     #[serde(default)]
     pub params: serde_json::Value,
+    /// Value functions (Minerva's client-aware utility), one per video.
+    #[serde(default)]
+    pub value_functions: Vec<crate::flowctl::value::ValueFunction>,
 }
 
 fn packet() -> String {

@@ -97,7 +97,12 @@ fn build_list(cfg: &SimConfig) -> Result<Vec<ProviderRt>, SimError> {
             videos.push(v);
         }
         let params = Params::from_value(&p.params).map_err(|e| serr(format!("{key}.params"), e.msg))?;
-        let ctl = crate::flowctl::build(&p.controller, &params, &FlowCtlCtx { videos: &videos }).map_err(|e| {
+        let ctl = crate::flowctl::build(
+            &p.controller,
+            &params,
+            &FlowCtlCtx { videos: &videos, value_functions: &p.value_functions },
+        )
+        .map_err(|e| {
             if e.param == "controller" {
                 serr(format!("{key}.controller"), e.msg)
             } else {

@@ -49,7 +49,7 @@ fn a_b() -> (Video, Video) {
 #[test]
 fn weight_update_by_hand_paper_profile() {
     let (a, b) = a_b();
-    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b] }).unwrap();
+    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] }).unwrap();
     let log = [seg(0, 0, 0)];
     // T = 25 x 20 ms = 500 ms: wait 250 ms, measure 250 ms.
     let d = m.update(0, &[obs(&a, &log, 0, 0)]);
@@ -76,7 +76,7 @@ fn weight_update_by_hand_paper_profile() {
 #[test]
 fn no_update_before_first_chunk_nor_on_idle_windows() {
     let (a, _) = a_b();
-    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a] }).unwrap();
+    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
     m.update(0, &[obs(&a, &[], 0, 0)]);
     assert!(m.update(250 * MS, &[obs(&a, &[], 62_500, 250 * MS)]).weights[0].is_none());
     let log = [seg(0, 0, 0)];
@@ -90,7 +90,7 @@ fn one_video_run_normalization_gives_alpha() {
     // f = U^-1 / alpha, so r / f(U(r)) = alpha inside the ladder; with weight_ewma 1 it is exact.
     let (a, _) = a_b();
     let p = Params::new().with("weight_ewma", 1.0);
-    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a] }).unwrap();
+    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
     let log = [seg(0, 0, 0)];
     m.update(0, &[obs(&a, &log, 0, 0)]);
     let d = m.update(250 * MS, &[obs(&a, &log, 70_000, 250 * MS)]);
@@ -109,7 +109,7 @@ fn weights_stay_in_the_clamp() {
             .with("weight_ewma", 0.9)
             .with("w_min", w_min)
             .with("w_max", w_max);
-        let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&lo, &hi] }).unwrap();
+        let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&lo, &hi], value_functions: &[] }).unwrap();
         let log = [seg(0, 0, 0)];
         let (mut hit_lo, mut hit_hi) = (false, false);
         for k in 0..200u64 {
@@ -139,7 +139,7 @@ fn never_reads_a_clock_only_observation_differences_matter() {
     // give the same weights.
     let (a, b) = a_b();
     let run = |offset: Ns, extra: bool| -> Vec<f64> {
-        let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b] }).unwrap();
+        let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] }).unwrap();
         let log = [seg(0, 0, 0)];
         let mut ws = Vec::new();
         for k in 0..40u64 {
@@ -187,7 +187,7 @@ fn fluid_iteration_reaches_the_max_min_optimum() {
         .with("w_min", 1e-6)
         .with("w_max", 1e6)
         .with("update_period", 1_000_000_000u64);
-    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&va, &vb] }).unwrap();
+    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&va, &vb], value_functions: &[] }).unwrap();
     let (ca, cb) = (Curve::of_video(&va, "vmaf").unwrap(), Curve::of_video(&vb, "vmaf").unwrap());
     let cap = 5e6;
     let mut rates = [2.5e6, 2.5e6];
@@ -226,7 +226,7 @@ fn fluid_iteration_reaches_the_max_min_optimum() {
 #[test]
 fn bad_parameters() {
     let (a, _) = a_b();
-    let ctx = FlowCtlCtx { videos: &[&a] };
+    let ctx = FlowCtlCtx { videos: &[&a], value_functions: &[] };
     let e = Minerva::new(&Params::new().with("w_min", 5.0).with("w_max", 2.0), &ctx).err().unwrap();
     assert_eq!(e.param, "w_min");
     let e = Minerva::new(&Params::new().with("metric", "psnr"), &ctx).err().unwrap();
@@ -238,16 +238,19 @@ fn bad_parameters() {
 #[test]
 fn code_profile_constants() {
     let (a, _) = a_b();
-    let m = Minerva::new(&Params::new().with("profile", "code"), &FlowCtlCtx { videos: &[&a] }).unwrap();
+    let m = Minerva::new(&Params::new().with("profile", "code"), &FlowCtlCtx { videos: &[&a], value_functions: &[] })
+        .unwrap();
     let c = &m.cfg;
     assert_eq!(c.update_period, Some(2 * SEC));
     assert_eq!((c.rate_ewma, c.weight_ewma, c.gamma, c.alpha), (1.0, 0.3, 1.0, 1.66));
     assert!(!c.conservative && c.softplus && c.chunk_mix);
     assert_eq!(c.dash_overhead, 600 * MS);
     // an explicit parameter overrides the profile
-    let m =
-        Minerva::new(&Params::new().with("profile", "code").with("weight_ewma", 0.1), &FlowCtlCtx { videos: &[&a] })
-            .unwrap();
+    let m = Minerva::new(
+        &Params::new().with("profile", "code").with("weight_ewma", 0.1),
+        &FlowCtlCtx { videos: &[&a], value_functions: &[] },
+    )
+    .unwrap();
     assert_eq!(m.cfg.weight_ewma, 0.1);
 }
 
@@ -255,7 +258,7 @@ fn code_profile_constants() {
 fn client_aware_utility_by_hand() {
     let (a, _) = a_b();
     let p = Params::new().with("utility", "client");
-    let m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a] }).unwrap();
+    let m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
     let curve = Curve::of_video(&a, "vmaf").unwrap();
     // past: chunks at rungs 0 then 1 with a 1-s stall: QoE 40, 80 - 25 - 2.5 x 40 = -45 -> mean -2.5
     let log = [seg(0, 0, 0), seg(1, 1, SEC)];
@@ -271,20 +274,20 @@ fn client_aware_utility_by_hand() {
     });
     let cur = 80.0 - 25.0 * 5.0;
     let v = 60.0; // no value function: V = Eq. 2 at 2 Mbit/s
-    let q = m.utility(&o, &curve, 2e6);
+    let q = m.utility(&o, &curve, 2e6, None);
     assert!((q - (-2.5 + cur + v) / 3.0).abs() < 1e-9, "{q}");
     // with a value function: V(b_after = 0 + 4 s, 2 Mbit/s, rung 1) interpolated
-    let vf = ValueFunction {
-        horizon: 5,
-        rates_bps: vec![1e6, 3e6],
-        buffers_s: vec![0.0, 8.0],
-        values: vec![vec![vec![0.0, 0.0]; 2], vec![vec![100.0, 120.0], vec![140.0, 160.0]]],
-    };
+    let vf = ValueFunction::from_grid(
+        5,
+        vec![1e6, 3e6],
+        vec![0.0, 8.0],
+        vec![vec![vec![0.0, 0.0]; 2], vec![vec![100.0, 120.0], vec![140.0, 160.0]]],
+    );
     vf.validate(2).unwrap();
     assert_eq!(vf.eval(4.0, 2e6, 1), 130.0);
     assert_eq!(vf.eval(100.0, 9e6, 1), 160.0); // clamped at the edges
     let m = m.with_value_function(vf);
-    let q = m.utility(&o, &curve, 2e6);
+    let q = m.utility(&o, &curve, 2e6, m.value_fn_for(&o));
     assert!((q - (-2.5 + cur + 130.0) / 3.0).abs() < 1e-9, "{q}");
 }
 
@@ -292,7 +295,11 @@ fn client_aware_utility_by_hand() {
 fn propfair_score_prefers_the_steeper_video() {
     // Z = C - P'(r)/P(r): at equal utility, a steep curve has the lower score (App. D)
     let (a, b) = a_b();
-    let m = Minerva::new(&Params::new().with("objective", "propfair"), &FlowCtlCtx { videos: &[&a, &b] }).unwrap();
+    let m = Minerva::new(
+        &Params::new().with("objective", "propfair"),
+        &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] },
+    )
+    .unwrap();
     let (ca, cb) = (Curve::of_video(&a, "vmaf").unwrap(), Curve::of_video(&b, "vmaf").unwrap());
     let za = m.score(&ca, 60.0);
     let zb = m.score(&cb, 60.0);
