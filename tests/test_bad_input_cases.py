@@ -86,6 +86,12 @@ PV = {"v.json": '{"name": "v", "segment_duration": 2000000000, "bitrates_bps": [
                 '"sizes": [[125000, 250000], [125000, 250000]], "quality": {"vmaf": [[40, 80], [40, 80]]}}'}
 
 
+VF_BAD_SHAPE = json.dumps({"format": "qoelab.value_function", "version": 1, "video": "v", "metric": "vmaf",
+                           "horizon": 5, "beta": 25, "gamma": 2.5, "buffer_max_s": 60, "segment_s": 2,
+                           "bitrates_bps": [500000, 1000000], "rates_bps": [1e6, 2e6], "buffers_s": [0, 1],
+                           "values": [[[1, 2], [3, 4]]]})
+
+
 def pscen(provider, video='video = "v.json"', cc="wcubic", controller="minerva"):
     return scen(flow=None, client=f'name = "a"\n{video}\ncc = "{cc}"',
                 extra=f'[[provider]]\ncontroller = "{controller}"\n{provider}')
@@ -317,6 +323,16 @@ CASES = [
     ("provider-unknown-param", pscen('clients = ["a"]\nwmax = 3'), "provider[0].wmax", PV),
     ("provider-client-twice", pscen('clients = ["a"]') + '\n[[provider]]\ncontroller = "minerva"\nclients = ["a"]\n',
      "provider[1].clients", PV),
+    ("provider-value-function-not-json", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": "{not json"}),
+    ("provider-value-function-wrong-format", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": '{"format": "interp", "version": 1}'}),
+    ("provider-value-function-missing", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["nope.json"]'),
+     "provider[0].value_functions", PV),
+    ("provider-value-function-bad-shape", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
+    ("provider-value-function-basic-utility", pscen('clients = ["a"]\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
     ("provider-trace-network", pscen('clients = ["a"]').replace('duration = "1s"', 'duration = "1s"\nnetwork = "trace"', 1),
      "provider", PV),
 ]

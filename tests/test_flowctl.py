@@ -134,3 +134,32 @@ metric = "bitrate"
     assert checked > 20
     # a controller set weights other than 1 on reconnected flows
     assert (tcp[tcp.flow.isin(fi[fi.name.str.contains("/resp~")].flow)].weight != 1.0).any()
+
+
+def test_value_function_command_and_client_utility(tmp_path):
+    """`qoelab minerva value-function` writes the documented format, monotone in rate and buffer;
+    a provider with utility = "client" loads one per video and runs."""
+    from conftest import qoelab_cli
+    write_videos(tmp_path)
+    for v in ("A", "B"):
+        r = qoelab_cli("minerva", "value-function", str(tmp_path / f"{v}.json"), "--out", str(tmp_path / f"{v}.vf.json"),
+                       "--rate-max", "6Mbps", "--rate-step", "200kbps", "--buffer-step", "1s")
+        assert r.returncode == 0, r.stderr
+    vf = json.loads((tmp_path / "A.vf.json").read_text())
+    assert vf["format"] == "qoelab.value_function" and vf["version"] == 1 and vf["video"] == "A"
+    assert (vf["horizon"], vf["metric"], len(vf["rates_bps"]), len(vf["buffers_s"])) == (5, "vmaf", 30, 41)
+    assert len(vf["values"]) == 6
+    for t in vf["values"]:
+        for ri in range(len(t)):
+            for bi in range(len(t[ri])):
+                assert ri == 0 or t[ri][bi] >= t[ri - 1][bi] - 1e-9
+                assert bi == 0 or t[ri][bi] >= t[ri][bi - 1] - 1e-9
+    (tmp_path / "r").mkdir()
+    for v in ("A", "B"):
+        (tmp_path / "r" / f"{v}.vf.json").write_text((tmp_path / f"{v}.vf.json").read_text())
+    s, out = run(tmp_path / "r", [("a", "A", ""), ("b", "B", "")],
+                 provider(["a", "b"], extra='utility = "client"\nvalue_functions = ["A.vf.json", "B.vf.json"]'),
+                 duration="60s")
+    fa, fb = (c["flow_control"] for c in s["clients"])
+    assert fa["updates"] > 10 and fb["updates"] > 10
+    assert fa["weight_mean"] > fb["weight_mean"]

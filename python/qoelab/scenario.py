@@ -1101,7 +1101,22 @@ def _provider(b, p: _Section):
             if lbl in labels or any(lbl in q["clients"] for q in b.providers):
                 raise p.err("clients", "each client in one provider only", lbl)
             labels.append(lbl)
-    rest = _Section(p.src, p.path, {k: v for k, v in p.data.items() if k not in ("name", "controller", "clients")})
+    vfs = []
+    if "value_functions" in p.data:
+        from qoelab import minerva as mv
+
+        def files(v):
+            if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"expected a non-empty list of value-function files, found {_show(v)}")
+            return v
+        for fpath in p.get("value_functions", files):
+            full = fpath if os.path.isabs(fpath) else os.path.join(b.base_dir, fpath)
+            try:
+                vfs.append(mv.load_value_function(full, p.key("value_functions")))
+            except InputError as e:
+                raise InputError(p.src, e.where, message=e.message) from None
+    rest = _Section(p.src, p.path, {k: v for k, v in p.data.items()
+                                    if k not in ("name", "controller", "clients", "value_functions")})
     params = convert_params(rest, b.flowctls[controller]["params"], f"flow controller {controller}")
     p.used.update(p.data.keys())
     if "w_min" in params and "w_max" in params and params["w_min"] > params["w_max"]:
@@ -1119,7 +1134,8 @@ def _provider(b, p: _Section):
             raise p.err("metric", f"a quality table of the video of client {lbl} ({have})", metric)
     p.finish()
     b.origin[f"providers[{i}]"] = p.path
-    b.providers.append({"name": name, "controller": controller, "clients": labels, "params": params})
+    b.providers.append({"name": name, "controller": controller, "clients": labels, "params": params,
+                        "value_functions": vfs})
 
 
 _Builder.provider = _provider
