@@ -82,6 +82,21 @@ VIDEO_JSON_OFFSETS = '{"name": "v", "segment_duration": 2000000000, "bitrates_bp
 SABRE_MOVIE = '{"segment_duration_ms": 2000, "bitrates_kbps": [500, 1000], ' \
               '"segment_sizes_bits": [[1000000, 2000000], [1000000, 2000000]]}'
 
+PV = {"v.json": '{"name": "v", "segment_duration": 2000000000, "bitrates_bps": [500000, 1000000], '
+                '"sizes": [[125000, 250000], [125000, 250000]], "quality": {"vmaf": [[40, 80], [40, 80]]}}'}
+
+
+VF_BAD_SHAPE = json.dumps({"format": "qoelab.value_function", "version": 1, "video": "v", "metric": "vmaf",
+                           "horizon": 5, "beta": 25, "gamma": 2.5, "buffer_max_s": 60, "segment_s": 2,
+                           "bitrates_bps": [500000, 1000000], "rates_bps": [1e6, 2e6], "buffers_s": [0, 1],
+                           "values": [[[1, 2], [3, 4]]]})
+
+
+def pscen(provider, video='video = "v.json"', cc="wcubic", controller="minerva"):
+    return scen(flow=None, client=f'name = "a"\n{video}\ncc = "{cc}"',
+                extra=f'[[provider]]\ncontroller = "{controller}"\n{provider}')
+
+
 # (id, scenario text, expected "file:key" (file "s.toml" unless given), extra files {name: text or bytes})
 CASES = [
     # --- unit strings: overflow, non-finite, absurd magnitudes ---
@@ -295,6 +310,31 @@ CASES = [
     ("empty-file", "", "scenario", {}),
     ("not-utf8", b"\xff\xfe[scenario]\n", "", {}),
     ("toml-syntax", scen().replace('rate = "10Mbps"', 'rate = "10Mbps'), "", {}),
+    # --- [[provider]] flow controllers ---
+    ("provider-no-clients", pscen("clients = []"), "provider[0].clients", PV),
+    ("provider-unknown-client", pscen('clients = ["zz"]'), "provider[0].clients", PV),
+    ("provider-bounds-inverted", pscen('clients = ["a"]\nw_min = 5\nw_max = 2'), "provider[0].w_min", PV),
+    ("provider-w-init-outside", pscen('clients = ["a"]\nw_init = 30'), "provider[0].w_init", PV),
+    ("provider-no-quality-metric", pscen('clients = ["a"]', video='video = "synthetic:has-testbed"'),
+     "provider[0].metric", {}),
+    ("provider-metric-missing", pscen('clients = ["a"]\nmetric = "psnr"'), "provider[0].metric", PV),
+    ("provider-unweighted-cc", pscen('clients = ["a"]', cc="cubic"), "client[0].cc", PV),
+    ("provider-unknown-controller", pscen('clients = ["a"]', controller="nope"), "provider[0].controller", PV),
+    ("provider-unknown-param", pscen('clients = ["a"]\nwmax = 3'), "provider[0].wmax", PV),
+    ("provider-client-twice", pscen('clients = ["a"]') + '\n[[provider]]\ncontroller = "minerva"\nclients = ["a"]\n',
+     "provider[1].clients", PV),
+    ("provider-value-function-not-json", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": "{not json"}),
+    ("provider-value-function-wrong-format", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": '{"format": "interp", "version": 1}'}),
+    ("provider-value-function-missing", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["nope.json"]'),
+     "provider[0].value_functions", PV),
+    ("provider-value-function-bad-shape", pscen('clients = ["a"]\nutility = "client"\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
+    ("provider-value-function-basic-utility", pscen('clients = ["a"]\nvalue_functions = ["vf.json"]'),
+     "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
+    ("provider-trace-network", pscen('clients = ["a"]').replace('duration = "1s"', 'duration = "1s"\nnetwork = "trace"', 1),
+     "provider", PV),
 ]
 
 

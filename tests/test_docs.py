@@ -11,7 +11,7 @@ from conftest import REPO, qoelab_cli
 from qoelab import _core
 
 SECTIONS = ["Model", "Reference", "Parameters", "Deviations", "Validation"]
-MODELS = [(f, e) for f in ("aqm", "cc", "abr", "data_plane") for e in json.loads(_core.describe(f))]
+MODELS = [(f, e) for f in ("aqm", "cc", "abr", "data_plane", "flow_controller") for e in json.loads(_core.describe(f))]
 
 
 @pytest.mark.parametrize("family,entry", MODELS, ids=[f"{f}-{e['name']}" for f, e in MODELS])

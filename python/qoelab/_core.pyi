@@ -8,7 +8,7 @@ Column = tuple[str, Literal["i64", "f64", "str"], bytes | list[str]]
 def version() -> str:
     """Version of the core."""
 
-def describe(family: Literal["aqm", "cc", "abr", "data_plane"]) -> str:
+def describe(family: Literal["aqm", "cc", "abr", "data_plane", "flow_controller"]) -> str:
     """JSON list of the registered models of a family: name, summary, reference, params.
     Raises ValueError for another family."""
 
@@ -56,3 +56,9 @@ def efficiency_rounds(chunk_bytes: float, fair_bdp: float, sst: float, mss: floa
 def instability_index_levels(rungs: list[int]) -> list[float]:
     """Chunklets' instability index on 1-based levels (rung 0 -> level 1), k = 10, w(d) = k - d,
     not clamped: one value per chunk once 11 chunks exist."""
+
+
+def minerva_value_function(video_json: str, params_json: str) -> str:
+    """Minerva's value function V_h of a video on a (rate, buffer, rung) grid, as JSON
+    (docs/models/flow_controller-minerva.md). Raises ValueError(path, message)."""
+    ...

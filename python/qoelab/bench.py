@@ -30,6 +30,19 @@ def _dumbbell(name, n, rate, aqm, duration, buffer="1000pkts", cc="cubic"):
             "output": {"tables": []}}
 
 
+def _video4(name, duration, controller, pin=False):
+    scn = {"scenario": {"name": name, "duration": duration, "seed": 1},
+           "topology": {"rate": "10Mbps", "rtt": "20ms", "buffer": "1.5bdp"},
+           "client": [{"name": "v", "abr": "dynamic", "count": 4, "cc": "wcubic", "video": "synthetic:sabre-bbb",
+                       "video_duration": duration}],
+           "output": {"tables": []}}
+    if controller:
+        scn["provider"] = [{"name": "p", "controller": controller, "clients": ["v"], "metric": "bitrate"}]
+        if pin:
+            scn["provider"][0].update({"w_min": 1.0, "w_max": 1.0})
+    return scn
+
+
 def cases(quick: bool):
     d = (lambda full, q: q if quick else full)
     tmp = tempfile.mkdtemp(prefix="qoelab-bench-")
@@ -72,6 +85,18 @@ def cases(quick: bool):
           "client": [{"abr": "dynamic", "count": 4, "video": "synthetic:chunklets", "video_duration": "200s",
                       "data_plane": {"kind": "chunklets", "n": 10}}],
           "output": {"tables": []}}),
+        ("video-4clients-wcubic-nocontrol",
+         "4 DASH clients (dash.js DYNAMIC) on weighted Cubic, no flow controller, 10 Mbit/s, 20 ms, pfifo 1.5 BDP, "
+         "600 s (the baseline of the next case)",
+         _video4("bench9", d("600s", "60s"), None)),
+        ("video-4clients-wcubic-minerva",
+         "the same 4 clients under one Minerva provider (paper profile, metric = bitrate: the synthetic video "
+         "has no quality table); the controller's cost is the difference with the previous case",
+         _video4("bench10", d("600s", "60s"), "minerva")),
+        ("video-4clients-wcubic-minerva-pinned",
+         "as the previous case with the clamp pinned to [1, 1]: the controller does all its work but the weights "
+         "stay 1, so the packets are those of the baseline and the difference is the controller's own cost",
+         _video4("bench11", d("600s", "60s"), "minerva", pin=True)),
         ("memory-1G-1h",
          "memory case: 4 Cubic bulk flows, 1 Gbit/s, 20 ms RTT, FQ-CoDel, 1 hour, tables off (run once)",
          _dumbbell("bench7", 4, "1Gbps", "fq_codel", d("3600s", "30s"), buffer="1bdp")),

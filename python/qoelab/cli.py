@@ -140,7 +140,7 @@ def build_parser():
     v.set_defaults(func=_cmd_validate)
 
     l = sub.add_parser("list", help="list models with their parameters, defaults and units")
-    l.add_argument("family", choices=["aqm", "cc", "abr", "data_plane", "tcp"])
+    l.add_argument("family", choices=["aqm", "cc", "abr", "data_plane", "flow_controller", "tcp"])
     l.add_argument("--json", action="store_true", help="machine-readable output")
     l.set_defaults(func=_cmd_list)
 
@@ -157,7 +157,7 @@ def build_parser():
     d.add_argument("--out", default="results/demo", metavar="DIR")
     d.set_defaults(func=_cmd_demo)
 
-    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli"):
+    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:

@@ -303,6 +303,10 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
     top.used.add("client")
     if not isinstance(clients_raw, list):
         raise InputError(src, "client", "an array of tables [[client]]", _show(clients_raw))
+    providers_raw = data.get("provider", [])
+    top.used.add("provider")
+    if not isinstance(providers_raw, list):
+        raise InputError(src, "provider", "an array of tables [[provider]]", _show(providers_raw))
     if not flows_raw and not clients_raw:
         raise InputError(src, flow_key, message="expected at least one [[flow]] or [[client]]")
 
@@ -320,9 +324,15 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
         builder.flow(_Section(src, f"{flow_key}[{i}]", fr))
     for i, cr in enumerate(clients_raw):
         builder.client(_Section(src, f"client[{i}]", cr))
+    if providers_raw and network == "trace":
+        raise InputError(src, "provider", message="providers run on the packet network only; use network = \"packet\"")
+    for i, pr in enumerate(providers_raw):
+        if not isinstance(pr, dict):
+            raise InputError(src, f"provider[{i}]", "a table", _show(pr))
+        builder.provider(_Section(src, f"provider[{i}]", pr))
 
     out = top.sub("output")
-    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web", "segments"]}
+    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web", "segments", "weights"]}
     pcap = None
     if out is not None:
         output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
@@ -332,7 +342,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
                           f"(duration / sample_interval)", out.data["sample_interval"])
 
         def tables(v):
-            ok = ["flows", "tcp", "queues", "packets", "web", "segments"]
+            ok = ["flows", "tcp", "queues", "packets", "web", "segments", "weights"]
             if not isinstance(v, list) or any(t not in ok for t in v):
                 raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
             return v
@@ -365,6 +375,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
         "flows": builder.flows,
         "videos": builder.videos,
         "clients": builder.clients,
+        "providers": builder.providers,
         "output": output,
         "network": network,
     }
@@ -476,6 +487,9 @@ def core_key(meta: dict, path: str) -> tuple[str | None, str]:
             rest_key, detail = (rest, "") if re.fullmatch(r"(\.[A-Za-z_]\w*)*", rest) else ("", rest.lstrip("."))
             return f"{sec}.{_LINK_FIELDS[field_]}{suffix}{rest_key}", detail
         return sec, ""
+    m = re.fullmatch(r"(providers\[\d+\])\.params\.(\w+)", path)
+    if m and m.group(1) in meta.get("origin", {}):
+        return f"{meta['origin'][m.group(1)]}.{m.group(2)}", ""
     for prefix, key in meta.get("origin", {}).items():
         if path == prefix or path.startswith(prefix + "."):
             rest = path[len(prefix) + 1:]
@@ -525,6 +539,9 @@ class _Builder:
         self.duration = 0
         self.abrs = None
         self.planes = None
+        self.flowctls = None
+        self.providers = []
+        self.client_groups = {}
         self.python_abrs: dict = {}
         # normalized config path prefix -> scenario key (for errors raised by the core)
         self.origin: dict[str, str] = {}
@@ -1031,6 +1048,7 @@ def _client(b, c: _Section):
     if start + (count - 1) * stagger > units.MAX_DURATION_NS:
         raise c.err("stagger", "start + (count - 1) x stagger of at most 100 years", c.data.get("stagger"))
     c.finish()
+    b.client_groups.setdefault(name, []).extend(name if count == 1 else f"{name}-{k}" for k in range(count))
     for k in range(count):
         label = name if count == 1 else f"{name}-{k}"
         s, cl = b.hostpair(label, rtt, first, last, c)
@@ -1049,3 +1067,75 @@ def _client(b, c: _Section):
 
 
 _Builder.client = _client
+
+WEIGHTED_CC = ("wcubic", "multcp", "fast")
+
+
+def _provider(b, p: _Section):
+    """A `[[provider]]`: a flow controller over named clients. A name is a client's name, or the
+    name of a `[[client]]` entry with `count`, which covers all its copies (`a` = `a-0`, `a-1`...);
+    an arrival entry's name covers its sessions."""
+    if b.flowctls is None:
+        b.flowctls = _describe("flow_controller")
+    i = len(b.providers)
+    name = p.str("name", default=f"provider{i}")
+    if any(q["name"] == name for q in b.providers):
+        raise p.err("name", "a name not used by another provider", name)
+    controller = p.str("controller", default="none", choices=sorted(b.flowctls))
+
+    def names(v):
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            raise ValueError(f"expected a non-empty list of client names, found {_show(v)}")
+        return v
+    listed = p.get("clients", names, required=True)
+    labels = []
+    known = {c["name"]: k for k, c in enumerate(b.clients)}
+    for n in listed:
+        group = b.client_groups.get(n)
+        if group is None and n in known:
+            group = [n]
+        if group is None:
+            raise p.err("clients", "client names of [[client]] entries (" + ", ".join(sorted(b.client_groups)) + ")",
+                        n)
+        for lbl in group:
+            if lbl in labels or any(lbl in q["clients"] for q in b.providers):
+                raise p.err("clients", "each client in one provider only", lbl)
+            labels.append(lbl)
+    vfs = []
+    if "value_functions" in p.data:
+        from qoelab import minerva as mv
+
+        def files(v):
+            if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"expected a non-empty list of value-function files, found {_show(v)}")
+            return v
+        for fpath in p.get("value_functions", files):
+            full = fpath if os.path.isabs(fpath) else os.path.join(b.base_dir, fpath)
+            try:
+                vfs.append(mv.load_value_function(full, p.key("value_functions")))
+            except InputError as e:
+                raise InputError(p.src, e.where, message=e.message) from None
+    rest = _Section(p.src, p.path, {k: v for k, v in p.data.items()
+                                    if k not in ("name", "controller", "clients", "value_functions")})
+    params = convert_params(rest, b.flowctls[controller]["params"], f"flow controller {controller}")
+    p.used.update(p.data.keys())
+    if "w_min" in params and "w_max" in params and params["w_min"] > params["w_max"]:
+        raise p.err("w_min", f"w_min <= w_max ({params['w_max']})", params["w_min"])
+    metric = params.get("metric", "vmaf") if "metric" in {s["name"] for s in b.flowctls[controller]["params"]} else None
+    for lbl in labels:
+        c = b.clients[known[lbl]]
+        origin = b.origin.get(f"clients[{known[lbl]}]", "client")
+        if controller != "none" and c["cc"] not in WEIGHTED_CC:
+            raise InputError(p.src, f"{origin}.cc", message=f"client {lbl} is served by provider {name} "
+                             f"({controller}), which sets weights: expected one of {', '.join(WEIGHTED_CC)}, "
+                             f"found {_show(c['cc'])}")
+        if metric is not None and metric != "bitrate" and metric not in b.videos[c["video"]].get("quality", {}):
+            have = ", ".join(b.videos[c["video"]].get("quality", {})) or "it has none"
+            raise p.err("metric", f"a quality table of the video of client {lbl} ({have})", metric)
+    p.finish()
+    b.origin[f"providers[{i}]"] = p.path
+    b.providers.append({"name": name, "controller": controller, "clients": labels, "params": params,
+                        "value_functions": vfs})
+
+
+_Builder.provider = _provider

@@ -17,6 +17,7 @@ pub mod abr;
 pub mod aqm;
 pub mod cc;
 pub mod driver;
+pub mod flowctl;
 pub mod ids;
 pub mod metrics;
 pub mod net;

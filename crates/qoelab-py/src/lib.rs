@@ -216,7 +216,8 @@ fn entry_json(
                        "params": qoelab_core::params::specs_json(params)})
 }
 
-/// JSON description of the registered models of a family ("aqm", "cc", "abr" or "data_plane").
+/// JSON description of the registered models of a family ("aqm", "cc", "abr", "data_plane" or
+/// "flow_controller").
 #[pyfunction]
 fn describe(family: &str) -> PyResult<String> {
     let v: Vec<serde_json::Value> = match family {
@@ -238,9 +239,13 @@ fn describe(family: &str) -> PyResult<String> {
                 j
             })
             .collect(),
+        "flow_controller" => qoelab_core::flowctl::REGISTRY
+            .iter()
+            .map(|e| entry_json(e.name, e.summary, e.reference, e.params))
+            .collect(),
         other => {
             return Err(PyValueError::new_err(format!(
-                "unknown model family {other:?}; expected aqm, cc, abr or data_plane"
+                "unknown model family {other:?}; expected aqm, cc, abr, data_plane or flow_controller"
             )))
         }
     };
@@ -265,6 +270,43 @@ fn check_video(video_json: &str) -> PyResult<String> {
         "duration_s": v.duration() as f64 / 1e9, "quality": v.quality.keys().collect::<Vec<_>>(),
         "byte_layout": v.has_layout()})
     .to_string())
+}
+
+/// Minerva's value function of a video (Video JSON) on a grid (JSON: metric, horizon, beta,
+/// gamma, buffer_max_s, rates_bps, buffers_s; missing keys take the defaults). Returns the value
+/// function JSON (docs/models/flow_controller-minerva.md). Raises ValueError(path, message).
+#[pyfunction]
+fn minerva_value_function(py: Python<'_>, video_json: &str, params_json: &str) -> PyResult<String> {
+    use qoelab_core::flowctl::value::{compute, VfParams};
+    let v: qoelab_core::video::Video =
+        serde_json::from_str(video_json).map_err(|e| config_error("video", &e.to_string()))?;
+    v.validate().map_err(|e| config_error("video", &e))?;
+    let p: serde_json::Value = serde_json::from_str(params_json).map_err(|e| config_error("params", &e.to_string()))?;
+    let mut prm = VfParams::default();
+    let num = |k: &str| p.get(k).and_then(|x| x.as_f64());
+    let axis = |k: &str| -> PyResult<Option<Vec<f64>>> {
+        match p.get(k) {
+            None => Ok(None),
+            Some(x) => serde_json::from_value(x.clone()).map(Some).map_err(|e| config_error(k, &e.to_string())),
+        }
+    };
+    if let Some(m) = p.get("metric").and_then(|x| x.as_str()) {
+        prm.metric = m.to_string();
+    }
+    if let Some(h) = p.get("horizon").and_then(|x| x.as_u64()) {
+        prm.horizon = h as usize;
+    }
+    prm.beta = num("beta").unwrap_or(prm.beta);
+    prm.gamma = num("gamma").unwrap_or(prm.gamma);
+    prm.buffer_max_s = num("buffer_max_s").unwrap_or(prm.buffer_max_s);
+    if let Some(a) = axis("rates_bps")? {
+        prm.rates_bps = a;
+    }
+    if let Some(a) = axis("buffers_s")? {
+        prm.buffers_s = a;
+    }
+    let vf = py.allow_threads(|| compute(&v, &prm)).map_err(|e| config_error("value_function", &e))?;
+    serde_json::to_string(&vf).map_err(|e| config_error("value_function", &e.to_string()))
 }
 
 /// Error raised for a config the core rejects: args (path, message).
@@ -422,6 +464,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
     m.add_function(wrap_pyfunction!(check_video, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
+    m.add_function(wrap_pyfunction!(minerva_value_function, m)?)?;
     m.add_function(wrap_pyfunction!(get_chunk_size, m)?)?;
     m.add_function(wrap_pyfunction!(efficiency_eq1, m)?)?;
     m.add_function(wrap_pyfunction!(efficiency_rounds, m)?)?;

@@ -35,6 +35,28 @@ pub struct SimConfig {
     /// The rate schedule of trace mode (the bottleneck's rate over time).
     #[serde(default)]
     pub trace_schedule: Option<crate::tracemode::Schedule>,
+    /// Video providers running a flow controller over their clients (packet network only).
+    #[serde(default)]
+    pub providers: Vec<ProviderCfg>,
+}
+
+/// A provider: a flow controller (`crate::flowctl`) setting the congestion-control weights of
+/// the response flows of its clients.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderCfg {
+    pub name: String,
+    /// A `flowctl::REGISTRY` name.
+    pub controller: String,
+    /// Client names (`ClientCfg::name`); a name also covers the sessions of an arrival entry
+    /// (`name#k`).
+    pub clients: Vec<String>,
+    /// The controller's parameters (canonical units).
+    #[serde(default)]
+    pub params: serde_json::Value,
+    /// Value functions (Minerva's client-aware utility), one per video.
+    #[serde(default)]
+    pub value_functions: Vec<crate::flowctl::value::ValueFunction>,
 }
 
 fn packet() -> String {

@@ -8,6 +8,7 @@ pub mod error;
 pub mod link;
 pub mod loss;
 pub mod pcap;
+pub mod providers;
 /// Output tables (moved to [`crate::report::table`]).
 pub mod record {
     pub use crate::report::table::*;

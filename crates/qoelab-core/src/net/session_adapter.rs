@@ -183,6 +183,7 @@ impl World {
         if !probe {
             c.resp_flows.push(ns);
         }
+        self.provider_reconnect(ci);
         let tx = self.flows[nq].tx;
         self.drain_ep(tx);
     }

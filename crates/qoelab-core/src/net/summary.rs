@@ -109,6 +109,7 @@ impl World {
         };
         let (clients, video) = crate::report::client_summaries(&self.client_reports());
         out.clients = clients;
+        self.provider_summaries(&mut out.clients);
         out.video = video;
         out.events = self.engine.processed();
         out

@@ -29,6 +29,7 @@ const K_AQM: u64 = 4;
 const K_APP: u64 = 5;
 const K_SAMPLE: u64 = 6;
 pub(crate) const K_CLIENT: u64 = 7;
+pub(crate) const K_PROVIDER: u64 = 8;
 const IDX_MASK: u64 = (1 << 56) - 1;
 
 #[inline]
@@ -130,6 +131,8 @@ pub struct World {
     pub(crate) abr_factory: Option<AbrFactory>,
     /// Video session generators: (client config index, arrival stream, sessions so far).
     session_gens: Vec<(usize, Rng, u32)>,
+    /// Video providers and their flow controllers (net/providers.rs).
+    pub(crate) providers: super::providers::Providers,
 }
 
 impl World {
@@ -315,6 +318,7 @@ impl World {
             dead_drops: 0,
             abr_factory,
             session_gens: Vec::new(),
+            providers: Default::default(),
         };
         for i in w.links.ids() {
             if w.links[i].pcap {
@@ -351,6 +355,7 @@ impl World {
                 }
             }
         }
+        w.build_providers()?;
         for i in w.links.ids() {
             w.schedule_aqm_timer(i);
         }
@@ -1185,6 +1190,7 @@ impl World {
         {
             out.push(t);
         }
+        out.extend(self.take_provider_tables());
         if !self.clients.is_empty() && self.cfg.output.tables.iter().any(|t| t == "segments") {
             let views: Vec<_> = self.clients.iter().map(|c| c.session.view()).collect();
             out.push(crate::report::segments_table(&views));
@@ -1220,6 +1226,7 @@ impl World {
                 K_APP => self.on_app(idx),
                 K_SAMPLE => self.on_sample(),
                 K_CLIENT => self.on_client_timer(ClientId(idx as u32)),
+                K_PROVIDER => self.on_provider_timer(idx),
                 k => unreachable!("event kind {k}"),
             }
         }

@@ -347,6 +347,22 @@ impl Player {
     pub fn buffer(&self) -> Ns {
         self.buffer
     }
+    /// The buffer projected to `now` without advancing the media clock (read-only).
+    pub fn buffer_at(&self, now: Ns) -> Ns {
+        if self.phase == Phase::Playing && now > self.clock {
+            self.buffer.saturating_sub(now - self.clock)
+        } else {
+            self.buffer
+        }
+    }
+    /// Rung of the last completed segment.
+    pub fn last_rung(&self) -> Option<usize> {
+        self.last_rung
+    }
+    /// The earliest download in flight: (segment, rung, bytes total, bytes received, request time).
+    pub fn current_download(&self) -> Option<(usize, usize, u64, u64, Ns)> {
+        self.in_flight.first().map(|f| (f.segment, f.rung, f.bytes_total, f.received, f.t_request))
+    }
     /// Playback ended (every segment downloaded and played).
     pub fn is_done(&self) -> bool {
         self.phase == Phase::Ended

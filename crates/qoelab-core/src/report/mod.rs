@@ -44,6 +44,7 @@ pub fn client_summaries(
             buffer_max_s: None,
             base_rtt_ms: None,
             packet: None,
+            flow_control: None,
             http: (c.data_plane != "sequential").then(|| {
                 let l = c.plane_log;
                 let sized: Vec<u64> = l.trains.iter().map(|t| t.1).filter(|&b| b > 0).collect();

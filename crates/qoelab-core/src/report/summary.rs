@@ -190,6 +190,25 @@ pub struct ClientSummary {
     /// The data plane's HTTP counters (absent for the default `sequential` plane).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpSummary>,
+    /// The flow controller of the client's provider (absent without a provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flow_control: Option<FlowControlSummary>,
+}
+
+/// A client's congestion-control weights set by its provider's flow controller.
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowControlSummary {
+    pub provider: String,
+    pub controller: String,
+    /// Weights set (the initial one included).
+    pub updates: u64,
+    /// Updates whose weight hit a bound of the controller's clamp.
+    pub clamped_updates: u64,
+    /// Mean over the updates, smallest, largest and last weight (None if no update).
+    pub weight_mean: Option<f64>,
+    pub weight_min: Option<f64>,
+    pub weight_max: Option<f64>,
+    pub weight_last: Option<f64>,
 }
 
 /// A client's HTTP exchanges under a non-default data plane.

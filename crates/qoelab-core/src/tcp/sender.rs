@@ -298,6 +298,11 @@ impl TcpSender {
         self.pipe()
     }
 
+    /// Smallest RTT sample so far (None before the first sample).
+    pub fn min_rtt(&self) -> Option<Ns> {
+        self.rtt.min_rtt()
+    }
+
     /// Smoothed RTT (None before the first sample).
     pub fn srtt(&self) -> Option<Ns> {
         self.rtt.srtt()
