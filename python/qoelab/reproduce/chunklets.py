@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 
 from qoelab import outdir
+from qoelab.reproduce import common
 from qoelab.errors import InputError
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, PARTIAL = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "PARTIAL"
@@ -1088,19 +1089,11 @@ def evaluate_claims(runs, chunks) -> list[dict]:
 
 
 def _is_ours(path: str) -> bool:
-    try:
-        with open(os.path.join(path, "meta.json")) as f:
-            return json.load(f).get("reproduction") == "chunklets"
-    except (OSError, ValueError):
-        return False
+    return common.is_ours(path, "chunklets")
 
 
 def check_out_dir(out_dir: str) -> str:
-    out_dir = os.path.abspath(out_dir)
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and not _is_ours(out_dir):
-        raise InputError(out_dir, None, message="output directory exists, is not empty and is not a previous "
-                                                "chunklets reproduction (refusing to replace it)")
-    return outdir.check(out_dir, replaceable=_is_ours)
+    return common.check_out_dir(out_dir, "chunklets")
 
 
 DEVIATIONS = [

@@ -31,6 +31,7 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from qoelab import outdir
+from qoelab.reproduce import common
 from qoelab.errors import InputError
 
 from qoelab.reproduce.livi_params import (ALGO_LABEL, ALGORITHMS, AQM_LABEL, AQMS, BUFFERS_BDP,  # noqa: F401
@@ -687,19 +688,11 @@ def evaluate_claims(df) -> list[dict]:
 
 
 def _is_ours(path: str) -> bool:
-    try:
-        with open(os.path.join(path, "meta.json")) as f:
-            return json.load(f).get("reproduction") == "livi"
-    except (OSError, ValueError):
-        return False
+    return common.is_ours(path, "livi")
 
 
 def check_out_dir(out_dir: str) -> str:
-    out_dir = os.path.abspath(out_dir)
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and not _is_ours(out_dir):
-        raise InputError(out_dir, None, message="output directory exists, is not empty and is not a previous "
-                                                "livi reproduction (refusing to replace it)")
-    return outdir.check(out_dir, replaceable=_is_ours)
+    return common.check_out_dir(out_dir, "livi")
 
 
 def reproduce(out_dir: str = "results/livi", quick: bool = False, jobs: int = 0, runner=None,

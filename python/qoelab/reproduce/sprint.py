@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 
 from qoelab import outdir
+from qoelab.reproduce import common
 from qoelab.errors import InputError
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE"
@@ -593,19 +594,11 @@ def run_all(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[
 
 
 def _is_ours(path: str) -> bool:
-    try:
-        with open(os.path.join(path, "meta.json")) as f:
-            return json.load(f).get("reproduction") == "sprint"
-    except (OSError, ValueError):
-        return False
+    return common.is_ours(path, "sprint")
 
 
 def check_out_dir(out_dir: str) -> str:
-    out_dir = os.path.abspath(out_dir)
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and not _is_ours(out_dir):
-        raise InputError(out_dir, None, message="output directory exists, is not empty and is not a previous "
-                                                "sprint reproduction (refusing to replace it)")
-    return outdir.check(out_dir, replaceable=_is_ours)
+    return common.check_out_dir(out_dir, "sprint")
 
 
 def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 0, runner=None, log=None,
