@@ -1166,19 +1166,9 @@ def reproduce(out_dir: str = "results/chunklets", quick: bool = False, jobs: int
             for col in [c for c in s2.columns if c.endswith("_seeds")]:
                 s2[col] = s2[col].apply(lambda v: json.dumps(v) if isinstance(v, list) else None)
             s2.to_parquet(os.path.join(tmp, "cells.parquet"), index=False)
-        with open(os.path.join(tmp, "claims.json"), "w") as f:
-            json.dump(claims, f, indent=2, default=float)
-            f.write("\n")
-        try:
-            report.write_report(tmp, rdf, cdf, stats, claims, meta)
-        except Exception as e:  # keep the runs
-            meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
-            with open(os.path.join(tmp, "report.html"), "w") as f:
-                f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}</p>")
-        meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
-        with open(os.path.join(tmp, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2, default=float)
-            f.write("\n")
+        common.write_claims_report_meta(tmp, claims, meta,
+                                        lambda: report.write_report(tmp, rdf, cdf, stats, claims, meta), t0,
+                                        json_default=float)
     meta["out_dir"] = out_dir
     return meta
 

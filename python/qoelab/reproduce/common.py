@@ -26,3 +26,24 @@ def check_out_dir(out_dir: str, reproduction: str) -> str:
         raise InputError(out_dir, None, message="output directory exists, is not empty and is not a previous "
                                                 f"{reproduction} reproduction (refusing to replace it)")
     return outdir.check(out_dir, replaceable=lambda p: is_ours(p, reproduction))
+
+
+def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t0: float, data_note: str = "",
+                             json_default=str) -> None:
+    """The last step of a reproduction, inside its atomic output directory ``tmp``: claims.json, the
+    HTML report (``write_report()``; if it fails, the data are kept and report.html says why, and
+    ``meta["report_error"]`` is set), then meta.json with the total wall time since ``t0``."""
+    import time
+    with open(os.path.join(tmp, "claims.json"), "w") as f:
+        json.dump(claims, f, indent=2, default=json_default)
+        f.write("\n")
+    try:
+        write_report()
+    except Exception as e:  # keep the runs: a plotting problem must not lose the simulations
+        meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
+        with open(os.path.join(tmp, "report.html"), "w") as f:
+            f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}{data_note}</p>")
+    meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
+    with open(os.path.join(tmp, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2, default=json_default)
+        f.write("\n")

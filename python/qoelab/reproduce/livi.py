@@ -737,20 +737,9 @@ def reproduce(out_dir: str = "results/livi", quick: bool = False, jobs: int = 0,
     with outdir.atomic_dir(out_dir) as tmp:
         df.to_csv(os.path.join(tmp, "runs.csv"), index=False)
         cdf.to_csv(os.path.join(tmp, "clients.csv"), index=False)
-        with open(os.path.join(tmp, "claims.json"), "w") as f:
-            json.dump(claims, f, indent=2)
-            f.write("\n")
-        try:
-            report.write_report(tmp, df, claims, meta)
-        except Exception as e:  # keep the runs: a plotting problem must not lose an hour of simulation
-            meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
-            with open(os.path.join(tmp, "report.html"), "w") as f:
-                f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}; the data are in "
-                        f"runs.csv, clients.csv and claims.json</p>")
-        meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
-        with open(os.path.join(tmp, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2)
-            f.write("\n")
+        common.write_claims_report_meta(tmp, claims, meta, lambda: report.write_report(tmp, df, claims, meta), t0,
+                                        data_note="; the data are in runs.csv, clients.csv and claims.json",
+                                        json_default=None)
     meta["out_dir"] = out_dir
     return meta
 

@@ -637,19 +637,8 @@ def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 
         df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         if len(mdf):
             mdf.to_parquet(os.path.join(tmp, "minutes.parquet"), index=False)
-        with open(os.path.join(tmp, "claims.json"), "w") as f:
-            json.dump(claims, f, indent=2)
-            f.write("\n")
-        try:
-            sprint_report.write_report(tmp, df, mdf, claims, meta)
-        except Exception as e:  # keep the runs
-            meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
-            with open(os.path.join(tmp, "report.html"), "w") as f:
-                f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}</p>")
-        meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
-        with open(os.path.join(tmp, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2, default=str)
-            f.write("\n")
+        common.write_claims_report_meta(tmp, claims, meta, lambda: sprint_report.write_report(tmp, df, mdf, claims, meta),
+                                        t0)
     meta["out_dir"] = out_dir
     return meta
 
