@@ -1080,8 +1080,20 @@ def evaluate_claims(runs, chunks) -> list[dict]:
         except Exception as e:  # a claim that cannot be evaluated is inconclusive, with the reason
             cl = {"id": f"C{i + 1}", "paper": fn.__name__, "rule": "", "verdict": INCONCLUSIVE,
                   "ours": f"could not evaluate: {type(e).__name__}: {e}", "parts": []}
-        out.append(cl)
+        out.append(on_issue_scale(cl))
     return out
+
+
+def on_issue_scale(cl: dict) -> dict:
+    """The issue's verdict scale is SUPPORTED / NOT SUPPORTED / INCONCLUSIVE: a PARTIAL grade (the
+    direction holds, a magnitude or one condition does not) is reported as INCONCLUSIVE, labelled
+    "INCONCLUSIVE (PARTIAL)"; ``grade`` keeps the claims file's grade."""
+    g = cl.get("verdict", INCONCLUSIVE)
+    cl["grade"] = g
+    if g == PARTIAL:
+        cl["verdict"] = INCONCLUSIVE
+    cl["verdict_label"] = cl["verdict"] + (" (PARTIAL)" if g == PARTIAL else "")
+    return cl
 
 
 # ----------------------------------------------------------------------------------------------

@@ -117,15 +117,16 @@ def write_report(out_dir: str, runs, chunks, stats, claims: list[dict], meta: di
         p.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in meta["failures"][:10])
                  + "</p>")
     p.append("<h2>Claims</h2><p>Verdicts: the claims file's PASS / PARTIAL / FAIL / INCONCLUSIVE are reported as "
-             "SUPPORTED / PARTIAL / NOT SUPPORTED / INCONCLUSIVE. Rates in Mbit/s (HTTP payload); SA = mean of the "
+             "SUPPORTED / INCONCLUSIVE (PARTIAL) / NOT SUPPORTED / INCONCLUSIVE. Rates in Mbit/s (HTTP payload); SA = mean of the "
              "last 3 per-chunk ARs (first &rarr; last byte of any chunklet), steady state only, medians pooled over "
              "seeds with bootstrap 95% CIs.</p><table><tr><th>#</th><th>paper's claim</th><th>ours</th>"
              "<th>verdict</th><th>rule</th></tr>")
     for c in claims:
         v = c.get("verdict", "INCONCLUSIVE")
+        label = c.get("verdict_label", v)
         p.append(f"<tr><td>{html.escape(c['id'])}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
                  f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                 f"<td class='{VERDICT_CLASS.get(v, 'meh')}'><b>{v}</b></td><td>{html.escape(c.get('rule', ''))}</td>"
+                 f"<td class='{VERDICT_CLASS.get(c.get('grade', v), 'meh')}'><b>{label}</b></td><td>{html.escape(c.get('rule', ''))}</td>"
                  "</tr>")
     p.append("</table><h2>Figures</h2>")
 

@@ -25,40 +25,37 @@ def _jobs(s: str) -> int:
     return v
 
 
-def _cmd_livi(args) -> int:
-    from qoelab.reproduce import livi
+def _run_reproduction(name: str, args) -> int:
+    """Run reproduction ``name`` (module qoelab.reproduce.<name>), print its verdicts and the report's
+    path; exit 1 if a run failed or the report could not be written."""
+    import importlib
+    mod = importlib.import_module(f"qoelab.reproduce.{name}")
     if not args.out:
         raise InputError(None, "--out", "a directory", repr(args.out))
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
-    meta = livi.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
-    print(f"livi ({meta['grid']} grid): {meta['runs']} runs, {meta['failed']} failed, "
+    meta = mod.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
+    print(f"{name} ({meta['grid']} grid): {meta['runs']} runs, {meta['failed']} failed, "
           f"{meta['wall_s_total']:.1f} s wall")
     for c in meta["claims"]:
-        print(f"  {c['id']:<4} {c['verdict']:<14} {c.get('ours', '')[:160]}")
+        print(f"  {c['id']:<4} {c.get('verdict_label', c['verdict']):<24} {c.get('ours', '')[:150]}")
     if meta.get("report_error"):
         print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
     print(f"report: {meta['out_dir']}/report.html")
     return 1 if meta["failed"] or meta.get("report_error") else 0
+
+
+def _cmd_livi(args) -> int:
+    return _run_reproduction("livi", args)
 
 
 def _cmd_chunklets(args) -> int:
-    from qoelab.reproduce import chunklets
-    if not args.out:
-        raise InputError(None, "--out", "a directory", repr(args.out))
+    return _run_reproduction("chunklets", args)
 
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
-    meta = chunklets.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
-    print(f"chunklets ({meta['grid']} grid): {meta['runs']} runs, {meta['failed']} failed, "
-          f"{meta['wall_s_total']:.1f} s wall")
-    for c in meta["claims"]:
-        print(f"  {c['id']:<4} {c['verdict']:<14} {c.get('ours', '')[:160]}")
-    if meta.get("report_error"):
-        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
-    print(f"report: {meta['out_dir']}/report.html")
-    return 1 if meta["failed"] or meta.get("report_error") else 0
+
+def _cmd_sprint(args) -> int:
+    return _run_reproduction("sprint", args)
 
 
 def _add_chunklets(rsub) -> None:
@@ -76,23 +73,6 @@ def _add_chunklets(rsub) -> None:
     ck.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                     help="worker processes running simulations in parallel (default: number of CPUs)")
     ck.set_defaults(func=_cmd_chunklets)
-
-
-def _cmd_sprint(args) -> int:
-    from qoelab.reproduce import sprint
-    if not args.out:
-        raise InputError(None, "--out", "a directory", repr(args.out))
-
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
-    meta = sprint.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
-    print(f"sprint ({meta['grid']}): {meta['runs']} runs, {meta['failed']} failed, {meta['wall_s_total']:.1f} s wall")
-    for c in meta["claims"]:
-        print(f"  {c['id']:<4} {c['verdict_label']:<24} {c.get('ours', '')[:150]}")
-    if meta.get("report_error"):
-        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
-    print(f"report: {meta['out_dir']}/report.html")
-    return 1 if meta["failed"] or meta.get("report_error") else 0
 
 
 def _add_sprint(rsub) -> None:
