@@ -121,3 +121,38 @@ def test_normalize_bad_arguments(tmp_path, argv, key):
     (line,) = r.stderr.strip().splitlines()
     assert key in line and "Traceback" not in line
     assert not (tmp_path / "n.json").exists()
+
+
+def _ladder_video(name, q, n=30):
+    return {"name": name, "segment_duration": 4000000000, "bitrates_bps": [1000000, 2000000, 4000000],
+            "sizes": [[500000, 1000000, 2000000]] * n, "quality": {"vmaf": [q] * n}}
+
+
+def test_fixed_rate_optimal_gives_the_steep_video_more_rate_and_equal_qoe():
+    steep, flat = _ladder_video("steep", [20, 50, 90]), _ladder_video("flat", [70, 80, 90])
+    r = mv.fixed_rate_optimal([steep, flat], 4e6, abr="eq2", tol=0.001, use_cache=False)
+    s, f = r["videos"]
+    assert s["rate_bps"] > f["rate_bps"]
+    assert s["qoe"] == pytest.approx(f["qoe"], abs=0.001) and r["min_qoe"] == pytest.approx(70, abs=0.002)
+    assert s["rate_bps"] == pytest.approx(3e6, rel=1e-3) and f["rate_bps"] == pytest.approx(1e6, rel=1e-3)
+    assert r["spare_bps"] >= 0 and r["spare_bps"] < 1e3
+    assert r["min_qoe"] > 50 + 10  # the equal split gives the steep video 50
+
+
+def test_fixed_rate_optimal_in_trace_mode_and_cli(tmp_path, monkeypatch):
+    monkeypatch.setenv("QOELAB_CACHE", str(tmp_path / "c"))
+    steep, flat = _ladder_video("steep", [20, 50, 90], 15), _ladder_video("flat", [70, 80, 90], 15)
+    r = mv.fixed_rate_optimal([steep, flat], 4e6, abr="bb", grid_points=8, window_s=60)
+    s, f = r["videos"]
+    assert s["rate_bps"] >= f["rate_bps"] and sum(v["rate_bps"] for v in r["videos"]) <= 4e6 + 1
+    assert r["min_qoe"] == min(s["qoe"], f["qoe"])
+    a, b = _write(tmp_path, "s.json", steep), _write(tmp_path, "f.json", flat)
+    out = tmp_path / "fro.json"
+    res = qoelab_cli_env({"QOELAB_CACHE": str(tmp_path / "c")}, "minerva", "fixed-rate-optimal", "--videos", a, b,
+                         "--rate", "4Mbps", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(out.read_text())
+    assert got["format"] == "qoelab.fixed_rate_optimal" and got["min_qoe"] == pytest.approx(70, abs=0.01)
+    bad = qoelab_cli("minerva", "fixed-rate-optimal", "--videos", a, "--rate", "4Mbps", "--abr", "nope",
+                     "--out", str(tmp_path / "x.json"))
+    assert bad.returncode == 2 and "--abr" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

@@ -255,3 +255,213 @@ def add_parser(subparsers) -> None:
     n.add_argument("--out", required=True, metavar="FILE")
     n.add_argument("--no-cache", action="store_true", help="do not use the cache")
     n.set_defaults(func=_cmd_normalize)
+    _add_fro_parser(msub)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed-Rate Optimal (§8.2): the max-min QoE allocation when every video gets a constant rate.
+
+def _eq2_curve(video: dict, metric: str):
+    """Eq. 2's chunk-averaged curve: [(rate bit/s, P)], from (0, 0), running maximum."""
+    rates = video["bitrates_bps"]
+    if metric == "bitrate":
+        ps = [r / 1e6 for r in rates]
+    else:
+        rows = video["quality"][metric]
+        ps = [sum(row[k] for row in rows) / len(rows) for k in range(len(rates))]
+    pts, m = [(0.0, 0.0)], float("-inf")
+    for r, p in zip(rates, ps):
+        m = max(m, p)
+        pts.append((float(r), m))
+    return pts
+
+
+def _at(pts, x):
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return y1 if x1 <= x0 else y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+    return pts[-1][1]
+
+
+def _rate_for(pts, q):
+    """Smallest rate of the monotone curve `pts` with value >= q (None if it never gets there)."""
+    if q <= pts[0][1]:
+        return pts[0][0]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if y1 >= q:
+            return x1 if y1 <= y0 else x0 + (q - y0) / (y1 - y0) * (x1 - x0)
+    return None
+
+
+def chunk_qoe(segments, video: dict, metric="vmaf", beta=25.0, gamma=2.5) -> float:
+    """Mean per-chunk Eq. 1 QoE of one client's segments table rows (played, not abandoned):
+    P(segment, rung) - beta x stall_s - gamma |P - P_prev| (stall_s excludes startup)."""
+    total, n, prev = 0.0, 0, None
+    for s in segments:
+        if s["abandoned"]:
+            continue
+        if metric == "bitrate":
+            p = video["bitrates_bps"][s["rung"]] / 1e6
+        else:
+            rows = video["quality"][metric]
+            p = rows[min(s["segment"], len(rows) - 1)][s["rung"]]
+        total += p - beta * s["stall_s"] - (gamma * abs(p - prev) if prev is not None else 0.0)
+        prev, n = p, n + 1
+    return total / n if n else float("nan")
+
+
+def constant_rate_qoe(videos: list[dict], rate_bps: float, abr="mpc", abr_params=None, metric="vmaf",
+                      beta=25.0, gamma=2.5, window_s=200.0, rtt="20ms", client=None) -> list[float]:
+    """Mean per-chunk Eq. 1 QoE of each video played alone by one client (ABR `abr`) for
+    `window_s` on a constant link of `rate_bps` in qoelab's trace mode."""
+    import tempfile
+
+    from qoelab import results
+    with tempfile.TemporaryDirectory(prefix="qoelab-fro-") as d:
+        clients = []
+        for k, v in enumerate(videos):
+            path = os.path.join(d, f"v{k}.json")
+            with open(path, "w") as f:
+                json.dump(v, f)
+            c = {"name": f"c{k}", "video": path, "abr": abr, **(client or {})}
+            if abr_params:
+                c["abr_params"] = dict(abr_params)
+            clients.append(c)
+        sc = {"scenario": {"duration": f"{window_s}s", "network": "trace"},
+              "topology": {"rate": f"{rate_bps:.0f}bps", "rtt": rtt}, "client": clients}
+        res = results.run(sc)
+        seg = res.table("segments")
+    out = []
+    for k, v in enumerate(videos):
+        rows = seg[seg["client"] == k].sort_values("segment").to_dict("records")
+        out.append(chunk_qoe(rows, v, metric, beta, gamma))
+    return out
+
+
+def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", abr_params: dict | None = None,
+                       metric: str = "vmaf", beta: float = 25.0, gamma: float = 2.5, window_s: float = 200.0,
+                       grid_points: int = 50, tol: float = 0.01, rtt: str = "20ms", client: dict | None = None,
+                       use_cache: bool = True) -> dict:
+    """The Fixed-Rate Optimal of §8.2: constant per-video rates summing to at most `rate_bps` that
+    maximize the minimum QoE (docs/minerva-tools.md).
+
+    `abr = "eq2"`: Q_i(r) is Eq. 2's curve (chunk-averaged P, linear between rungs: the fluid
+    model). Any other name is a qoelab ABR: Q_i(r) = mean per-chunk Eq. 1 QoE (`beta`, `gamma` on
+    `metric`) of one client with that ABR (`abr_params`, extra `client` keys) playing video i for
+    `window_s` in trace mode on a constant link of rate r, tabulated at r = C k / grid_points,
+    k = 1..grid_points, linear in between. Each Q_i is replaced by its running maximum (a
+    video's rate for level q is then the smallest rate reaching q), and the common level q is
+    found by bisection (to `tol` QoE points) as the largest with sum_i r_i(q) <= C.
+
+    Returns {"rate_bps", "abr", "metric", "window_s", "min_qoe", "spare_bps", "videos": [{"name",
+    "rate_bps", "qoe"}], "curves": [{"name", "rates_bps", "qoe"}]} (`qoe` of a video: its curve at
+    its rate; above q only for a video whose curve starts above q at the lowest rate)."""
+    if not rate_bps > 0:
+        raise InputError(None, "--rate", "a rate > 0", str(rate_bps))
+    if not videos:
+        raise InputError(None, "--videos", "at least one video", "none")
+    for v in videos:
+        if metric != "bitrate" and metric not in v.get("quality", {}):
+            have = ", ".join(v.get("quality", {})) or "it has none"
+            raise InputError(None, "--metric", f"a quality table of video {v.get('name')} ({have}) or bitrate", metric)
+    if abr == "eq2":
+        curves = [_eq2_curve(v, metric) for v in videos]
+    else:
+        grid = [rate_bps * k / grid_points for k in range(1, grid_points + 1)]
+        inputs = {"videos": videos, "grid": grid, "abr": abr, "abr_params": abr_params, "metric": metric,
+                  "beta": beta, "gamma": gamma, "window_s": window_s, "rtt": rtt, "client": client}
+
+        def compute():
+            cols = [constant_rate_qoe(videos, r, abr, abr_params, metric, beta, gamma, window_s, rtt, client)
+                    for r in grid]
+            return {"qoe": [[c[i] for c in cols] for i in range(len(videos))]}
+        tab = cached("constant_rate_qoe", inputs, compute, use_cache)["qoe"]
+        curves = []
+        for qs in tab:
+            pts, m = [], float("-inf")
+            for r, q in zip(grid, qs):
+                m = max(m, q)
+                pts.append((r, m))
+            curves.append(pts)
+    lo = min(c[0][1] for c in curves)
+    hi = min(c[-1][1] for c in curves)
+
+    def need(q):
+        rs = [_rate_for(c, q) for c in curves]
+        return None if any(r is None for r in rs) else rs
+
+    def fits(q):
+        rs = need(q)
+        return rs is not None and sum(rs) <= rate_bps * (1 + 1e-12)
+    if fits(hi):
+        lo = hi
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    rates = need(lo)
+    if rates is None or sum(rates) > rate_bps * (1 + 1e-9):   # even the lowest rates do not fit
+        rates = [c[0][0] for c in curves]
+    qoes = [_at(c, r) for c, r in zip(curves, rates)]
+    return {"format": "qoelab.fixed_rate_optimal", "version": 1, "rate_bps": rate_bps, "abr": abr,
+            "metric": metric, "beta": beta, "gamma": gamma, "window_s": window_s, "tol": tol,
+            "min_qoe": min(qoes), "spare_bps": rate_bps - sum(rates),
+            "videos": [{"name": v.get("name"), "rate_bps": r, "qoe": q} for v, r, q in zip(videos, rates, qoes)],
+            "curves": [{"name": v.get("name"), "rates_bps": [p[0] for p in c], "qoe": [p[1] for p in c]}
+                       for v, c in zip(videos, curves)]}
+
+
+def _cmd_fixed_rate_optimal(args):
+    from qoelab import outdir
+    videos = [load_video_spec(v) for v in args.videos]
+    try:
+        rate = units.rate(args.rate)
+        window = units.duration(args.window) / 1e9
+    except ValueError as e:
+        raise InputError(None, "--rate/--window", message=str(e)) from None
+    if not 2 <= args.grid <= 1000:
+        raise InputError(None, "--grid", "2 to 1000 points", str(args.grid))
+    if not args.tol > 0:
+        raise InputError(None, "--tol", "a tolerance > 0", str(args.tol))
+    params = None
+    if args.abr_params:
+        try:
+            params = json.loads(args.abr_params)
+        except ValueError:
+            raise InputError(None, "--abr-params", "a JSON object", args.abr_params) from None
+        if not isinstance(params, dict):
+            raise InputError(None, "--abr-params", "a JSON object", args.abr_params)
+    if args.abr != "eq2":
+        from qoelab import _core
+        names = [e["name"] for e in json.loads(_core.describe("abr"))]
+        if args.abr not in names:
+            raise InputError(None, "--abr", "eq2 or a qoelab ABR (" + ", ".join(names) + ")", args.abr)
+    r = fixed_rate_optimal(videos, rate, abr=args.abr, abr_params=params, metric=args.metric, window_s=window,
+                           grid_points=args.grid, tol=args.tol, use_cache=not args.no_cache)
+    outdir.write_text(args.out, json.dumps(r, indent=1))
+    per = ", ".join(f"{v['name']} {v['rate_bps'] / 1e6:.3f} Mbit/s QoE {v['qoe']:.2f}" for v in r["videos"])
+    print(f"fixed-rate optimum at {rate / 1e6:g} Mbit/s ({args.abr}): min QoE {r['min_qoe']:.2f}; {per} -> {args.out}")
+    return 0
+
+
+def _add_fro_parser(msub) -> None:
+    f = msub.add_parser("fixed-rate-optimal", help="max-min QoE with a constant rate per video (§8.2 baseline)",
+                        description="The Fixed-Rate Optimal: constant per-video rates summing to the link rate that "
+                                    "maximize the minimum QoE, by bisection on the common QoE level "
+                                    "(docs/minerva-tools.md).")
+    f.add_argument("--videos", nargs="+", required=True, metavar="VIDEO",
+                   help="video files, corpus:<clip> or synthetic:<ladder>")
+    f.add_argument("--rate", required=True, help="link capacity C shared by the videos, e.g. 4Mbps")
+    f.add_argument("--abr", default="eq2", help="eq2 (Eq. 2 fluid curve, default) or a qoelab ABR run in trace mode")
+    f.add_argument("--abr-params", metavar="JSON", help="the ABR's parameters as a JSON object")
+    f.add_argument("--metric", default="vmaf", help="quality metric or bitrate (default vmaf)")
+    f.add_argument("--window", default="200s", help="session length scored (trace mode; default 200s)")
+    f.add_argument("--grid", type=int, default=50, help="rates tabulated: C k / grid, k = 1..grid (default 50)")
+    f.add_argument("--tol", type=float, default=0.01, help="bisection tolerance in QoE points (default 0.01)")
+    f.add_argument("--out", required=True, metavar="FILE")
+    f.add_argument("--no-cache", action="store_true", help="do not use the cache")
+    f.set_defaults(func=_cmd_fixed_rate_optimal)
