@@ -220,7 +220,9 @@ def _cmd_normalize(args):
 def add_parser(subparsers) -> None:
     mp = subparsers.add_parser("minerva", help="Minerva (QoE-fair transport) helpers: value functions, "
                                "normalization, fixed-rate optimum",
-                               description="Minerva's offline inputs (docs/models/flow_controller-minerva.md).")
+                               description="Minerva's offline inputs and baseline (docs/models/flow_controller-minerva.md, "
+                                           "docs/minerva-tools.md). Results are cached by their inputs in "
+                                           "$QOELAB_CACHE (default ~/.cache/qoelab/minerva).")
     msub = mp.add_subparsers(dest="minerva_cmd", metavar="{value-function,normalize,fixed-rate-optimal}")
     msub.required = True
     v = msub.add_parser("value-function", help="compute V_h(buffer, rate, current rung) of a video",
