@@ -6,6 +6,11 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# `qoelab minerva` results are cached by their inputs: keep the tests' cache out of the user's.
+if "QOELAB_CACHE" not in os.environ:
+    import tempfile
+    os.environ["QOELAB_CACHE"] = tempfile.mkdtemp(prefix="qoelab-test-cache-")
+
 
 def data_dir():
     """The shared data folder (../shared/data beside the checkout, or $QOELAB_DATA)."""

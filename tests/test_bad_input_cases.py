@@ -91,6 +91,10 @@ VF_BAD_SHAPE = json.dumps({"format": "qoelab.value_function", "version": 1, "vid
                            "bitrates_bps": [500000, 1000000], "rates_bps": [1e6, 2e6], "buffers_s": [0, 1],
                            "values": [[[1, 2], [3, 4]]]})
 
+NORM_BAD = json.dumps({"format": "qoelab.normalization", "version": 1, "metric": "vmaf", "objective": "maxmin",
+                       "pf_c": 1.0, "alpha": 1.65, "videos": ["v"], "popularity": [1.0], "utility": [0.0, 80.0],
+                       "mean_rate_bps": [2000000.0, 1000000.0]})
+
 
 def pscen(provider, video='video = "v.json"', cc="wcubic", controller="minerva"):
     return scen(flow=None, client=f'name = "a"\n{video}\ncc = "{cc}"',
@@ -333,6 +337,20 @@ CASES = [
      "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
     ("provider-value-function-basic-utility", pscen('clients = ["a"]\nvalue_functions = ["vf.json"]'),
      "provider[0].value_functions", {**PV, "vf.json": VF_BAD_SHAPE}),
+    ("provider-normalization-not-json", pscen('clients = ["a"]\nnormalization_file = "n.json"'),
+     "provider[0].normalization_file", {**PV, "n.json": "{not json"}),
+    ("provider-normalization-wrong-format", pscen('clients = ["a"]\nnormalization_file = "n.json"'),
+     "provider[0].normalization_file", {**PV, "n.json": '{"format": "fit", "version": 1}'}),
+    ("provider-normalization-missing", pscen('clients = ["a"]\nnormalization_file = "nope.json"'),
+     "provider[0].normalization_file", PV),
+    ("provider-normalization-not-monotone", pscen('clients = ["a"]\nnormalization_file = "n.json"'),
+     "provider[0].normalization_file", {**PV, "n.json": NORM_BAD}),
+    ("provider-normalization-other-metric", pscen('clients = ["a"]\nnormalization_file = "n.json"\nmetric = "bitrate"'),
+     "provider[0].normalization_file", {**PV, "n.json": NORM_BAD.replace("[2000000.0, 1000000.0]", "[1e6, 2e6]")}),
+    ("provider-normalization-not-file", pscen('clients = ["a"]\nnormalization_file = "n.json"\nnormalization = "run"'),
+     "provider[0].normalization_file", {**PV, "n.json": NORM_BAD}),
+    ("provider-normalization-file-without-table", pscen('clients = ["a"]\nnormalization = "file"'),
+     "provider[0].normalization", PV),
     ("provider-trace-network", pscen('clients = ["a"]').replace('duration = "1s"', 'duration = "1s"\nnetwork = "trace"', 1),
      "provider", PV),
 ]

@@ -62,3 +62,14 @@ def minerva_value_function(video_json: str, params_json: str) -> str:
     """Minerva's value function V_h of a video on a (rate, buffer, rung) grid, as JSON
     (docs/models/flow_controller-minerva.md). Raises ValueError(path, message)."""
     ...
+
+
+def minerva_normalization(videos_json: str, params_json: str) -> str:
+    """Minerva's corpus-wide normalization table (§5.4) of a JSON array of videos, params JSON
+    (popularity, metric, objective, pf_c, alpha), as JSON. Raises ValueError(path, message)."""
+    ...
+
+
+def minerva_check_normalization(text: str) -> None:
+    """Check a normalization file's JSON; raises ValueError(key, message)."""
+    ...

@@ -1,9 +1,12 @@
-"""`qoelab minerva value-function VIDEO --out FILE`: Minerva's value function V_h of a video
-(docs/models/flow_controller-minerva.md, "Value-function file"), and the loader a scenario's
-`[[provider]] value_functions = [...]` uses."""
+"""`qoelab minerva ...`: Minerva's offline inputs (docs/models/flow_controller-minerva.md,
+docs/minerva-tools.md): the value function V_h of a video (`value-function`), the corpus-wide
+normalization f (`normalize`), the Fixed-Rate Optimal baseline (`fixed-rate-optimal`), the loaders
+a scenario's `[[provider]] value_functions = [...]` and `normalization_file = "..."` use, and a
+cache of computed results keyed by their inputs."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -12,6 +15,51 @@ from qoelab.errors import InputError
 
 FORMAT = "qoelab.value_function"
 VERSION = 1
+NORM_FORMAT = "qoelab.normalization"
+NORM_VERSION = 1
+
+# Cache statistics of this process (tests): {"hits": n, "misses": n}.
+CACHE_STATS = {"hits": 0, "misses": 0}
+
+
+def cache_dir() -> str:
+    """The cache directory: $QOELAB_CACHE, else ~/.cache/qoelab/minerva."""
+    return os.environ.get("QOELAB_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "qoelab", "minerva")
+
+
+def cache_key(kind: str, inputs) -> str:
+    """SHA-256 of the inputs (canonical JSON) with the kind and the core version."""
+    from qoelab import _core
+    blob = json.dumps({"kind": kind, "core": _core.version(), "inputs": inputs}, sort_keys=True,
+                      separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def cached(kind: str, inputs, compute, use_cache: bool = True) -> dict:
+    """`compute()` (a JSON-able dict), stored in the cache under `<kind>-<sha256>.json`; a later
+    call with the same inputs reads the file instead. An unreadable cache entry is recomputed;
+    an unwritable cache directory is ignored."""
+    if not use_cache:
+        return compute()
+    path = os.path.join(cache_dir(), f"{kind}-{cache_key(kind, inputs)}.json")
+    try:
+        with open(path) as f:
+            v = json.load(f)
+        CACHE_STATS["hits"] += 1
+        return v
+    except (OSError, ValueError):
+        pass
+    CACHE_STATS["misses"] += 1
+    v = compute()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(v, f, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return v
 
 
 def load_video_spec(spec: str, base_dir: str = ".") -> dict:
@@ -38,8 +86,9 @@ def _axis(lo: float, hi: float, step: float) -> list[float]:
 
 
 def value_function(video: dict, metric="vmaf", horizon=5, rate_max_bps=8e6, rate_step_bps=1e5,
-                   buffer_max_s=40.0, buffer_step_s=0.5, player_buffer_s=60.0) -> dict:
-    """Compute V_h of `video` (a Video dict) in the core; returns the value-function dict."""
+                   buffer_max_s=40.0, buffer_step_s=0.5, player_buffer_s=60.0, use_cache: bool = True) -> dict:
+    """Compute V_h of `video` (a Video dict) in the core; returns the value-function dict (from the
+    cache when the same inputs were computed before, unless `use_cache` is False)."""
     from qoelab import _core
     if metric != "bitrate" and metric not in video.get("quality", {}):
         have = ", ".join(video.get("quality", {})) or "it has none"
@@ -47,12 +96,61 @@ def value_function(video: dict, metric="vmaf", horizon=5, rate_max_bps=8e6, rate
     params = {"metric": metric, "horizon": horizon, "buffer_max_s": player_buffer_s,
               "rates_bps": _axis(rate_step_bps, rate_max_bps, rate_step_bps),
               "buffers_s": _axis(0.0, buffer_max_s, buffer_step_s)}
+
+    def compute():
+        try:
+            return json.loads(_core.minerva_value_function(json.dumps(video), json.dumps(params)))
+        except ValueError as e:
+            if len(e.args) == 2:
+                raise InputError(None, e.args[0], message=e.args[1]) from None
+            raise
+    return cached("value_function", {"video": video, "params": params}, compute, use_cache)
+
+
+def normalization(videos: list[dict], popularity: list[float] | None = None, alpha: float = 1.65,
+                  metric: str = "vmaf", objective: str = "maxmin", pf_c: float = 1.0,
+                  use_cache: bool = True) -> dict:
+    """Minerva's corpus-wide normalization (§5.4) of `videos` (Video dicts) with `popularity`
+    weights (None = uniform; any positive scale): the `qoelab.normalization` dict, whose table
+    maps utility u to the popularity-weighted mean rate the videos need for u; f(u) = that / alpha."""
+    from qoelab import _core
+    for v in videos:
+        if metric != "bitrate" and metric not in v.get("quality", {}):
+            have = ", ".join(v.get("quality", {})) or "it has none"
+            raise InputError(None, "--metric", f"a quality table of video {v.get('name')} ({have}) or bitrate", metric)
+    params = {"popularity": popularity, "metric": metric, "objective": objective, "pf_c": pf_c, "alpha": alpha}
+
+    def compute():
+        try:
+            return json.loads(_core.minerva_normalization(json.dumps(videos), json.dumps(params)))
+        except ValueError as e:
+            if len(e.args) == 2:
+                raise InputError(None, e.args[0], message=e.args[1]) from None
+            raise
+    return cached("normalization", {"videos": videos, "params": params}, compute, use_cache)
+
+
+def load_normalization(path: str, where: str) -> dict:
+    """Read a normalization file; a malformed one is an InputError naming `where` and the bad key."""
+    from qoelab import _core
     try:
-        return json.loads(_core.minerva_value_function(json.dumps(video), json.dumps(params)))
+        with open(path) as f:
+            text = f.read()
+        v = json.loads(text)
+    except OSError as e:
+        raise InputError(None, where, message=f"cannot read {path}: {e.strerror}") from None
     except ValueError as e:
-        if len(e.args) == 2:
-            raise InputError(None, e.args[0], message=e.args[1]) from None
-        raise
+        line = getattr(e, "lineno", None)
+        raise InputError(None, where, message=f"{path} is not JSON" + (f" (line {line})" if line else "")) from None
+    if not isinstance(v, dict) or v.get("format") != NORM_FORMAT or v.get("version") != NORM_VERSION:
+        raise InputError(None, where, message=f"{path}: expected a normalization file (format \"{NORM_FORMAT}\" "
+                         f"version {NORM_VERSION}, from `qoelab minerva normalize`)")
+    try:
+        _core.minerva_check_normalization(text)
+    except ValueError as e:
+        key, msg = e.args if len(e.args) == 2 else ("", str(e))
+        raise InputError(None, where, message=f"{path}: key {key}: {msg}") from None
+    return v
 
 
 def load_value_function(path: str, where: str) -> dict:
@@ -86,7 +184,8 @@ def _cmd_value_function(args):
         raise InputError(None, "--horizon", "1 to 8 chunks", str(args.horizon))
     vf = value_function(video, metric=args.metric, horizon=args.horizon, rate_max_bps=args.rate_max,
                         rate_step_bps=args.rate_step, buffer_max_s=args.buffer_max / 1e9,
-                        buffer_step_s=args.buffer_step / 1e9, player_buffer_s=args.player_buffer / 1e9)
+                        buffer_step_s=args.buffer_step / 1e9, player_buffer_s=args.player_buffer / 1e9,
+                        use_cache=not args.no_cache)
     outdir.write_text(args.out, json.dumps(vf, separators=(",", ":")))
     n = sum(len(r) for t in vf["values"] for r in t)
     print(f"value function of {vf['video']}: {len(vf['values'])} rungs x {len(vf['rates_bps'])} rates x "
@@ -94,10 +193,37 @@ def _cmd_value_function(args):
     return 0
 
 
+def _cmd_normalize(args):
+    from qoelab import outdir
+    videos = [load_video_spec(v) for v in args.videos]
+    names = [v.get("name") for v in videos]
+    if len(set(names)) != len(names):
+        raise InputError(None, "--videos", "videos with distinct names", ", ".join(map(str, names)))
+    if args.popularity is not None:
+        if len(args.popularity) != len(videos):
+            raise InputError(None, "--popularity", f"{len(videos)} weights (one per video)",
+                             " ".join(f"{x:g}" for x in args.popularity))
+        if any(not (x >= 0 and x < float("inf")) for x in args.popularity) or sum(args.popularity) <= 0:
+            raise InputError(None, "--popularity", "non-negative weights with a positive sum",
+                             " ".join(f"{x:g}" for x in args.popularity))
+    if not (args.alpha > 0 and args.alpha < float("inf")):
+        raise InputError(None, "--alpha", "a number > 0", f"{args.alpha:g}")
+    n = normalization(videos, popularity=args.popularity, alpha=args.alpha, metric=args.metric,
+                      objective=args.objective, pf_c=args.pf_c, use_cache=not args.no_cache)
+    outdir.write_text(args.out, json.dumps(n, indent=1))
+    print(f"normalization over {len(videos)} videos ({args.objective}, metric {args.metric}, alpha {args.alpha:g}): "
+          f"{len(n['utility'])} points, u {n['utility'][0]:g}..{n['utility'][-1]:g} -> mean rate "
+          f"{n['mean_rate_bps'][0] / 1e6:g}..{n['mean_rate_bps'][-1] / 1e6:g} Mbit/s -> {args.out}")
+    return 0
+
+
 def add_parser(subparsers) -> None:
-    mp = subparsers.add_parser("minerva", help="Minerva (QoE-fair transport) helpers: value functions",
-                               description="Minerva's offline inputs (docs/models/flow_controller-minerva.md).")
-    msub = mp.add_subparsers(dest="minerva_cmd", metavar="{value-function}")
+    mp = subparsers.add_parser("minerva", help="Minerva (QoE-fair transport) helpers: value functions, "
+                               "normalization, fixed-rate optimum",
+                               description="Minerva's offline inputs and baseline (docs/models/flow_controller-minerva.md, "
+                                           "docs/minerva-tools.md). Results are cached by their inputs in "
+                                           "$QOELAB_CACHE (default ~/.cache/qoelab/minerva).")
+    msub = mp.add_subparsers(dest="minerva_cmd", metavar="{value-function,normalize,fixed-rate-optimal}")
     msub.required = True
     v = msub.add_parser("value-function", help="compute V_h(buffer, rate, current rung) of a video",
                         description="V_h = mean Eq. 1 QoE of the next h chunks when the client keeps a constant "
@@ -112,4 +238,232 @@ def add_parser(subparsers) -> None:
     v.add_argument("--buffer-max", default="40s", help="largest buffer of the grid (default 40s)")
     v.add_argument("--buffer-step", default="0.5s", help="buffer step (default 0.5s)")
     v.add_argument("--player-buffer", default="60s", help="the player's buffer cap assumed (default 60s)")
+    v.add_argument("--no-cache", action="store_true", help="compute even if the cache ($QOELAB_CACHE, default "
+                   "~/.cache/qoelab/minerva) has the result, and do not store it")
     v.set_defaults(func=_cmd_value_function)
+    n = msub.add_parser("normalize", help="corpus-wide normalization f from a popularity distribution (§5.4)",
+                        description="f(u) = (1/alpha) sum_i p_i U_i^-1(u): the popularity-weighted mean rate the "
+                                    "videos need for utility u (horizontal average of their chunk-averaged quality "
+                                    "curves), over alpha. A provider uses the file with normalization_file = FILE.")
+    n.add_argument("--videos", nargs="+", required=True, metavar="VIDEO",
+                   help="video files, corpus:<clip> or synthetic:<ladder>")
+    n.add_argument("--popularity", nargs="+", type=float, metavar="W", help="one weight per video (default uniform)")
+    n.add_argument("--alpha", type=float, default=1.65, help="target mean weight (default 1.65; 0.825 against "
+                   "one-connection cubic)")
+    n.add_argument("--metric", default="vmaf", help="quality metric (a table of every video) or bitrate (default vmaf)")
+    n.add_argument("--objective", default="maxmin", choices=["maxmin", "propfair"],
+                   help="the provider's objective (propfair: curves Z = pf_c - P'/P, App. D)")
+    n.add_argument("--pf-c", type=float, default=1.0, help="C of the propfair score (default 1)")
+    n.add_argument("--out", required=True, metavar="FILE")
+    n.add_argument("--no-cache", action="store_true", help="do not use the cache")
+    n.set_defaults(func=_cmd_normalize)
+    _add_fro_parser(msub)
+
+
+# ---------------------------------------------------------------------------------------------
+# Fixed-Rate Optimal (§8.2): the max-min QoE allocation when every video gets a constant rate.
+
+def _eq2_curve(video: dict, metric: str):
+    """Eq. 2's chunk-averaged curve: [(rate bit/s, P)], from (0, 0), running maximum."""
+    rates = video["bitrates_bps"]
+    if metric == "bitrate":
+        ps = [r / 1e6 for r in rates]
+    else:
+        rows = video["quality"][metric]
+        ps = [sum(row[k] for row in rows) / len(rows) for k in range(len(rates))]
+    pts, m = [(0.0, 0.0)], float("-inf")
+    for r, p in zip(rates, ps):
+        m = max(m, p)
+        pts.append((float(r), m))
+    return pts
+
+
+def _at(pts, x):
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return y1 if x1 <= x0 else y0 + (x - x0) / (x1 - x0) * (y1 - y0)
+    return pts[-1][1]
+
+
+def _rate_for(pts, q):
+    """Smallest rate of the monotone curve `pts` with value >= q (None if it never gets there)."""
+    if q <= pts[0][1]:
+        return pts[0][0]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if y1 >= q:
+            return x1 if y1 <= y0 else x0 + (q - y0) / (y1 - y0) * (x1 - x0)
+    return None
+
+
+def chunk_qoe(segments, video: dict, metric="vmaf", beta=25.0, gamma=2.5) -> float:
+    """Mean per-chunk Eq. 1 QoE of one client's segments table rows (played, not abandoned):
+    P(segment, rung) - beta x stall_s - gamma |P - P_prev| (stall_s excludes startup)."""
+    total, n, prev = 0.0, 0, None
+    for s in segments:
+        if s["abandoned"]:
+            continue
+        if metric == "bitrate":
+            p = video["bitrates_bps"][s["rung"]] / 1e6
+        else:
+            rows = video["quality"][metric]
+            p = rows[min(s["segment"], len(rows) - 1)][s["rung"]]
+        total += p - beta * s["stall_s"] - (gamma * abs(p - prev) if prev is not None else 0.0)
+        prev, n = p, n + 1
+    return total / n if n else float("nan")
+
+
+def constant_rate_qoe(videos: list[dict], rate_bps: float, abr="mpc", abr_params=None, metric="vmaf",
+                      beta=25.0, gamma=2.5, window_s=200.0, rtt="20ms", client=None) -> list[float]:
+    """Mean per-chunk Eq. 1 QoE of each video played alone by one client (ABR `abr`) for
+    `window_s` on a constant link of `rate_bps` in qoelab's trace mode."""
+    import tempfile
+
+    from qoelab import results
+    with tempfile.TemporaryDirectory(prefix="qoelab-fro-") as d:
+        clients = []
+        for k, v in enumerate(videos):
+            path = os.path.join(d, f"v{k}.json")
+            with open(path, "w") as f:
+                json.dump(v, f)
+            c = {"name": f"c{k}", "video": path, "abr": abr, **(client or {})}
+            if abr_params:
+                c["abr_params"] = dict(abr_params)
+            clients.append(c)
+        sc = {"scenario": {"duration": f"{window_s}s", "network": "trace"},
+              "topology": {"rate": f"{rate_bps:.0f}bps", "rtt": rtt}, "client": clients}
+        res = results.run(sc)
+        seg = res.table("segments")
+    out = []
+    for k, v in enumerate(videos):
+        rows = seg[seg["client"] == k].sort_values("segment").to_dict("records")
+        out.append(chunk_qoe(rows, v, metric, beta, gamma))
+    return out
+
+
+def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", abr_params: dict | None = None,
+                       metric: str = "vmaf", beta: float = 25.0, gamma: float = 2.5, window_s: float = 200.0,
+                       grid_points: int = 50, tol: float = 0.01, rtt: str = "20ms", client: dict | None = None,
+                       use_cache: bool = True) -> dict:
+    """The Fixed-Rate Optimal of §8.2: constant per-video rates summing to at most `rate_bps` that
+    maximize the minimum QoE (docs/minerva-tools.md).
+
+    `abr = "eq2"`: Q_i(r) is Eq. 2's curve (chunk-averaged P, linear between rungs: the fluid
+    model). Any other name is a qoelab ABR: Q_i(r) = mean per-chunk Eq. 1 QoE (`beta`, `gamma` on
+    `metric`) of one client with that ABR (`abr_params`, extra `client` keys) playing video i for
+    `window_s` in trace mode on a constant link of rate r, tabulated at r = C k / grid_points,
+    k = 1..grid_points, linear in between. Each Q_i is replaced by its running maximum (a
+    video's rate for level q is then the smallest rate reaching q), and the common level q is
+    found by bisection (to `tol` QoE points) as the largest with sum_i r_i(q) <= C.
+
+    Returns {"rate_bps", "abr", "metric", "window_s", "min_qoe", "spare_bps", "videos": [{"name",
+    "rate_bps", "qoe"}], "curves": [{"name", "rates_bps", "qoe"}]} (`qoe` of a video: its curve at
+    its rate; above q only for a video whose curve starts above q at the lowest rate)."""
+    if not rate_bps > 0:
+        raise InputError(None, "--rate", "a rate > 0", str(rate_bps))
+    if not videos:
+        raise InputError(None, "--videos", "at least one video", "none")
+    for v in videos:
+        if metric != "bitrate" and metric not in v.get("quality", {}):
+            have = ", ".join(v.get("quality", {})) or "it has none"
+            raise InputError(None, "--metric", f"a quality table of video {v.get('name')} ({have}) or bitrate", metric)
+    if abr == "eq2":
+        curves = [_eq2_curve(v, metric) for v in videos]
+    else:
+        grid = [rate_bps * k / grid_points for k in range(1, grid_points + 1)]
+        inputs = {"videos": videos, "grid": grid, "abr": abr, "abr_params": abr_params, "metric": metric,
+                  "beta": beta, "gamma": gamma, "window_s": window_s, "rtt": rtt, "client": client}
+
+        def compute():
+            cols = [constant_rate_qoe(videos, r, abr, abr_params, metric, beta, gamma, window_s, rtt, client)
+                    for r in grid]
+            return {"qoe": [[c[i] for c in cols] for i in range(len(videos))]}
+        tab = cached("constant_rate_qoe", inputs, compute, use_cache)["qoe"]
+        curves = []
+        for qs in tab:
+            pts, m = [], float("-inf")
+            for r, q in zip(grid, qs):
+                m = max(m, q)
+                pts.append((r, m))
+            curves.append(pts)
+    lo = min(c[0][1] for c in curves)
+    hi = min(c[-1][1] for c in curves)
+
+    def need(q):
+        rs = [_rate_for(c, q) for c in curves]
+        return None if any(r is None for r in rs) else rs
+
+    def fits(q):
+        rs = need(q)
+        return rs is not None and sum(rs) <= rate_bps * (1 + 1e-12)
+    if fits(hi):
+        lo = hi
+    while hi - lo > tol:
+        mid = (lo + hi) / 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    rates = need(lo)
+    if rates is None or sum(rates) > rate_bps * (1 + 1e-9):   # even the lowest rates do not fit
+        rates = [c[0][0] for c in curves]
+    qoes = [_at(c, r) for c, r in zip(curves, rates)]
+    return {"format": "qoelab.fixed_rate_optimal", "version": 1, "rate_bps": rate_bps, "abr": abr,
+            "metric": metric, "beta": beta, "gamma": gamma, "window_s": window_s, "tol": tol,
+            "min_qoe": min(qoes), "spare_bps": rate_bps - sum(rates),
+            "videos": [{"name": v.get("name"), "rate_bps": r, "qoe": q} for v, r, q in zip(videos, rates, qoes)],
+            "curves": [{"name": v.get("name"), "rates_bps": [p[0] for p in c], "qoe": [p[1] for p in c]}
+                       for v, c in zip(videos, curves)]}
+
+
+def _cmd_fixed_rate_optimal(args):
+    from qoelab import outdir
+    videos = [load_video_spec(v) for v in args.videos]
+    try:
+        rate = units.rate(args.rate)
+        window = units.duration(args.window) / 1e9
+    except ValueError as e:
+        raise InputError(None, "--rate/--window", message=str(e)) from None
+    if not 2 <= args.grid <= 1000:
+        raise InputError(None, "--grid", "2 to 1000 points", str(args.grid))
+    if not args.tol > 0:
+        raise InputError(None, "--tol", "a tolerance > 0", str(args.tol))
+    params = None
+    if args.abr_params:
+        try:
+            params = json.loads(args.abr_params)
+        except ValueError:
+            raise InputError(None, "--abr-params", "a JSON object", args.abr_params) from None
+        if not isinstance(params, dict):
+            raise InputError(None, "--abr-params", "a JSON object", args.abr_params)
+    if args.abr != "eq2":
+        from qoelab import _core
+        names = [e["name"] for e in json.loads(_core.describe("abr"))]
+        if args.abr not in names:
+            raise InputError(None, "--abr", "eq2 or a qoelab ABR (" + ", ".join(names) + ")", args.abr)
+    r = fixed_rate_optimal(videos, rate, abr=args.abr, abr_params=params, metric=args.metric, window_s=window,
+                           grid_points=args.grid, tol=args.tol, use_cache=not args.no_cache)
+    outdir.write_text(args.out, json.dumps(r, indent=1))
+    per = ", ".join(f"{v['name']} {v['rate_bps'] / 1e6:.3f} Mbit/s QoE {v['qoe']:.2f}" for v in r["videos"])
+    print(f"fixed-rate optimum at {rate / 1e6:g} Mbit/s ({args.abr}): min QoE {r['min_qoe']:.2f}; {per} -> {args.out}")
+    return 0
+
+
+def _add_fro_parser(msub) -> None:
+    f = msub.add_parser("fixed-rate-optimal", help="max-min QoE with a constant rate per video (§8.2 baseline)",
+                        description="The Fixed-Rate Optimal: constant per-video rates summing to the link rate that "
+                                    "maximize the minimum QoE, by bisection on the common QoE level "
+                                    "(docs/minerva-tools.md).")
+    f.add_argument("--videos", nargs="+", required=True, metavar="VIDEO",
+                   help="video files, corpus:<clip> or synthetic:<ladder>")
+    f.add_argument("--rate", required=True, help="link capacity C shared by the videos, e.g. 4Mbps")
+    f.add_argument("--abr", default="eq2", help="eq2 (Eq. 2 fluid curve, default) or a qoelab ABR run in trace mode")
+    f.add_argument("--abr-params", metavar="JSON", help="the ABR's parameters as a JSON object")
+    f.add_argument("--metric", default="vmaf", help="quality metric or bitrate (default vmaf)")
+    f.add_argument("--window", default="200s", help="session length scored (trace mode; default 200s)")
+    f.add_argument("--grid", type=int, default=50, help="rates tabulated: C k / grid, k = 1..grid (default 50)")
+    f.add_argument("--tol", type=float, default=0.01, help="bisection tolerance in QoE points (default 0.01)")
+    f.add_argument("--out", required=True, metavar="FILE")
+    f.add_argument("--no-cache", action="store_true", help="do not use the cache")
+    f.set_defaults(func=_cmd_fixed_rate_optimal)

@@ -1115,9 +1115,27 @@ def _provider(b, p: _Section):
                 vfs.append(mv.load_value_function(full, p.key("value_functions")))
             except InputError as e:
                 raise InputError(p.src, e.where, message=e.message) from None
+    norm_table = None
+    if "normalization_file" in p.data:
+        from qoelab import minerva as mv
+        if "normalization" not in {s["name"] for s in b.flowctls[controller]["params"]}:
+            raise p.err("normalization_file", "no normalization_file (the controller has no normalization)",
+                        p.data["normalization_file"])
+        fpath = p.str("normalization_file")
+        if p.data.get("normalization", "file") != "file":
+            raise p.err("normalization_file", 'normalization = "file" (or no normalization key) with a normalization '
+                        "file", p.data["normalization"])
+        full = fpath if os.path.isabs(fpath) else os.path.join(b.base_dir, fpath)
+        try:
+            norm_table = mv.load_normalization(full, p.key("normalization_file"))
+        except InputError as e:
+            raise InputError(p.src, e.where, message=e.message) from None
     rest = _Section(p.src, p.path, {k: v for k, v in p.data.items()
-                                    if k not in ("name", "controller", "clients", "value_functions")})
+                                    if k not in ("name", "controller", "clients", "value_functions",
+                                                 "normalization_file")})
     params = convert_params(rest, b.flowctls[controller]["params"], f"flow controller {controller}")
+    if norm_table is not None:
+        params["normalization"] = "file"
     p.used.update(p.data.keys())
     if "w_min" in params and "w_max" in params and params["w_min"] > params["w_max"]:
         raise p.err("w_min", f"w_min <= w_max ({params['w_max']})", params["w_min"])
@@ -1135,7 +1153,7 @@ def _provider(b, p: _Section):
     p.finish()
     b.origin[f"providers[{i}]"] = p.path
     b.providers.append({"name": name, "controller": controller, "clients": labels, "params": params,
-                        "value_functions": vfs})
+                        "value_functions": vfs, "normalization_table": norm_table})
 
 
 _Builder.provider = _provider

@@ -309,6 +309,41 @@ fn minerva_value_function(py: Python<'_>, video_json: &str, params_json: &str) -
     serde_json::to_string(&vf).map_err(|e| config_error("value_function", &e.to_string()))
 }
 
+/// Minerva's corpus-wide normalization (§5.4) of videos (a JSON array of Video JSON) with params
+/// (JSON: popularity, metric, objective, pf_c, alpha). Returns the normalization JSON
+/// (docs/models/flow_controller-minerva.md). Raises ValueError(path, message).
+#[pyfunction]
+fn minerva_normalization(py: Python<'_>, videos_json: &str, params_json: &str) -> PyResult<String> {
+    use qoelab_core::flowctl::norm::compute;
+    let vs: Vec<qoelab_core::video::Video> =
+        serde_json::from_str(videos_json).map_err(|e| config_error("videos", &e.to_string()))?;
+    for v in &vs {
+        v.validate().map_err(|e| config_error("videos", &format!("{}: {e}", v.name)))?;
+    }
+    let p: serde_json::Value = serde_json::from_str(params_json).map_err(|e| config_error("params", &e.to_string()))?;
+    let pop: Vec<f64> = match p.get("popularity") {
+        None | Some(serde_json::Value::Null) => vec![1.0; vs.len()],
+        Some(x) => serde_json::from_value(x.clone()).map_err(|e| config_error("popularity", &e.to_string()))?,
+    };
+    let s = |k: &str, d: &str| p.get(k).and_then(|x| x.as_str()).unwrap_or(d).to_string();
+    let num = |k: &str, d: f64| p.get(k).and_then(|x| x.as_f64()).unwrap_or(d);
+    let (metric, objective) = (s("metric", "vmaf"), s("objective", "maxmin"));
+    let (pf_c, alpha) = (num("pf_c", 1.0), num("alpha", 1.65));
+    let refs: Vec<&qoelab_core::video::Video> = vs.iter().collect();
+    let n = py
+        .allow_threads(|| compute(&refs, &pop, &metric, &objective, pf_c, alpha))
+        .map_err(|e| config_error("normalization", &e))?;
+    serde_json::to_string(&n).map_err(|e| config_error("normalization", &e.to_string()))
+}
+
+/// Check a normalization file's JSON; raises ValueError(key, message).
+#[pyfunction]
+fn minerva_check_normalization(text: &str) -> PyResult<()> {
+    let n: qoelab_core::flowctl::norm::Normalization =
+        serde_json::from_str(text).map_err(|e| config_error("normalization", &e.to_string()))?;
+    n.validate().map_err(|(k, m)| config_error(&k, &m))
+}
+
 /// Error raised for a config the core rejects: args (path, message).
 fn config_error(path: &str, msg: &str) -> PyErr {
     PyValueError::new_err((path.to_string(), msg.to_string()))
@@ -465,6 +500,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_video, m)?)?;
     m.add_function(wrap_pyfunction!(check, m)?)?;
     m.add_function(wrap_pyfunction!(minerva_value_function, m)?)?;
+    m.add_function(wrap_pyfunction!(minerva_normalization, m)?)?;
+    m.add_function(wrap_pyfunction!(minerva_check_normalization, m)?)?;
     m.add_function(wrap_pyfunction!(get_chunk_size, m)?)?;
     m.add_function(wrap_pyfunction!(efficiency_eq1, m)?)?;
     m.add_function(wrap_pyfunction!(efficiency_rounds, m)?)?;

@@ -8,6 +8,7 @@
 //! Profiles: `paper` (§6.2) and `code` (the public minerva_quic server's constants); every
 //! individual parameter overrides its profile value. See docs/models/flow_controller-minerva.md.
 
+use super::norm::Normalization;
 use super::pq::Curve;
 pub use super::value::ValueFunction;
 use super::{ClientObs, FlowController, FlowCtlCtx, FlowCtlEntry, FlowDecision, WeightUpdate};
@@ -36,9 +37,9 @@ const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "normalization",
-        unit: Unit::Choice(&["run", "exp", "none"]),
+        unit: Unit::Choice(&["run", "file", "exp", "none"]),
         default: Default::Str("run"),
-        doc: "f: horizontal average of the provider's videos' curves / alpha (§5.4), one curve a-b*exp(-c r), or f(u) = u/alpha",
+        doc: "f: horizontal average of the provider's videos' curves / alpha (§5.4), the corpus table of the scenario's normalization_file (qoelab minerva normalize), one curve a-b*exp(-c r), or f(u) = u/alpha",
     },
     ParamSpec {
         name: "metric",
@@ -216,10 +217,12 @@ pub struct Minerva {
     /// Z curves of the provider's videos, for the `run` normalization.
     z_curves: Vec<Curve>,
     value_fns: Vec<ValueFunction>,
+    /// The corpus table of the `file` normalization.
+    table: Option<Normalization>,
     clients: Vec<ClientState>,
 }
 
-fn z_curve(pq: &Curve, maxmin: bool, pf_c: f64) -> Curve {
+pub(crate) fn z_curve(pq: &Curve, maxmin: bool, pf_c: f64) -> Curve {
     if maxmin {
         return pq.clone();
     }
@@ -276,7 +279,10 @@ impl Minerva {
             client: p.choice(PARAMS, "utility")? == "client",
             normalization: p.choice(PARAMS, "normalization")?,
             metric: p.choice(PARAMS, "metric")?,
-            alpha: fl("alpha", 1.65, 1.66)?,
+            alpha: match ctx.normalization {
+                Some(t) if !has("alpha") => t.alpha,
+                _ => fl("alpha", 1.65, 1.66)?,
+            },
             w_min: p.f64(PARAMS, "w_min")?,
             w_max: p.f64(PARAMS, "w_max")?,
             w_init: p.f64(PARAMS, "w_init")?,
@@ -320,6 +326,37 @@ impl Minerva {
         if cfg.normalization == "exp" && !(cfg.norm.1 > 0.0 && cfg.norm.2 > 0.0) {
             return Err(perr("norm_b", "expected norm_b > 0 and norm_c > 0"));
         }
+        match (cfg.normalization, ctx.normalization) {
+            ("file", None) => {
+                return Err(perr("normalization", "normalization = \"file\" needs the provider's normalization_file"))
+            }
+            ("file", Some(t)) => {
+                t.validate().map_err(|(k, m)| perr("normalization_file", format!("{k}: {m}")))?;
+                let obj = if cfg.maxmin { "maxmin" } else { "propfair" };
+                if t.metric != cfg.metric || t.objective != obj {
+                    return Err(perr(
+                        "normalization_file",
+                        format!(
+                            "the table is for metric {} and objective {}, the provider's are {} and {obj}",
+                            t.metric, t.objective, cfg.metric
+                        ),
+                    ));
+                }
+                if !cfg.maxmin && t.pf_c != cfg.pf_c {
+                    return Err(perr(
+                        "normalization_file",
+                        format!("the table has pf_c {}, the provider {}", t.pf_c, cfg.pf_c),
+                    ));
+                }
+            }
+            (n, Some(_)) => {
+                return Err(perr(
+                    "normalization_file",
+                    format!("a normalization file is used by normalization = \"file\" only, found \"{n}\""),
+                ))
+            }
+            _ => {}
+        }
         let mut z_curves = Vec::new();
         for v in ctx.videos {
             let Some(c) = Curve::of_video(v, cfg.metric) else {
@@ -327,7 +364,8 @@ impl Minerva {
             };
             z_curves.push(z_curve(&c, cfg.maxmin, cfg.pf_c));
         }
-        let mut m = Minerva { cfg, z_curves, value_fns: Vec::new(), clients: Vec::new() };
+        let table = ctx.normalization.cloned();
+        let mut m = Minerva { cfg, z_curves, value_fns: Vec::new(), table, clients: Vec::new() };
         for vf in ctx.value_functions {
             if !m.cfg.client {
                 return Err(perr("value_functions", "value functions are used by utility = \"client\" only"));
@@ -459,6 +497,7 @@ impl Minerva {
                 let x = ((na - z) / nb).clamp(1e-12, 1.0);
                 -x.ln() / nc * 1e6 / a
             }
+            "file" => self.table.as_ref().map_or(f64::NAN, |t| t.mean_rate(z) / a),
             _ => {
                 if self.z_curves.is_empty() {
                     return f64::NAN;

@@ -20,6 +20,7 @@
 
 pub mod minerva;
 pub mod none;
+pub mod norm;
 pub mod pq;
 pub mod value;
 
@@ -95,6 +96,8 @@ pub struct FlowCtlCtx<'a> {
     pub videos: &'a [&'a Video],
     /// Value functions given to the provider (Minerva's client-aware utility), one per video.
     pub value_functions: &'a [value::ValueFunction],
+    /// The corpus-wide normalization table given to the provider (Minerva's `file` normalization).
+    pub normalization: Option<&'a norm::Normalization>,
 }
 
 pub type FlowCtlBuildFn = fn(&Params, &FlowCtlCtx) -> Result<Box<dyn FlowController>, ParamError>;
@@ -138,7 +141,7 @@ mod tests {
     #[test]
     fn registry_builds_defaults_and_rejects_unknown() {
         let v = pq::tests::video_with_vmaf("a", &[1e6, 2e6], &[50.0, 80.0], 4);
-        let ctx = FlowCtlCtx { videos: &[&v], value_functions: &[] };
+        let ctx = FlowCtlCtx { videos: &[&v], value_functions: &[], normalization: None };
         for e in REGISTRY {
             let c = build(e.name, &Params::new(), &ctx).unwrap_or_else(|err| panic!("{}: {err}", e.name));
             assert_eq!(c.name(), e.name);

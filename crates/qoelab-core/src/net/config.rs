@@ -57,6 +57,9 @@ pub struct ProviderCfg {
     /// Value functions (Minerva's client-aware utility), one per video.
     #[serde(default)]
     pub value_functions: Vec<crate::flowctl::value::ValueFunction>,
+    /// Corpus-wide normalization table (Minerva's `normalization = "file"`).
+    #[serde(default)]
+    pub normalization_table: Option<crate::flowctl::norm::Normalization>,
 }
 
 fn packet() -> String {

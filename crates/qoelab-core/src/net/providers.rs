@@ -100,7 +100,11 @@ fn build_list(cfg: &SimConfig) -> Result<Vec<ProviderRt>, SimError> {
         let ctl = crate::flowctl::build(
             &p.controller,
             &params,
-            &FlowCtlCtx { videos: &videos, value_functions: &p.value_functions },
+            &FlowCtlCtx {
+                videos: &videos,
+                value_functions: &p.value_functions,
+                normalization: p.normalization_table.as_ref(),
+            },
         )
         .map_err(|e| {
             if e.param == "controller" {

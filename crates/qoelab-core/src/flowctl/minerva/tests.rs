@@ -49,7 +49,9 @@ fn a_b() -> (Video, Video) {
 #[test]
 fn weight_update_by_hand_paper_profile() {
     let (a, b) = a_b();
-    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] }).unwrap();
+    let mut m =
+        Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[], normalization: None })
+            .unwrap();
     let log = [seg(0, 0, 0)];
     // T = 25 x 20 ms = 500 ms: wait 250 ms, measure 250 ms.
     let d = m.update(0, &[obs(&a, &log, 0, 0)]);
@@ -76,7 +78,8 @@ fn weight_update_by_hand_paper_profile() {
 #[test]
 fn no_update_before_first_chunk_nor_on_idle_windows() {
     let (a, _) = a_b();
-    let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
+    let mut m =
+        Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None }).unwrap();
     m.update(0, &[obs(&a, &[], 0, 0)]);
     assert!(m.update(250 * MS, &[obs(&a, &[], 62_500, 250 * MS)]).weights[0].is_none());
     let log = [seg(0, 0, 0)];
@@ -90,7 +93,7 @@ fn one_video_run_normalization_gives_alpha() {
     // f = U^-1 / alpha, so r / f(U(r)) = alpha inside the ladder; with weight_ewma 1 it is exact.
     let (a, _) = a_b();
     let p = Params::new().with("weight_ewma", 1.0);
-    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
+    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None }).unwrap();
     let log = [seg(0, 0, 0)];
     m.update(0, &[obs(&a, &log, 0, 0)]);
     let d = m.update(250 * MS, &[obs(&a, &log, 70_000, 250 * MS)]);
@@ -109,7 +112,8 @@ fn weights_stay_in_the_clamp() {
             .with("weight_ewma", 0.9)
             .with("w_min", w_min)
             .with("w_max", w_max);
-        let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&lo, &hi], value_functions: &[] }).unwrap();
+        let mut m =
+            Minerva::new(&p, &FlowCtlCtx { videos: &[&lo, &hi], value_functions: &[], normalization: None }).unwrap();
         let log = [seg(0, 0, 0)];
         let (mut hit_lo, mut hit_hi) = (false, false);
         for k in 0..200u64 {
@@ -139,7 +143,9 @@ fn never_reads_a_clock_only_observation_differences_matter() {
     // give the same weights.
     let (a, b) = a_b();
     let run = |offset: Ns, extra: bool| -> Vec<f64> {
-        let mut m = Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] }).unwrap();
+        let mut m =
+            Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[], normalization: None })
+                .unwrap();
         let log = [seg(0, 0, 0)];
         let mut ws = Vec::new();
         for k in 0..40u64 {
@@ -187,7 +193,8 @@ fn fluid_iteration_reaches_the_max_min_optimum() {
         .with("w_min", 1e-6)
         .with("w_max", 1e6)
         .with("update_period", 1_000_000_000u64);
-    let mut m = Minerva::new(&p, &FlowCtlCtx { videos: &[&va, &vb], value_functions: &[] }).unwrap();
+    let mut m =
+        Minerva::new(&p, &FlowCtlCtx { videos: &[&va, &vb], value_functions: &[], normalization: None }).unwrap();
     let (ca, cb) = (Curve::of_video(&va, "vmaf").unwrap(), Curve::of_video(&vb, "vmaf").unwrap());
     let cap = 5e6;
     let mut rates = [2.5e6, 2.5e6];
@@ -226,7 +233,7 @@ fn fluid_iteration_reaches_the_max_min_optimum() {
 #[test]
 fn bad_parameters() {
     let (a, _) = a_b();
-    let ctx = FlowCtlCtx { videos: &[&a], value_functions: &[] };
+    let ctx = FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None };
     let e = Minerva::new(&Params::new().with("w_min", 5.0).with("w_max", 2.0), &ctx).err().unwrap();
     assert_eq!(e.param, "w_min");
     let e = Minerva::new(&Params::new().with("metric", "psnr"), &ctx).err().unwrap();
@@ -238,8 +245,11 @@ fn bad_parameters() {
 #[test]
 fn code_profile_constants() {
     let (a, _) = a_b();
-    let m = Minerva::new(&Params::new().with("profile", "code"), &FlowCtlCtx { videos: &[&a], value_functions: &[] })
-        .unwrap();
+    let m = Minerva::new(
+        &Params::new().with("profile", "code"),
+        &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None },
+    )
+    .unwrap();
     let c = &m.cfg;
     assert_eq!(c.update_period, Some(2 * SEC));
     assert_eq!((c.rate_ewma, c.weight_ewma, c.gamma, c.alpha), (1.0, 0.3, 1.0, 1.66));
@@ -248,7 +258,7 @@ fn code_profile_constants() {
     // an explicit parameter overrides the profile
     let m = Minerva::new(
         &Params::new().with("profile", "code").with("weight_ewma", 0.1),
-        &FlowCtlCtx { videos: &[&a], value_functions: &[] },
+        &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None },
     )
     .unwrap();
     assert_eq!(m.cfg.weight_ewma, 0.1);
@@ -258,7 +268,7 @@ fn code_profile_constants() {
 fn client_aware_utility_by_hand() {
     let (a, _) = a_b();
     let p = Params::new().with("utility", "client");
-    let m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[] }).unwrap();
+    let m = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: None }).unwrap();
     let curve = Curve::of_video(&a, "vmaf").unwrap();
     // past: chunks at rungs 0 then 1 with a 1-s stall: QoE 40, 80 - 25 - 2.5 x 40 = -45 -> mean -2.5
     let log = [seg(0, 0, 0), seg(1, 1, SEC)];
@@ -297,7 +307,7 @@ fn propfair_score_prefers_the_steeper_video() {
     let (a, b) = a_b();
     let m = Minerva::new(
         &Params::new().with("objective", "propfair"),
-        &FlowCtlCtx { videos: &[&a, &b], value_functions: &[] },
+        &FlowCtlCtx { videos: &[&a, &b], value_functions: &[], normalization: None },
     )
     .unwrap();
     let (ca, cb) = (Curve::of_video(&a, "vmaf").unwrap(), Curve::of_video(&b, "vmaf").unwrap());
@@ -306,4 +316,32 @@ fn propfair_score_prefers_the_steeper_video() {
     assert!((za - (1.0 - 20.0 / 60.0)).abs() < 1e-9);
     assert!((zb - (1.0 - 15.0 / 60.0)).abs() < 1e-9);
     assert!(m.normalize(0.5).is_finite());
+}
+
+#[test]
+fn file_normalization_matches_run_over_the_same_videos_and_checks_its_inputs() {
+    let (a, b) = a_b();
+    let t = crate::flowctl::norm::compute(&[&a, &b], &[1.0, 1.0], "vmaf", "maxmin", 1.0, 1.65).unwrap();
+    let run =
+        Minerva::new(&Params::new(), &FlowCtlCtx { videos: &[&a, &b], value_functions: &[], normalization: None })
+            .unwrap();
+    let p = Params::new().with("normalization", "file");
+    // the table covers the corpus, whatever the provider's clients play
+    let file = Minerva::new(&p, &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: Some(&t) }).unwrap();
+    for z in [10.0, 40.0, 55.0, 70.0, 85.0, 95.0] {
+        assert!((run.normalize(z) - file.normalize(z)).abs() < 1e-3 * run.normalize(z).max(1.0), "z {z}");
+    }
+    // alpha: the table's unless the provider sets it
+    let p2 = Params::new().with("normalization", "file").with("alpha", 0.825);
+    let half = Minerva::new(&p2, &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: Some(&t) }).unwrap();
+    assert!((half.normalize(70.0) - 2.0 * file.normalize(70.0)).abs() < 1e-6);
+    let err = |p: &Params, n| {
+        Minerva::new(p, &FlowCtlCtx { videos: &[&a], value_functions: &[], normalization: n }).err().unwrap().param
+    };
+    assert_eq!(err(&p, None), "normalization");
+    assert_eq!(err(&Params::new(), Some(&t)), "normalization_file");
+    assert_eq!(
+        err(&Params::new().with("normalization", "file").with("metric", "bitrate"), Some(&t)),
+        "normalization_file"
+    );
 }

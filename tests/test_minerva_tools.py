@@ -1,0 +1,158 @@
+"""`qoelab minerva normalize` and the cache of `qoelab minerva` results (docs/minerva-tools.md)."""
+
+import json
+import os
+
+import pytest
+
+from conftest import qoelab_cli
+from qoelab import minerva as mv
+
+A = {"name": "a", "segment_duration": 4000000000, "bitrates_bps": [1000000, 3000000],
+     "sizes": [[500000, 1500000]] * 3, "quality": {"vmaf": [[40, 80]] * 3}}
+B = {"name": "b", "segment_duration": 4000000000, "bitrates_bps": [1000000, 3000000],
+     "sizes": [[500000, 1500000]] * 3, "quality": {"vmaf": [[60, 90]] * 3}}
+
+
+def _interp(xs, ys, x):
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            return ys[i - 1] + (x - xs[i - 1]) / (xs[i] - xs[i - 1]) * (ys[i] - ys[i - 1])
+    return ys[-1]
+
+
+def test_normalization_is_monotone_and_one_video_gets_alpha_at_its_fair_share(tmp_path, monkeypatch):
+    monkeypatch.setenv("QOELAB_CACHE", str(tmp_path / "c"))
+    n = mv.normalization([A], alpha=1.65)
+    u, m = n["utility"], n["mean_rate_bps"]
+    assert all(x < y for x, y in zip(u, u[1:])) and all(x <= y for x, y in zip(m, m[1:]))
+    for r in (0.5e6, 1e6, 2e6, 2.9e6):
+        q = _interp([0, 1e6, 3e6], [0, 40, 80], r)        # U(r), Eq. 2
+        w = r / (_interp(u, m, q) / n["alpha"])
+        assert w == pytest.approx(1.65, rel=1e-6)
+    both = mv.normalization([A, B], popularity=[3, 1], alpha=1.0)
+    assert both["popularity"] == [0.75, 0.25]
+    # u = 75: a needs 2.75 Mbit/s, b 2 Mbit/s
+    assert _interp(both["utility"], both["mean_rate_bps"], 75) == pytest.approx(0.75 * 2.75e6 + 0.25 * 2e6)
+
+
+def _write(tmp_path, name, obj):
+    p = tmp_path / name
+    p.write_text(json.dumps(obj))
+    return str(p)
+
+
+def test_normalize_cli_round_trip_into_a_scenario(tmp_path):
+    env = {"QOELAB_CACHE": str(tmp_path / "c")}
+    a, b = _write(tmp_path, "a.json", A), _write(tmp_path, "b.json", B)
+    out = tmp_path / "n.json"
+    r = qoelab_cli_env(env, "minerva", "normalize", "--videos", a, b, "--alpha", "0.825", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    n = json.loads(out.read_text())
+    assert n["format"] == "qoelab.normalization" and n["version"] == 1 and n["alpha"] == 0.825
+    assert n == mv.load_normalization(str(out), "x")
+    s = tmp_path / "s.toml"
+    s.write_text(f"""[scenario]
+duration = "8s"
+[topology]
+rate = "4Mbps"
+rtt = "20ms"
+[[client]]
+name = "a"
+video = "a.json"
+cc = "wcubic"
+[[provider]]
+controller = "minerva"
+clients = ["a"]
+normalization_file = "n.json"
+""")
+    r = qoelab_cli("run", str(s), "--out", str(tmp_path / "out"), "--json")
+    assert r.returncode == 0, r.stderr
+
+
+def qoelab_cli_env(env, *args):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return qoelab_cli(*args)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_cache_hits_on_same_inputs_and_misses_on_changed(tmp_path, monkeypatch):
+    monkeypatch.setenv("QOELAB_CACHE", str(tmp_path / "c"))
+    s0 = dict(mv.CACHE_STATS)
+    n1 = mv.normalization([A, B])
+    (f,) = os.listdir(tmp_path / "c")
+    t = os.stat(tmp_path / "c" / f).st_mtime_ns
+    n2 = mv.normalization([A, B])
+    assert n1 == n2 and os.stat(tmp_path / "c" / f).st_mtime_ns == t
+    assert mv.CACHE_STATS["hits"] == s0["hits"] + 1 and mv.CACHE_STATS["misses"] == s0["misses"] + 1
+    mv.normalization([A, B], alpha=1.0)                      # changed parameter
+    b2 = dict(B, quality={"vmaf": [[61, 90]] * 3})
+    mv.normalization([A, b2])                                # changed video
+    assert mv.CACHE_STATS["misses"] == s0["misses"] + 3 and len(os.listdir(tmp_path / "c")) == 3
+    mv.normalization([A, B], use_cache=False)
+    assert mv.CACHE_STATS["misses"] == s0["misses"] + 3 and mv.CACHE_STATS["hits"] == s0["hits"] + 1
+    v1 = mv.value_function(A, rate_max_bps=2e6, rate_step_bps=5e5, buffer_max_s=4, buffer_step_s=2)
+    v2 = mv.value_function(A, rate_max_bps=2e6, rate_step_bps=5e5, buffer_max_s=4, buffer_step_s=2)
+    assert v1 == v2 and mv.CACHE_STATS["hits"] == s0["hits"] + 2
+    mv.value_function(A, horizon=3, rate_max_bps=2e6, rate_step_bps=5e5, buffer_max_s=4, buffer_step_s=2)
+    assert mv.CACHE_STATS["misses"] == s0["misses"] + 5
+
+
+@pytest.mark.parametrize("argv,key", [
+    (["--videos", "a.json", "--popularity", "1", "2"], "--popularity"),
+    (["--videos", "a.json", "--popularity", "-1"], "--popularity"),
+    (["--videos", "a.json", "--alpha", "0"], "--alpha"),
+    (["--videos", "a.json", "--metric", "psnr"], "--metric"),
+    (["--videos", "nope.json"], "nope.json"),
+    (["--videos", "a.json", "a.json"], "--videos"),
+])
+def test_normalize_bad_arguments(tmp_path, argv, key):
+    _write(tmp_path, "a.json", A)
+    argv = [str(tmp_path / x) if x.endswith(".json") else x for x in argv]
+    r = qoelab_cli("minerva", "normalize", *argv, "--no-cache", "--out", str(tmp_path / "n.json"))
+    assert r.returncode == 2, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert key in line and "Traceback" not in line
+    assert not (tmp_path / "n.json").exists()
+
+
+def _ladder_video(name, q, n=30):
+    return {"name": name, "segment_duration": 4000000000, "bitrates_bps": [1000000, 2000000, 4000000],
+            "sizes": [[500000, 1000000, 2000000]] * n, "quality": {"vmaf": [q] * n}}
+
+
+def test_fixed_rate_optimal_gives_the_steep_video_more_rate_and_equal_qoe():
+    steep, flat = _ladder_video("steep", [20, 50, 90]), _ladder_video("flat", [70, 80, 90])
+    r = mv.fixed_rate_optimal([steep, flat], 4e6, abr="eq2", tol=0.001, use_cache=False)
+    s, f = r["videos"]
+    assert s["rate_bps"] > f["rate_bps"]
+    assert s["qoe"] == pytest.approx(f["qoe"], abs=0.001) and r["min_qoe"] == pytest.approx(70, abs=0.002)
+    assert s["rate_bps"] == pytest.approx(3e6, rel=1e-3) and f["rate_bps"] == pytest.approx(1e6, rel=1e-3)
+    assert r["spare_bps"] >= 0 and r["spare_bps"] < 1e3
+    assert r["min_qoe"] > 50 + 10  # the equal split gives the steep video 50
+
+
+def test_fixed_rate_optimal_in_trace_mode_and_cli(tmp_path, monkeypatch):
+    monkeypatch.setenv("QOELAB_CACHE", str(tmp_path / "c"))
+    steep, flat = _ladder_video("steep", [20, 50, 90], 15), _ladder_video("flat", [70, 80, 90], 15)
+    r = mv.fixed_rate_optimal([steep, flat], 4e6, abr="bb", grid_points=8, window_s=60)
+    s, f = r["videos"]
+    assert s["rate_bps"] >= f["rate_bps"] and sum(v["rate_bps"] for v in r["videos"]) <= 4e6 + 1
+    assert r["min_qoe"] == min(s["qoe"], f["qoe"])
+    a, b = _write(tmp_path, "s.json", steep), _write(tmp_path, "f.json", flat)
+    out = tmp_path / "fro.json"
+    res = qoelab_cli_env({"QOELAB_CACHE": str(tmp_path / "c")}, "minerva", "fixed-rate-optimal", "--videos", a, b,
+                         "--rate", "4Mbps", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    got = json.loads(out.read_text())
+    assert got["format"] == "qoelab.fixed_rate_optimal" and got["min_qoe"] == pytest.approx(70, abs=0.01)
+    bad = qoelab_cli("minerva", "fixed-rate-optimal", "--videos", a, "--rate", "4Mbps", "--abr", "nope",
+                     "--out", str(tmp_path / "x.json"))
+    assert bad.returncode == 2 and "--abr" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
