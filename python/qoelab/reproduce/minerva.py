@@ -48,7 +48,8 @@ ALPHA = 0.825
 #: the one-connection scale of plain cubic, like alpha
 W_MIN, W_MAX = 0.25, 10.0
 SCHEME_LABEL = {"cubic": "Cubic", "minerva": "Minerva", "bbr": "BBR", "minerva_pf": "Minerva-PF",
-                "minerva_raw": "Minerva (no normalization)", "mixed": "Minerva + Cubic"}
+                "minerva_raw": "Minerva (no normalization)", "mixed": "Minerva + Cubic",
+                "minerva_basic": "Minerva, basic utility (Eq. 2)"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -125,7 +126,7 @@ class Spec:
                 if i < self.pf_combos:
                     out.append(Run("bench", "minerva_pf", rate, vs, d))
         for s in range(self.dyn_seeds):
-            for sch in ("cubic", "minerva"):
+            for sch in ("cubic", "minerva", "minerva_basic"):
                 out.append(Run("dyn", sch, 3.2, corpus.VIDEOS, self.dyn_dur, rep=s))
                 out.append(Run("pool", sch, 3.2, ("V5",), self.dyn_dur, rep=s))
         for vs in combos(4, self.xt4_combos, 23):
@@ -157,14 +158,18 @@ class Spec:
 
 
 def full_spec() -> Spec:
-    """The full run: §8.2 12 combinations of 4 of the 8 videos x 1.7/4.1/6.5 Mbit/s x Cubic/PIE, Minerva/PIE,
-    Minerva/droptail, BBR/droptail (+ Minerva-PF on 6 combinations); §8.3 Poisson arrivals at 3.2 Mbit/s
-    (random videos, 4 concurrent; one video, 8 concurrent) x 5 seeds x 600 s; §8.4 4+4 clients at 8.2
-    Mbit/s (10 combinations) and 8+8 at 16.4 Mbit/s (5 draws); §8.4.1 web load 20-80% of 8.1 Mbit/s x 3
-    combinations; §8.6 bounds mu in {1, 1.25, 1.5, 2, 4, none} x 3 seeds; App. B convergence and the Fig. 2
-    join x 3 seeds; §8.7 VMAF + PSNR providers, 10 combinations x 4.1/8.2 Mbit/s (+ no-normalization
-    ablation). 200 s unless stated."""
-    return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
+    """The full run: §8.2 44 combinations of 4 of the 8 videos x 1.7/4.1/6.5 Mbit/s x Cubic/PIE, Minerva/PIE,
+    Minerva/droptail, BBR/droptail (+ Minerva-PF on 12 combinations); §8.3 Poisson arrivals at 3.2 Mbit/s
+    (random videos, 4 concurrent; one video, 8 concurrent) x 8 seeds x 600 s x Cubic, Minerva and the
+    basic-utility ablation; §8.4 4+4 clients at 8.2 Mbit/s (30 combinations) and 8+8 at 16.4 Mbit/s (12
+    draws); §8.4.1 web load 20-80% of 8.1 Mbit/s x 10 combinations; §8.6 bounds mu in {1, 1.25, 1.5, 2, 4,
+    none} x 5 seeds; App. B convergence and the Fig. 2 join x 5 seeds; §8.7 VMAF + PSNR providers, 20
+    combinations x 4.1/8.2 Mbit/s (+ no-normalization ablation at 4.1). 200 s unless stated."""
+    return Spec(name="full", bench_combos=44, pf_combos=12, dyn_seeds=8, xt4_combos=30, xt8_reps=12, web_combos=10,
+                bound_seeds=5, prov_combos=20, join_seeds=5, conv_seeds=5,
+                description="full: 44 combinations x 3 rates x 4 schemes (+ PF on 12), 8 dynamic seeds, 30 + 12 "
+                            "cross-traffic runs, 10 combinations x 4 web loads, 5 seeds for bounds/convergence/join, "
+                            "20 provider combinations x 2 rates")
 
 
 def quick_spec() -> Spec:
@@ -237,7 +242,11 @@ def scenario(run: Run, ast: dict | None = None) -> dict:
                             "arrival_rate": lam / len(vs), "stop": f"{stop:g}s", "video_duration": f"{sess_s:g}s",
                             "player": {"buffer_max": "60s", "quality_metric": "vmaf"}})
         if cc == "wcubic":
-            providers.append(provider("minerva", list(vs), files, vs, norm=norm["vmaf"]))
+            p = provider("minerva", list(vs), files, vs, norm=norm["vmaf"])
+            if run.scheme == "minerva_basic":      # ablation: Eq. 2 utility (no buffer or rebuffering term)
+                p["utility"] = "basic"
+                p.pop("value_functions", None)
+            providers.append(p)
     elif run.exp == "xt":
         names = []
         for i, v in enumerate(vs):
@@ -703,6 +712,31 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
     return meta
 
 
-__all__ = ["Run", "Spec", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
+def rewrite_report(out_dir: str) -> dict:
+    """Re-evaluate the claims and rewrite claims.json, meta.json and report.html from runs.parquet and
+    opt.parquet (after a change to the claims or figures; no simulation)."""
+    import pandas as pd
+
+    from qoelab.reproduce import minerva_claims, minerva_report
+    if not _is_ours(out_dir):
+        raise InputError(out_dir, None, message="not a minerva reproduction (no meta.json from one)")
+    df = pd.read_parquet(os.path.join(out_dir, "runs.parquet"))
+    df["error"] = df["error"].where(df["error"].notna(), None)
+    odf = pd.read_parquet(os.path.join(out_dir, "opt.parquet"))
+    with open(os.path.join(out_dir, "meta.json")) as f:
+        meta = json.load(f)
+    spec = quick_spec() if meta.get("grid") == "quick" else full_spec()
+    meta["claims"] = minerva_claims.evaluate(df, odf, spec)
+    with open(os.path.join(out_dir, "claims.json"), "w") as f:
+        json.dump(meta["claims"], f, indent=2)
+        f.write("\n")
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=2, default=str)
+        f.write("\n")
+    minerva_report.write_report(out_dir, df, odf, meta["claims"], meta)
+    return meta
+
+
+__all__ = ["Run", "Spec", "rewrite_report", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
            "chunk_qoe", "client_qoe", "gap_closure", "fixed_rate_opt", "fluid_iteration", "fluid_optimum",
            "group_share", "mean_abs_diff", "jfi", "bootstrap_mean_ci", "median_ci", "opt_curve"]

@@ -249,6 +249,16 @@ def _red(m, c):
     return 100.0 * (c - m) / c if c > 0 else float("nan")
 
 
+def _ablation(df, exp) -> str:
+    d = _ok(df)
+    d = d[(d["exp"] == exp) & (d["scheme"] == "minerva_basic")] if len(d) else d
+    if not len(d):
+        return ""
+    return (f"; ablation basic utility (Eq. 2): min QoE {_mean(d['min_qoe']):.1f}, VMAF {_mean(d['mean_quality']):.1f}, "
+            f"non-startup rebuffering {_mean(d['mean_rebuf_s']):.2f} s, total {_mean(d['mean_rebuf_total_s']):.2f} s, "
+            f"events {_mean(d['mean_stalls']):.2f} per session")
+
+
 def m7(df, odf, spec):
     paper = ("Dynamic arrivals: min QoE +9.3 VMAF; mean total rebuffering (incl. startup) -17%; non-startup "
              "rebuffering -38%")
@@ -265,8 +275,8 @@ def m7(df, odf, spec):
     rn, rt = _red(mn, cn), _red(mt, ct)
     sess = _mean([float(p["cubic"]["sessions_done"]) for p in ps])
     ours = (f"{len(ps)} seeds, {sess:.0f} complete sessions per run: min QoE gain {dmin:.1f}; non-startup rebuffering "
-            f"{cn:.2f} -> {mn:.2f} s per session ({_f(rn, 0)}%); total incl. startup {ct:.2f} -> {mt:.2f} s "
-            f"({_f(rt, 0)}%)")
+            f"{cn:.2f} -> {mn:.2f} s per session ({_f(-rn, 0)}% change); total incl. startup {ct:.2f} -> {mt:.2f} s "
+            f"({_f(-rt, 0)}% change)") + _ablation(df, "dyn")
     if cn < 0.5:
         direction = dmin > 0
         return claim("M7", "Fig. 10a", paper, rule, "PARTIAL" if direction else "FAIL",
@@ -290,7 +300,8 @@ def m8(df, odf, spec):
     rr, re = _red(g["mean_rebuf_s"][1], g["mean_rebuf_s"][0]), _red(g["mean_stalls"][1], g["mean_stalls"][0])
     ours = (f"{len(ps)} seeds: mean VMAF {g['mean_quality'][0]:.1f} -> {g['mean_quality'][1]:.1f} ({dq:+.1f}%); "
             f"non-startup rebuffering {g['mean_rebuf_s'][0]:.2f} -> {g['mean_rebuf_s'][1]:.2f} s per session "
-            f"({_f(rr, 0)}% less); events {g['mean_stalls'][0]:.2f} -> {g['mean_stalls'][1]:.2f} ({_f(re, 0)}% less)")
+            f"({_f(-rr, 0)}% change); events {g['mean_stalls'][0]:.2f} -> {g['mean_stalls'][1]:.2f} ({_f(-re, 0)}% "
+            "change)") + _ablation(df, "pool")
     if g["mean_rebuf_s"][0] < 0.5:
         return claim("M8", "Fig. 10b", paper, rule, "NOT RUN", ours + "; Cubic stalls < 0.5 s per session: untestable")
     if not (rr > 0 and re > 0):
