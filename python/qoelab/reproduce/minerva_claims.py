@@ -275,8 +275,8 @@ def m7(df, odf, spec):
     rn, rt = _red(mn, cn), _red(mt, ct)
     sess = _mean([float(p["cubic"]["sessions_done"]) for p in ps])
     ours = (f"{len(ps)} seeds, {sess:.0f} complete sessions per run: min QoE gain {dmin:.1f}; non-startup rebuffering "
-            f"{cn:.2f} -> {mn:.2f} s per session ({_f(-rn, 0)}% change); total incl. startup {ct:.2f} -> {mt:.2f} s "
-            f"({_f(-rt, 0)}% change)") + _ablation(df, "dyn")
+            f"{cn:.2f} -> {mn:.2f} s per session ({-rn:+.0f}%); total incl. startup {ct:.2f} -> {mt:.2f} s "
+            f"({-rt:+.0f}%)") + _ablation(df, "dyn")
     if cn < 0.5:
         direction = dmin > 0
         return claim("M7", "Fig. 10a", paper, rule, "PARTIAL" if direction else "FAIL",
@@ -300,8 +300,8 @@ def m8(df, odf, spec):
     rr, re = _red(g["mean_rebuf_s"][1], g["mean_rebuf_s"][0]), _red(g["mean_stalls"][1], g["mean_stalls"][0])
     ours = (f"{len(ps)} seeds: mean VMAF {g['mean_quality'][0]:.1f} -> {g['mean_quality'][1]:.1f} ({dq:+.1f}%); "
             f"non-startup rebuffering {g['mean_rebuf_s'][0]:.2f} -> {g['mean_rebuf_s'][1]:.2f} s per session "
-            f"({_f(-rr, 0)}% change); events {g['mean_stalls'][0]:.2f} -> {g['mean_stalls'][1]:.2f} ({_f(-re, 0)}% "
-            "change)") + _ablation(df, "pool")
+            f"({-rr:+.0f}%); events {g['mean_stalls'][0]:.2f} -> {g['mean_stalls'][1]:.2f} ({-re:+.0f}%"
+            ")") + _ablation(df, "pool")
     if g["mean_rebuf_s"][0] < 0.5:
         return claim("M8", "Fig. 10b", paper, rule, "NOT RUN", ours + "; Cubic stalls < 0.5 s per session: untestable")
     if not (rr > 0 and re > 0):
