@@ -124,6 +124,15 @@ def norm_fit(metric: str = "vmaf", videos=VIDEOS) -> dict:
     return {"norm_a": round(a, 4), "norm_b": round(b, 4), "norm_c": round(c, 4), "rms": round(rms, 3)}
 
 
+def _write_atomic(path: str, obj) -> None:
+    """Write JSON through a temporary file and rename (worker processes may read the same path while
+    another process rewrites it; the content is deterministic, so either version is the same)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
 def prepare(dirpath: str, n_segments: int = 75, vf: bool = True) -> dict:
     """Write the videos (and their value functions, MPC h = 5, 60 s player buffer) to ``dirpath``.
     Returns {name: {"video": path, "vf": path}}."""
@@ -133,16 +142,13 @@ def prepare(dirpath: str, n_segments: int = 75, vf: bool = True) -> dict:
     for name in VIDEOS:
         v = make_video(name, n_segments)
         p = os.path.join(dirpath, f"{name}.json")
-        with open(p, "w") as f:
-            json.dump(v, f)
+        _write_atomic(p, v)
         ent = {"video": p}
         if vf:
             vfp = os.path.join(dirpath, f"{name}.vf.json")
-            if not os.path.exists(vfp):
-                d = mnv.value_function(v, metric="vmaf", horizon=5, rate_max_bps=4e6, rate_step_bps=1e5,
-                                       buffer_max_s=40.0, buffer_step_s=1.0, player_buffer_s=60.0)
-                with open(vfp, "w") as f:
-                    json.dump(d, f)
+            d = mnv.value_function(v, metric="vmaf", horizon=5, rate_max_bps=4e6, rate_step_bps=1e5,
+                                   buffer_max_s=40.0, buffer_step_s=1.0, player_buffer_s=60.0)
+            _write_atomic(vfp, d)
             ent["vf"] = vfp
         out[name] = ent
     return out
