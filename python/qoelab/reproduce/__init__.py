@@ -15,10 +15,14 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
 * ``chunklets``: Kua & Armitage, "Optimising DASH over AQM-enabled Gateways Using Intra-chunk
   Parallel Retrieval (Chunklets)" -- N parallel byte-range requests over FIFO, PIE and FQ-CoDel.
   See :mod:`qoelab.reproduce.chunklets` and docs/reproductions/chunklets.md.
+* ``minerva``: Nathan et al., "End-to-End Transport for Video QoE Fairness" -- Minerva vs Cubic and
+  BBR, dynamic arrivals, cross traffic, rate bounds, two providers (claims M1-M22). See
+  :mod:`qoelab.reproduce.minerva` and docs/reproductions/minerva.md.
 """
 
 REPRODUCTIONS = {
     "livi": "qoelab.reproduce.livi",
     "sprint": "qoelab.reproduce.sprint",
     "chunklets": "qoelab.reproduce.chunklets",
+    "minerva": "qoelab.reproduce.minerva",
 }

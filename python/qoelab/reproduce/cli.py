@@ -90,13 +90,49 @@ def _add_sprint(rsub) -> None:
     sp.set_defaults(func=_cmd_sprint)
 
 
+def _cmd_minerva(args) -> int:
+    from qoelab.reproduce import minerva
+    if not args.out:
+        raise InputError(None, "--out", "a directory", repr(args.out))
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+    meta = minerva.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
+    print(f"minerva ({meta['grid']}): {meta['runs']} runs + {meta['opt_runs']} fixed-rate runs, {meta['failed']} "
+          f"failed, {meta['wall_s_total']:.1f} s wall")
+    for c in meta["claims"]:
+        print(f"  {c['id']:<4} {c['verdict_label']:<24} {c.get('ours', '')[:150]}")
+    if meta.get("report_error"):
+        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
+    print(f"report: {meta['out_dir']}/report.html")
+    return 1 if meta["failed"] or meta.get("report_error") else 0
+
+
+def _add_minerva(rsub) -> None:
+    mn = rsub.add_parser(
+        "minerva", help="Minerva (Nathan et al.): QoE-fair transport vs Cubic and BBR",
+        description="Nathan et al., 'End-to-End Transport for Video QoE Fairness', SIGCOMM 2019. Runs the §8.2 "
+                    "benchmark (4 videos x 1.7/4.1/6.5 Mbit/s x Cubic/PIE, Minerva/PIE, Minerva/droptail, "
+                    "BBR/droptail, Minerva-PF, and a fixed-rate optimum from trace-mode runs), §8.3 Poisson arrivals "
+                    "and buffer pooling, §8.4 Minerva vs Cubic groups, web cross traffic, §8.6 rate bounds, App. B "
+                    "convergence, the Fig. 2 join and §8.7 VMAF + PSNR providers on 8 synthetic videos with VMAF/PSNR "
+                    "tables; writes DIR/report.html, runs.parquet, opt.parquet, claims.json (M1-M22), meta.json, "
+                    "figures/. See docs/reproductions/minerva.md.")
+    mn.add_argument("--quick", action="store_true", help="every family at its smallest (1 seed, short runs), under a minute")
+    mn.add_argument("--out", default="results/minerva", metavar="DIR",
+                    help="output directory (default results/minerva)")
+    mn.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                    help="worker processes running simulations in parallel (default: number of CPUs)")
+    mn.set_defaults(func=_cmd_minerva)
+
+
 def add_parser(subparsers) -> None:
     """Register ``reproduce`` with the subcommand ``livi``."""
     rp = subparsers.add_parser("reproduce", help="re-run a published experiment and check its claims",
                                description="Re-run a published experiment in the simulator and write an HTML report "
                                            "with its figures and the paper's claims next to ours, with a verdict "
                                            "per claim.")
-    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets}")
+    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets,minerva}")
     rsub.required = True
     lv = rsub.add_parser(
         "livi", help="HAS over AQM testbed (Livi et al.): BBA2/BBA3/Classic1/Classic2 over droptail/ARED/CoDel",
@@ -117,6 +153,7 @@ def add_parser(subparsers) -> None:
     lv.set_defaults(func=_cmd_livi)
     _add_sprint(rsub)
     _add_chunklets(rsub)
+    _add_minerva(rsub)
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,154 @@
+"""The video corpus of ``qoelab reproduce minerva``: 8 synthetic videos with VMAF and PSNR tables.
+
+Minerva's 19 4K videos and their VMAF tables are private (claims file §4). qoelab's 12-clip corpus is
+360p with flat curves (9 of 12 clips at VMAF 95-100 from 0.56 Mbit/s). This reproduction therefore
+builds its own videos, as Video JSON dicts (synthetic ladders carry no quality table): a synthetic
+VBR segment layout on the ladder ``LADDER_KBPS`` (the public Minerva code's 0.375-5.8 Mbit/s ladder x
+0.405, the factor that maps Minerva's ladder on qoelab's 0.16-2.35 Mbit/s corpus ladder, claims
+file §4 item 2) and a VMAF table per segment (constant across segments) from a curve of the
+*unscaled* rate r' = r / 0.405 in Mbit/s:
+
+* ``A`` and ``B``: the two VMAF curves hard-coded in the public Minerva server code (claims file
+  §1.3), linear between their points;
+* ``V3``-``V8``: ``P(r') = 100 - b exp(-c r')`` with a spread of steepness (from steep and low to
+  flat and high).
+
+PSNR (the second provider of §8.7, M17/M18): ``PSNR = 20 + 30 sqrt(VMAF / 100)`` (20-50 dB,
+flatter at high quality than VMAF, not a linear transform, so its own normalization differs).
+
+The corpus-wide normalization (the stand-in for ``qoelab minerva normalize``, which is being written
+on another branch): the horizontal average of the chunk-averaged curves (uniform popularity,
+§5.4), fitted with Minerva's ``exp`` normalization form ``a - b exp(-c r)`` (r in Mbit/s of our
+ladder); see :func:`norm_fit`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+SCALE = 0.405
+LADDER_KBPS = (150, 300, 430, 710, 950, 1240, 1740, 2350)
+SEG_S = 4
+_A = ([0.375, 1.05, 1.75, 2.35, 3.05, 4.3, 5.8, 7.5], [14.21, 37.89, 49.42, 59.34, 66.39, 77.02, 85.14, 91.19])
+_B = ([0.375, 0.75, 1.05, 1.75, 3.05, 4.3], [52.15, 69.56, 78.46, 84.85, 92.72, 97.23])
+#: (b, c) of P(r') = 100 - b exp(-c r')
+_EXP = {"V3": (95, 0.25), "V4": (95, 0.4), "V5": (90, 0.6), "V6": (85, 0.9), "V7": (80, 1.3), "V8": (70, 1.8)}
+VIDEOS = ("A", "B", "V3", "V4", "V5", "V6", "V7", "V8")
+
+
+def interp(x, xs, ys) -> float:
+    """Linear interpolation, clamped at both ends."""
+    if x <= xs[0]:
+        return float(ys[0])
+    for i in range(1, len(xs)):
+        if x <= xs[i]:
+            t = (x - xs[i - 1]) / (xs[i] - xs[i - 1])
+            return float(ys[i - 1] + t * (ys[i] - ys[i - 1]))
+    return float(ys[-1])
+
+
+def vmaf_curve(name: str) -> list[float]:
+    """VMAF at each rung of ``LADDER_KBPS``."""
+    out = []
+    for k in LADDER_KBPS:
+        r = k / 1000.0 / SCALE
+        if name == "A":
+            v = interp(r, *_A)
+        elif name == "B":
+            v = interp(r, *_B)
+        else:
+            b, c = _EXP[name]
+            v = 100.0 - b * math.exp(-c * r)
+        out.append(round(v, 2))
+    return out
+
+
+def psnr_of(vmaf: float) -> float:
+    return round(20.0 + 30.0 * math.sqrt(max(vmaf, 0.0) / 100.0), 2)
+
+
+def make_video(name: str, n_segments: int, seed: int = 1) -> dict:
+    from qoelab.video import synthetic_video
+    v = synthetic_video(list(LADDER_KBPS), n_segments=n_segments, segment_duration=SEG_S, seed=seed, name=name)
+    q = vmaf_curve(name)
+    v["quality"] = {"vmaf": [list(q) for _ in range(n_segments)],
+                    "psnr": [[psnr_of(x) for x in q] for _ in range(n_segments)]}
+    return v
+
+
+def inverse(u: float, rates, q) -> float:
+    """Rate (Mbit/s) at which the piecewise-linear curve (from (0, 0), flat above the top) reaches u;
+    clamped at the top rung."""
+    xs = [0.0] + list(rates)
+    ys = [0.0] + list(q)
+    for i in range(1, len(xs)):
+        if u <= ys[i]:
+            if ys[i] <= ys[i - 1]:
+                return xs[i]
+            return xs[i - 1] + (u - ys[i - 1]) / (ys[i] - ys[i - 1]) * (xs[i] - xs[i - 1])
+    return xs[-1]
+
+
+def norm_fit(metric: str = "vmaf", videos=VIDEOS) -> dict:
+    """Corpus-wide normalization (uniform popularity): horizontal average ``rbar(u) = mean_i U_i^-1(u)``
+    over the corpus (inverses clamped at both ends of each curve), then the least-squares fit of ``u = a - b exp(-c rbar)`` (grid over c, linear
+    least squares for a and b). Returns {norm_a, norm_b, norm_c, rms}."""
+    rates = [k / 1000.0 for k in LADDER_KBPS]
+    curves = []
+    for v in videos:
+        q = vmaf_curve(v)
+        curves.append(q if metric == "vmaf" else [psnr_of(x) for x in q])
+    lo = min(c[0] for c in curves)
+    hi = max(c[-1] for c in curves) - 0.5
+    us = [lo + (hi - lo) * k / 40 for k in range(41)]
+    pts = [(sum(inverse(u, rates, c) for c in curves) / len(curves), u) for u in us]
+    best = None
+    for i in range(1, 400):
+        c = 0.02 * i
+        xs = [math.exp(-c * r) for r, _ in pts]
+        ys = [u for _, u in pts]
+        n = len(xs)
+        mx, my = sum(xs) / n, sum(ys) / n
+        sxx = sum((x - mx) ** 2 for x in xs)
+        if sxx <= 0:
+            continue
+        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+        a = my - slope * mx
+        b = -slope
+        rms = math.sqrt(sum((a - b * x - y) ** 2 for x, y in zip(xs, ys)) / n)
+        if b > 0 and (best is None or rms < best[3]):
+            best = (a, b, c, rms)
+    a, b, c, rms = best
+    return {"norm_a": round(a, 4), "norm_b": round(b, 4), "norm_c": round(c, 4), "rms": round(rms, 3)}
+
+
+def _write_atomic(path: str, obj) -> None:
+    """Write JSON through a temporary file and rename (worker processes may read the same path while
+    another process rewrites it; the content is deterministic, so either version is the same)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+    os.replace(tmp, path)
+
+
+def prepare(dirpath: str, n_segments: int = 75, vf: bool = True) -> dict:
+    """Write the videos (and their value functions, MPC h = 5, 60 s player buffer) to ``dirpath``.
+    Returns {name: {"video": path, "vf": path}}."""
+    from qoelab import minerva as mnv
+    os.makedirs(dirpath, exist_ok=True)
+    out = {}
+    for name in VIDEOS:
+        v = make_video(name, n_segments)
+        p = os.path.join(dirpath, f"{name}.json")
+        _write_atomic(p, v)
+        ent = {"video": p}
+        if vf:
+            vfp = os.path.join(dirpath, f"{name}.vf.json")
+            d = mnv.value_function(v, metric="vmaf", horizon=5, rate_max_bps=4e6, rate_step_bps=1e5,
+                                   buffer_max_s=40.0, buffer_step_s=1.0, player_buffer_s=60.0)
+            _write_atomic(vfp, d)
+            ent["vf"] = vfp
+        out[name] = ent
+    return out

@@ -1,0 +1,164 @@
+"""`qoelab reproduce minerva`: metric helpers on hand-made frames, the fluid anchor of the claims file
+(§1.3), the corpus, the scenario wiring, and one end-to-end quick reproduction (every claim M1-M22
+has a verdict)."""
+
+import json
+import math
+import os
+
+import pandas as pd
+import pytest
+
+from qoelab.errors import InputError
+from qoelab.reproduce import minerva as M
+from qoelab.reproduce import minerva_claims as MC
+from qoelab.reproduce import minerva_corpus as corpus
+from qoelab.reproduce.minerva import (INCONCLUSIVE, NOT_SUPPORTED, OUT_OF_SCOPE, SUPPORTED, Run, chunk_qoe,
+                                      client_qoe, fixed_rate_opt, fluid_iteration, fluid_optimum, gap_closure,
+                                      group_share, mean_abs_diff)
+
+# ----------------------------------------------------------------------------------------------
+# metric helpers
+
+
+def test_chunk_qoe_is_eq1():
+    # 50; 60 - 2.5 x 10; 60 - 25 x 1 (1 s stall, no switch)
+    assert chunk_qoe([50, 60, 60], [0, 0, 1.0]) == pytest.approx([50.0, 35.0, 35.0])
+    assert chunk_qoe([], []) == []
+
+
+def _seg(q, stall, t, abandoned=None):
+    n = len(q)
+    return pd.DataFrame({"segment": range(n), "quality": q, "stall_s": stall, "t_request_s": t,
+                         "abandoned": abandoned or [0] * n, "bitrate_bps": [1e6] * n})
+
+
+def test_client_qoe_window_and_abandoned():
+    s = _seg([40, 50, 50, 90], [0, 0, 0.5, 0], [1.0, 5.0, 9.0, 250.0], [0, 0, 0, 0])
+    m = client_qoe(s, 200.0)        # the chunk requested 249 s after the first is outside the window
+    assert m["chunks"] == 3
+    assert m["qoe"] == pytest.approx((40 + (50 - 25) + (50 - 12.5)) / 3)
+    assert m["rebuf_s"] == pytest.approx(0.5) and m["stalls"] == 1
+    assert m["quality"] == pytest.approx(140 / 3)
+    s2 = _seg([40, 99, 50], [0, 0, 0], [0.0, 4.0, 8.0], [0, 1, 0])
+    assert client_qoe(s2)["chunks"] == 2        # the abandoned chunk does not count
+    assert math.isnan(client_qoe(s2.iloc[:0])["qoe"])
+
+
+def test_gap_closure():
+    assert gap_closure(60, 50, 70) == pytest.approx(0.5)
+    assert gap_closure(75, 50, 70) == pytest.approx(1.25)     # dynamic beats fixed-rate: allowed
+    assert math.isnan(gap_closure(60, 50, 51))                # OPT - Cubic < 2
+
+
+def test_fixed_rate_opt_bisection():
+    # linear curves q = 10 r and q = 20 r: equal level L needs L/10 + L/20 = 3 -> L = 20
+    a = [(r / 10, r) for r in range(0, 101)]
+    b = [(r / 10, 2 * r) for r in range(0, 101)]
+    lvl, rates = fixed_rate_opt([a, b], 3.0)
+    assert lvl == pytest.approx(20.0, abs=1e-6)
+    assert rates == pytest.approx([2.0, 1.0], abs=1e-6)
+    # non-monotone curve: the running maximum is used
+    c = [(1.0, 10.0), (2.0, 5.0), (3.0, 30.0)]
+    assert fixed_rate_opt([c], 2.0)[0] == pytest.approx(10.0)
+
+
+def test_fluid_anchor_of_the_claims_file():
+    """§1.3: capacity 5 Mbit/s, curves A and B: equal split 60.85, optimum 75.02, Eq. 3 from the
+    equal split reaches r_A = 4.038 and min U 74.64 after 10 steps (>= 74.6)."""
+    it = fluid_iteration([corpus._A, corpus._B], 5.0, 10)
+    assert it[0]["min"] == pytest.approx(60.85, abs=0.01)
+    assert it[10]["min"] >= 74.6
+    assert it[10]["rates"][0] == pytest.approx(4.038, abs=0.01)
+    assert [x["min"] for x in it] == sorted(x["min"] for x in it)       # monotone approach
+    assert fluid_optimum([corpus._A, corpus._B], 5.0) == pytest.approx(75.02, abs=0.02)
+    assert fluid_optimum([corpus._A, corpus._B], 3.0) == pytest.approx(60.33, abs=0.02)
+
+
+def test_group_share_and_abs_diff():
+    assert group_share({"m0": 3.0, "c0": 1.0}, ["m0"]) == pytest.approx(0.75)
+    assert math.isnan(group_share({}, ["m0"]))
+    w = pd.DataFrame({"time_s": [0.0, 0.0, 1.5, 2.5], "client": ["a", "b", "a", "b"],
+                      "utility": [10.0, 20.0, 14.0, 15.0]})
+    # grid 0, 1, 2, 3: |10-20|, |10-20|, |14-20|, |14-15|
+    assert mean_abs_diff(w, "a", "b", 0.0, 3.0) == pytest.approx((10 + 10 + 6 + 1) / 4)
+
+
+def test_value_check_on_a_hand_made_value_function():
+    bufs = [0.0, 4.0, 20.0]
+    vals = [[[10.0, 20.0, 30.0]] * 3] * 3          # 3 rungs x 3 rates x 3 buffers
+    vf = {"values": vals, "rates_bps": [0.8e6, 1.0e6, 1.2e6], "buffers_s": bufs}
+    c = MC.value_check({"x": vf})
+    assert c["viol_rate"] == 0 and c["viol_buffer"] == 0
+    assert c["ratios"] == pytest.approx([1.0] * 3)
+
+
+def test_corpus_curves_and_normalization():
+    for v in corpus.VIDEOS:
+        q = corpus.vmaf_curve(v)
+        assert len(q) == len(corpus.LADDER_KBPS) and q == sorted(q)
+    assert corpus.vmaf_curve("A")[-1] == pytest.approx(85.14, abs=0.05)     # 5.8 Mbit/s unscaled
+    n = corpus.norm_fit("vmaf")
+    assert n["norm_b"] > 0 and n["norm_c"] > 0 and n["rms"] < 3
+    assert corpus.inverse(0.0, [1.0, 2.0], [50.0, 80.0]) == 0.0
+    assert corpus.inverse(65.0, [1.0, 2.0], [50.0, 80.0]) == pytest.approx(1.5)
+    assert corpus.inverse(99.0, [1.0, 2.0], [50.0, 80.0]) == 2.0
+
+
+def test_scenarios_are_paired_and_wired():
+    a = Run("bench", "cubic", 4.1, ("A", "B", "V3", "V4"))
+    b = Run("bench", "minerva", 4.1, ("A", "B", "V3", "V4"))
+    assert a.seed == b.seed and a.run_id != b.run_id
+    sa, sb = M.scenario(a), M.scenario(b)
+    assert [c["start"] for c in sa["client"]] == [c["start"] for c in sb["client"]]
+    assert all(c["cc"] == "cubic" for c in sa["client"]) and "provider" not in sa
+    p = sb["provider"][0]
+    assert p["controller"] == "minerva" and p["alpha"] == M.ALPHA and p["normalization"] == "exp"
+    assert all(c["cc"] == "wcubic" for c in sb["client"])
+    x = M.scenario(Run("xt", "mixed", 8.2, ("A", "B", "V3", "V4")))
+    assert sorted(c["cc"] for c in x["client"]) == ["cubic"] * 4 + ["wcubic"] * 4
+    assert x["provider"][0]["clients"] == ["m0", "m1", "m2", "m3"]
+    bd = M.scenario(Run("bound", "minerva", 2.0, ("A", "B"), mu=2))["provider"][0]
+    assert (bd["w_min"], bd["w_max"]) == (0.5, 2.0)
+    pv = M.scenario(Run("prov", "minerva", 4.1, ("A", "B", "V3", "V4"), videos2=("V5", "V6", "V7", "V8")))
+    assert [p["metric"] for p in pv["provider"]] == ["vmaf", "psnr"]
+    dt = M.scenario(Run("bench", "bbr", 4.1, ("A", "B", "V3", "V4"), aqm="dt"))
+    assert dt["topology"]["aqm"] == "pfifo" and dt["client"][0]["cc"] == "bbr"
+
+
+# ----------------------------------------------------------------------------------------------
+# end to end
+
+
+def test_quick_reproduction(tmp_path):
+    out = tmp_path / "mn"
+    meta = M.reproduce(str(out), quick=True, jobs=2)
+    assert meta["failed"] == 0 and not meta.get("report_error")
+    claims = json.loads((out / "claims.json").read_text())
+    assert [c["id"] for c in claims] == [f"M{i}" for i in range(1, 23)]
+    assert all(c["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE) for c in claims)
+    assert all(c["ours"] for c in claims)
+    assert {c["id"]: c["verdict"] for c in claims}["M14"] == OUT_OF_SCOPE
+    # nothing failed to evaluate
+    assert not [c for c in claims if c["ours"].startswith("could not evaluate")]
+    html = (out / "report.html").read_text()
+    assert "M22" in html and "data:image/png;base64" in html
+    df = pd.read_parquet(out / "runs.parquet")
+    assert len(df) == meta["runs"] and df["error"].isna().all()
+    assert set(df["exp"]) == {"bench", "dyn", "pool", "xt", "web", "bound", "conv", "join", "prov"}
+    assert len(pd.read_parquet(out / "opt.parquet")) == meta["opt_runs"]
+    # a second run replaces a previous minerva reproduction; another directory is refused
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("keep")
+    with pytest.raises(InputError):
+        M.reproduce(str(other), quick=True)
+    assert os.path.exists(other / "x")
+
+
+def test_cli_registers_minerva():
+    from qoelab.reproduce import REPRODUCTIONS, cli
+    assert REPRODUCTIONS["minerva"] == "qoelab.reproduce.minerva"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["reproduce", "minerva", "--jobs", "0"])
+    assert e.value.code == 2
