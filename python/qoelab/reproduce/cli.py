@@ -36,7 +36,8 @@ def _run_reproduction(name: str, args) -> int:
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
     meta = mod.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
-    print(f"{name} ({meta['grid']} grid): {meta['runs']} runs, {meta['failed']} failed, "
+    extra = f" + {meta['opt_runs']} fixed-rate runs" if meta.get("opt_runs") else ""
+    print(f"{name} ({meta['grid']} grid): {meta['runs']} runs{extra}, {meta['failed']} failed, "
           f"{meta['wall_s_total']:.1f} s wall")
     for c in meta["claims"]:
         print(f"  {c['id']:<4} {c.get('verdict_label', c['verdict']):<24} {c.get('ours', '')[:150]}")
@@ -91,21 +92,7 @@ def _add_sprint(rsub) -> None:
 
 
 def _cmd_minerva(args) -> int:
-    from qoelab.reproduce import minerva
-    if not args.out:
-        raise InputError(None, "--out", "a directory", repr(args.out))
-
-    def log(msg):
-        print(msg, file=sys.stderr, flush=True)
-    meta = minerva.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
-    print(f"minerva ({meta['grid']}): {meta['runs']} runs + {meta['opt_runs']} fixed-rate runs, {meta['failed']} "
-          f"failed, {meta['wall_s_total']:.1f} s wall")
-    for c in meta["claims"]:
-        print(f"  {c['id']:<4} {c['verdict_label']:<24} {c.get('ours', '')[:150]}")
-    if meta.get("report_error"):
-        print(f"report generation failed: {meta['report_error']}", file=sys.stderr)
-    print(f"report: {meta['out_dir']}/report.html")
-    return 1 if meta["failed"] or meta.get("report_error") else 0
+    return _run_reproduction("minerva", args)
 
 
 def _add_minerva(rsub) -> None:

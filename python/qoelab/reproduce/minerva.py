@@ -29,6 +29,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from qoelab import outdir
+from qoelab.reproduce import common
 from qoelab.errors import InputError
 from qoelab.reproduce import minerva_corpus as corpus
 from qoelab.reproduce.sprint import median_ci, spearman  # noqa: F401  (re-exported for the claims)
@@ -637,19 +638,11 @@ def run_all(items: list, jobs: int = 0, progress=None) -> list:
 
 
 def _is_ours(path: str) -> bool:
-    try:
-        with open(os.path.join(path, "meta.json")) as f:
-            return json.load(f).get("reproduction") == "minerva"
-    except (OSError, ValueError):
-        return False
+    return common.is_ours(path, "minerva")
 
 
 def check_out_dir(out_dir: str) -> str:
-    out_dir = os.path.abspath(out_dir)
-    if os.path.isdir(out_dir) and os.listdir(out_dir) and not _is_ours(out_dir):
-        raise InputError(out_dir, None, message="output directory exists, is not empty and is not a previous "
-                                                "minerva reproduction (refusing to replace it)")
-    return outdir.check(out_dir, replaceable=_is_ours)
+    return common.check_out_dir(out_dir, "minerva")
 
 
 def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int = 0, log=None,
@@ -695,19 +688,8 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
     with outdir.atomic_dir(out_dir) as tmp:
         df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         odf.to_parquet(os.path.join(tmp, "opt.parquet"), index=False)
-        with open(os.path.join(tmp, "claims.json"), "w") as f:
-            json.dump(claims, f, indent=2)
-            f.write("\n")
-        try:
-            minerva_report.write_report(tmp, df, odf, claims, meta)
-        except Exception as e:  # keep the runs
-            meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
-            with open(os.path.join(tmp, "report.html"), "w") as f:
-                f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}</p>")
-        meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
-        with open(os.path.join(tmp, "meta.json"), "w") as f:
-            json.dump(meta, f, indent=2, default=str)
-            f.write("\n")
+        common.write_claims_report_meta(tmp, claims, meta,
+                                        lambda: minerva_report.write_report(tmp, df, odf, claims, meta), t0)
     meta["out_dir"] = out_dir
     return meta
 
