@@ -474,3 +474,73 @@ def test_cli_serves_and_stops_on_ctrl_c(tree):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+# ---------------------------------------------------------------------------------------------------- more
+
+def test_content_pipeline_layout_is_served_segment_by_segment(tmp_path):
+    """A directory laid out like `qoelab video prepare` output (manifest.mpd + one fMP4 per rung): every
+    segment's mediaRange from the MPD comes back byte-exact."""
+    from qoelab.content import mpd
+    reps, files = [], {}
+    for r, sizes in enumerate([[700, 5000, 4000, 6100], [700, 9000, 8800, 12000]]):
+        blob = os.urandom(sum(sizes))
+        name = f"rung{r}.mp4"
+        (tmp_path / name).write_bytes(blob)
+        files[name] = blob
+        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        reps.append({"id": r, "file": name, "width": 640, "height": 360, "codec": "avc1.64001e", "timescale": 12800,
+                     "init_end": sizes[0], "ranges": list(zip(ends[:-1], ends[1:])), "bandwidth": 1000 * (r + 1)})
+    mpd.write(str(tmp_path / "manifest.mpd"), reps, 6.0, 48, 24, 2.0)
+    s = serve.Server(str(tmp_path), port=0, log=open(os.devnull, "w"))
+    s.start()
+    s.start_thread()
+    try:
+        st, h, body = get(s.port, "/manifest.mpd")
+        assert st == 200 and body == (tmp_path / "manifest.mpd").read_bytes()
+        c = Client(s.port)
+        for rep in mpd.read(str(tmp_path / "manifest.mpd"))["representations"]:
+            blob = files[rep["file"]]
+            for a, b in [rep["init"]] + rep["segments"]:
+                c.send(f"GET /{rep['file']} HTTP/1.1\r\nHost: t\r\nRange: bytes={a}-{b - 1}\r\n\r\n".encode())
+                st, h, body = c.response()
+                assert st == 206 and body == blob[a:b] and h["content-range"] == f"bytes {a}-{b - 1}/{len(blob)}"
+        c.close()
+    finally:
+        s.stop()
+
+
+def test_connection_close_is_honoured_on_errors(server):
+    c = Client(server.port)
+    c.send(b"GET /nope HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    st, h, _ = c.response()
+    assert st == 404 and h["connection"] == "close" and c.closed()
+    c.close()
+
+
+def test_connection_limit(tree):
+    s = serve.Server(str(tree[0]), port=0, log=open(os.devnull, "w"), max_connections=2)
+    s.start()
+    s.start_thread()
+    try:
+        held = [Client(s.port) for _ in range(2)]
+        for h in held:    # make sure both are accepted and counted
+            h.send(b"HEAD /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert h.response(head_only=True)[0] == 200
+        assert raw(s.port, b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n")[0] == 503
+        for h in held:
+            h.close()
+        for _ in range(50):
+            if not s.conns:
+                break
+            time.sleep(0.02)
+        assert get(s.port, "/manifest.mpd")[0] == 200
+    finally:
+        s.stop()
+
+
+def test_binds_only_where_told(server):
+    """Bound to 127.0.0.1 only: another loopback address of the same host is refused."""
+    assert server._listener.getsockname()[0] == "127.0.0.1" if server._listener.fileno() >= 0 else True
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.2", server.port), timeout=1).close()

@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import xml.etree.ElementTree as ET
+import zlib
 from email.utils import formatdate
 
 __all__ = ["Server", "parse_range", "resolve_path", "parse_tcp_info", "TCP_INFO_FIELDS", "synthetic_layout",
@@ -356,6 +357,7 @@ class Server:
         self._listener: socket.socket | None = None
         self._threads: list[threading.Thread] = []
         self._info_file = None
+        self._t_start = time.monotonic()
 
     # -- lifecycle
     def start(self) -> None:
@@ -379,6 +381,7 @@ class Server:
         self.port = ls.getsockname()[1]
         if self.tcp_info_log:
             self._info_file = open(self.tcp_info_log, "w", buffering=1)
+            self._t_start = time.monotonic()
             t = threading.Thread(target=self._sample_loop, name="qoelab-serve-tcpinfo", daemon=True)
             t.start()
             self._threads.append(t)
@@ -420,9 +423,10 @@ class Server:
                 pass
         for t in self._threads:
             t.join(timeout=1.0)
-        if self._info_file:
-            self._info_file.close()
-            self._info_file = None
+        with self._log_lock:
+            if self._info_file:
+                self._info_file.close()
+                self._info_file = None
 
     # -- connections
     def _accepted(self, sock: socket.socket, peer) -> None:
@@ -473,6 +477,8 @@ class Server:
             self._log_line(conn.peer, "-", "-", None, 500, 0, 0.0, note=f"internal error {type(e).__name__}: {e}")
             return
         finally:
+            if self._info_file is not None:
+                self._sample(conn, time.monotonic())     # the last sample: what the connection ended with
             with self._lock:
                 self.conns.pop(conn.id, None)
             try:
@@ -505,7 +511,7 @@ class Server:
 
     # -- one request
     def _handle(self, conn: _Conn, head, buf: bytearray, t0: float) -> bool:
-        method, target, rng = "-", "-", None
+        method, target, rng, keep = "-", "-", None, False
         try:
             if isinstance(head, HttpError):
                 raise head
@@ -516,7 +522,7 @@ class Server:
             self._check_method(method)
             return self._respond(conn, method, target, headers, keep, t0) and keep
         except HttpError as e:
-            close = e.close or isinstance(head, HttpError)
+            close = e.close or not keep
             body = (f"{e.status} {REASONS.get(e.status, '')}: {e.why}\n").encode()
             hdrs = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))] + e.headers
             if close:
@@ -627,7 +633,7 @@ class Server:
             else:
                 video, r = syn[1], syn[2]
                 total, src, ctype = _rung_total(video, r), ("pattern", None), TYPES[".mp4"]
-            etag = f'"syn-{abs(hash(path)) & 0xffffffff:x}-{total:x}"'
+            etag = f'"syn-{zlib.crc32(path.encode()):x}-{total:x}"'
         else:
             real = resolve_path(self.root, segs)
             try:
@@ -747,26 +753,28 @@ class Server:
                 pass
 
     def _sample_loop(self) -> None:
-        t_start = time.monotonic()
         while not self._stop.wait(self.tcp_info_interval):
             with self._lock:
                 conns = list(self.conns.values())
             now = time.monotonic()
             for c in conns:
+                self._sample(c, now)
+
+    def _sample(self, c: _Conn, now: float) -> None:
+        try:
+            raw = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
+        except OSError:
+            return
+        rec = {"t_s": round(now - self._t_start, 6), "conn": c.id, "peer": f"{c.peer[0]}:{c.peer[1]}", "cc": c.cc}
+        rec.update(parse_tcp_info(raw))
+        line = json.dumps(rec) + "\n"
+        with self._log_lock:
+            f = self._info_file
+            if f is not None:
                 try:
-                    raw = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
-                except OSError:
-                    continue
-                rec = {"t_s": round(now - t_start, 6), "conn": c.id, "peer": f"{c.peer[0]}:{c.peer[1]}",
-                       "cc": c.cc}
-                rec.update(parse_tcp_info(raw))
-                f = self._info_file
-                if f is None:
-                    return
-                try:
-                    f.write(json.dumps(rec) + "\n")
+                    f.write(line)
                 except (OSError, ValueError):
-                    return
+                    pass
 
 
 # ----------------------------------------------------------------------------------------------------------
