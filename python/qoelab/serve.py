@@ -456,7 +456,12 @@ class Server:
         except OSError:
             pass
         t = threading.Thread(target=self._serve_conn, args=(conn,), name=f"qoelab-serve-{conn.id}", daemon=True)
-        t.start()
+        try:
+            t.start()
+        except RuntimeError:     # no more threads: drop this connection, keep accepting
+            with self._lock:
+                self.conns.pop(conn.id, None)
+            sock.close()
 
     def _serve_conn(self, conn: _Conn) -> None:
         sock = conn.sock
@@ -520,7 +525,9 @@ class Server:
             self._skip_body(conn.sock, buf, headers)
             keep = self._keep_alive(version, headers)
             self._check_method(method)
-            return self._respond(conn, method, target, headers, keep, t0) and keep
+            # an HTTP/1.0 client learns that the connection persists from the response (RFC 9112 9.3)
+            mode = "keep-alive" if keep and version == "HTTP/1.0" else keep
+            return self._respond(conn, method, target, headers, mode, t0) and keep
         except HttpError as e:
             close = e.close or not keep
             body = (f"{e.status} {REASONS.get(e.status, '')}: {e.why}\n").encode()
@@ -729,12 +736,15 @@ class Server:
                 n -= k
 
     @staticmethod
-    def _head(status: int, headers: list, keep: bool = True) -> bytes:
+    def _head(status: int, headers: list, keep: bool | str = True) -> bytes:
         lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}", f"Date: {formatdate(usegmt=True)}",
                  "Server: qoelab"]
         lines += [f"{k}: {v}" for k, v in headers]
-        if not keep and not any(k == "Connection" for k, _ in headers):
-            lines.append("Connection: close")
+        if not any(k == "Connection" for k, _ in headers):
+            if keep == "keep-alive":
+                lines.append("Connection: keep-alive")
+            elif not keep:
+                lines.append("Connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     # -- logs
