@@ -1,0 +1,867 @@
+"""``qoelab serve``: a small HTTP/1.1 origin server for the real-network runtime (docs/serve.md).
+
+Standard library only. One thread per connection (blocking sockets, ``socket.sendfile`` for files),
+the accept loop in the calling thread. Each connection reads requests back to back from one buffer
+and answers them one after the other, so pipelined requests are answered strictly in order.
+
+What it serves:
+
+* regular files under DIR (the content pipeline's output: ``manifest.mpd`` and one MP4 per rung),
+  after a path check that refuses ``..``, encoded slashes, NUL bytes, empty segments and anything
+  whose real path (symlinks resolved) is outside DIR;
+* virtual synthetic videos under ``/synthetic/`` (see :func:`_synthetic`): one file per rung with
+  the byte layout of :func:`qoelab.video.synthetic.synthetic_video`, and a generated MPD.
+
+Per accepted socket it can set the congestion controller (``TCP_CONGESTION``) and sample
+``TCP_INFO`` into a JSONL file (layout in :data:`TCP_INFO_FIELDS`).
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import os
+import re
+import selectors
+import socket
+import stat
+import struct
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+import zlib
+from email.utils import formatdate
+
+__all__ = ["Server", "parse_range", "resolve_path", "parse_tcp_info", "TCP_INFO_FIELDS", "synthetic_layout",
+           "pattern_bytes"]
+
+MAX_HEAD = 16 * 1024          # request line + header fields, bytes
+MAX_HEADERS = 100             # header fields per request
+MAX_RANGES = 64               # more ranges than this: Range is ignored (RFC 9110 14.2 allows it)
+MAX_SYNTH_SEGMENTS = 100_000
+CHUNK = 256 * 1024
+ALLOWED = "GET, HEAD, OPTIONS"
+KNOWN_METHODS = {"POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"}
+TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+REASONS = {200: "OK", 204: "No Content", 206: "Partial Content", 304: "Not Modified", 400: "Bad Request",
+           403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 416: "Range Not Satisfiable",
+           500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
+           505: "HTTP Version Not Supported"}
+TYPES = {".mpd": "application/dash+xml", ".mp4": "video/mp4", ".m4s": "video/iso.segment", ".m4v": "video/mp4",
+         ".m4a": "audio/mp4", ".ts": "video/mp2t", ".m3u8": "application/vnd.apple.mpegurl",
+         ".json": "application/json", ".html": "text/html; charset=utf-8", ".js": "text/javascript",
+         ".css": "text/css", ".txt": "text/plain; charset=utf-8", ".xml": "application/xml",
+         ".parquet": "application/vnd.apache.parquet"}
+
+
+class HttpError(Exception):
+    """A request that gets an error response; ``close``: the connection cannot be reused after it."""
+
+    def __init__(self, status: int, why: str, close: bool = True, headers: list | None = None):
+        super().__init__(why)
+        self.status, self.why, self.close, self.headers = status, why, close, headers or []
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Range (RFC 9110 14.1.1, 14.2)
+
+def parse_range(value: str | None, total: int):
+    """The ranges a ``Range`` header asks for, against a representation of ``total`` bytes.
+
+    Returns None when the header is absent, not a ``bytes`` range, syntactically invalid, or asks for more
+    than :data:`MAX_RANGES` ranges (the caller then ignores it and answers 200, which RFC 9110 14.2 allows);
+    ``[]`` when it is valid but no range is satisfiable (416); otherwise a list of ``(first, last)`` inclusive
+    byte positions, clamped to the representation, in the order asked for (not coalesced).
+    """
+    if value is None:
+        return None
+    unit, sep, spec = value.partition("=")
+    if not sep or unit.strip().lower() != "bytes":
+        return None
+    parts = [p.strip() for p in spec.split(",")]
+    parts = [p for p in parts if p]           # RFC 9110 5.6.1: empty list elements are ignored
+    if not parts or len(parts) > MAX_RANGES:
+        return None
+    out = []
+    for p in parts:
+        m = re.fullmatch(r"(\d*)-(\d*)", p)
+        if not m or (not m.group(1) and not m.group(2)):
+            return None
+        a, b = m.group(1), m.group(2)
+        if a:
+            first = int(a)
+            last = int(b) if b else None
+            if last is not None and last < first:
+                return None                     # invalid range-spec: the whole header is ignored
+            if first >= total:
+                continue                         # unsatisfiable
+            out.append((first, total - 1 if last is None else min(last, total - 1)))
+        else:
+            n = int(b)
+            if n == 0 or total == 0:
+                continue
+            out.append((max(0, total - n), total - 1))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Paths
+
+def _decode_target(target: str) -> list[str]:
+    """Percent-decode an origin-form path into its segments, refusing everything that could escape."""
+    if "\x00" in target or "\\" in target:
+        raise HttpError(400, "NUL or backslash in the path")
+    if not target.startswith("/"):
+        raise HttpError(400, "the request target is not an absolute path")
+    raw = target.split("/")[1:]
+    segs = []
+    for i, r in enumerate(raw):
+        low = r.lower()
+        if "%2f" in low or "%5c" in low or "%00" in low:
+            raise HttpError(400, "encoded slash, backslash or NUL in the path")
+        try:
+            s = _pct_decode(r)
+        except ValueError:
+            raise HttpError(400, "bad percent-encoding in the path") from None
+        if s in (".", ".."):
+            raise HttpError(403, "dot segment in the path")
+        if s == "":
+            if i == len(raw) - 1:
+                raise HttpError(404, "directory")       # "/dir/": no listings
+            raise HttpError(400, "empty path segment")
+        if "\x00" in s or "/" in s or "\\" in s:
+            raise HttpError(400, "forbidden character in the path")
+        segs.append(s)
+    return segs
+
+
+def _pct_decode(s: str) -> str:
+    if "%" not in s:
+        return s
+    out = bytearray()
+    i = 0
+    b = s.encode("utf-8")
+    while i < len(b):
+        c = b[i]
+        if c == 0x25:
+            h = b[i + 1:i + 3]
+            if len(h) != 2 or not all(x in b"0123456789abcdefABCDEF" for x in h):
+                raise ValueError("bad escape")
+            out.append(int(h, 16))
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    return out.decode("utf-8")   # ValueError (UnicodeDecodeError) on bad UTF-8
+
+
+def resolve_path(root_real: str, segs: list[str]) -> str:
+    """The real path of ``segs`` under ``root_real`` (itself a realpath); HttpError if outside or not a file."""
+    if not segs:
+        raise HttpError(404, "no index")
+    cand = os.path.join(root_real, *segs)
+    real = os.path.realpath(cand)
+    if real != root_real and not real.startswith(root_real + os.sep):
+        raise HttpError(403, "outside the served directory")
+    return real
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Synthetic videos
+
+_PERIOD = 251   # the pattern: byte at offset o of every synthetic file is o % 251
+_PATTERN = bytes(i % _PERIOD for i in range(CHUNK + _PERIOD))
+
+
+def pattern_bytes(offset: int, n: int) -> bytes:
+    """The ``n`` bytes of a synthetic rung file starting at ``offset`` (byte o is ``o % 251``)."""
+    out = bytearray()
+    while n > 0:
+        k = min(n, CHUNK)
+        s = offset % _PERIOD
+        out += _PATTERN[s:s + k]
+        offset += k
+        n -= k
+    return bytes(out)
+
+
+@functools.lru_cache(maxsize=32)
+def synthetic_layout(ladder: str, seed: int = 0, n_segments: int = 300) -> dict:
+    """The synthetic video served under ``/synthetic/<ladder>/[s<seed>-n<n>/]``: its Video dict."""
+    from qoelab.video.synthetic import synthetic_video
+    return synthetic_video(ladder, n_segments=n_segments, seed=seed)
+
+
+def _rung_total(video: dict, r: int) -> int:
+    offs = video["byte_offsets"]
+    return offs[-1][r] + video["sizes"][-1][r]
+
+
+def synthetic_mpd(video: dict) -> bytes:
+    """A static DASH MPD (SegmentList, ``Initialization@range``, ``SegmentURL@mediaRange``) for ``video``."""
+    from qoelab.video.synthetic import INIT_BYTES
+    ns = "urn:mpeg:dash:schema:mpd:2011"
+    ET.register_namespace("", ns)
+    dur_ms = video["segment_duration"] // 1_000_000
+    n = len(video["sizes"])
+    total_s = n * video["segment_duration"] / 1e9
+    mpd = ET.Element(f"{{{ns}}}MPD", {
+        "profiles": "urn:mpeg:dash:profile:full:2011", "type": "static",
+        "mediaPresentationDuration": f"PT{total_s:.3f}S", "minBufferTime": "PT2.000S"})
+    period = ET.SubElement(mpd, f"{{{ns}}}Period", {"id": "0", "start": "PT0S"})
+    aset = ET.SubElement(period, f"{{{ns}}}AdaptationSet", {
+        "id": "0", "contentType": "video", "mimeType": "video/mp4", "segmentAlignment": "true",
+        "startWithSAP": "1"})
+    res = video.get("resolutions")
+    for r, bw in enumerate(video["bitrates_bps"]):
+        attrs = {"id": str(r), "bandwidth": str(int(bw)), "codecs": "avc1.64001f"}
+        if res:
+            attrs["width"], attrs["height"] = str(res[r][0]), str(res[r][1])
+        rep = ET.SubElement(aset, f"{{{ns}}}Representation", attrs)
+        ET.SubElement(rep, f"{{{ns}}}BaseURL").text = f"{r}.mp4"
+        sl = ET.SubElement(rep, f"{{{ns}}}SegmentList", {"timescale": "1000", "duration": str(dur_ms)})
+        ET.SubElement(sl, f"{{{ns}}}Initialization", {"range": f"0-{INIT_BYTES - 1}"})
+        for t in range(n):
+            a = video["byte_offsets"][t][r]
+            ET.SubElement(sl, f"{{{ns}}}SegmentURL",
+                          {"mediaRange": f"{a}-{a + video['sizes'][t][r] - 1}"})
+    tree = ET.ElementTree(mpd)
+    ET.indent(tree)
+    import io
+    buf = io.BytesIO()
+    tree.write(buf, xml_declaration=True, encoding="utf-8")
+    return buf.getvalue() + b"\n"
+
+
+_VARIANT = re.compile(r"s(\d{1,9})-n(\d{1,6})")
+_RUNG = re.compile(r"(0|[1-9]\d{0,3})\.mp4")
+
+
+def _synthetic(segs: list[str]):
+    """``segs`` after ``synthetic``: ("mpd", bytes) or ("rung", video, r); HttpError(404) otherwise."""
+    if len(segs) not in (2, 3):
+        raise HttpError(404, "not a synthetic path", close=False)
+    ladder, rest = segs[0], segs[1:]
+    seed, n = 0, 300
+    if len(rest) == 2:
+        m = _VARIANT.fullmatch(rest[0])
+        if not m:
+            raise HttpError(404, "not a synthetic variant (s<seed>-n<segments>)", close=False)
+        seed, n = int(m.group(1)), int(m.group(2))
+        if not 1 <= n <= MAX_SYNTH_SEGMENTS:
+            raise HttpError(404, "segment count out of range", close=False)
+    from qoelab.errors import InputError
+    try:
+        video = synthetic_layout(ladder, seed, n)
+    except InputError:
+        raise HttpError(404, "unknown ladder", close=False) from None
+    name = rest[-1]
+    if name == "manifest.mpd":
+        return ("mpd", _synthetic_mpd_cached(ladder, seed, n))
+    m = _RUNG.fullmatch(name)
+    if not m or int(m.group(1)) >= len(video["bitrates_bps"]):
+        raise HttpError(404, "no such rung", close=False)
+    return ("rung", video, int(m.group(1)))
+
+
+@functools.lru_cache(maxsize=32)
+def _synthetic_mpd_cached(ladder: str, seed: int, n: int) -> bytes:
+    return synthetic_mpd(synthetic_layout(ladder, seed, n))
+
+
+# ----------------------------------------------------------------------------------------------------------
+# TCP_INFO (struct tcp_info, include/uapi/linux/tcp.h); offsets in bytes, stable since Linux 4.x:
+# fields are only ever appended, and a field is parsed only if the kernel returned that many bytes.
+
+TCP_INFO_FIELDS = [  # (name, offset, struct format)
+    ("state", 0, "B"), ("ca_state", 1, "B"), ("retransmits", 2, "B"),
+    ("rto_us", 8, "I"), ("snd_mss", 16, "I"), ("unacked", 24, "I"), ("sacked", 28, "I"), ("lost", 32, "I"),
+    ("retrans", 36, "I"), ("pmtu", 60, "I"), ("rtt_us", 68, "I"), ("rttvar_us", 72, "I"),
+    ("snd_ssthresh", 76, "I"), ("snd_cwnd", 80, "I"), ("total_retrans", 100, "I"),
+    ("pacing_rate", 104, "Q"), ("bytes_acked", 120, "Q"), ("segs_out", 136, "I"), ("notsent_bytes", 144, "I"),
+    ("min_rtt_us", 148, "I"), ("delivery_rate", 160, "Q"), ("busy_time_us", 168, "Q"),
+    ("rwnd_limited_us", 176, "Q"), ("sndbuf_limited_us", 184, "Q"), ("delivered", 192, "I"),
+    ("delivered_ce", 196, "I"), ("bytes_sent", 200, "Q"), ("bytes_retrans", 208, "Q"), ("snd_wnd", 228, "I"),
+]
+TCP_INFO_LEN = 232
+_APP_LIMITED_BYTE = 7   # bit 0: tcpi_delivery_rate_app_limited
+
+
+def parse_tcp_info(raw: bytes) -> dict:
+    """The fields of :data:`TCP_INFO_FIELDS` present in ``raw`` (rates in bytes/s, as the kernel gives them)."""
+    out = {}
+    for name, off, fmt in TCP_INFO_FIELDS:
+        size = struct.calcsize(fmt)
+        if off + size <= len(raw):
+            out[name] = struct.unpack_from("=" + fmt, raw, off)[0]
+    if len(raw) > _APP_LIMITED_BYTE:
+        out["delivery_rate_app_limited"] = raw[_APP_LIMITED_BYTE] & 1
+    return out
+
+
+def available_cc() -> list[str]:
+    try:
+        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def check_cc(cc: str) -> None:
+    """Raise ValueError with a one-line reason if sockets cannot use ``cc``."""
+    if not hasattr(socket, "TCP_CONGESTION"):
+        raise ValueError("TCP_CONGESTION is not supported on this platform")
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    except OSError as e:
+        avail = " ".join(available_cc()) or "unknown"
+        raise ValueError(f"congestion control {cc!r} is not usable here ({e.strerror}; available: {avail}; "
+                         "try `modprobe tcp_{cc}`)") from None
+    finally:
+        s.close()
+
+
+def get_cc(sock: socket.socket) -> str:
+    return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, 16).split(b"\0", 1)[0].decode()
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The server
+
+class _Conn:
+    __slots__ = ("id", "sock", "peer", "cc", "opened")
+
+    def __init__(self, cid, sock, peer):
+        self.id, self.sock, self.peer, self.cc, self.opened = cid, sock, peer, None, time.monotonic()
+
+
+class Server:
+    """``Server(root, ...)``; ``start()`` binds; ``serve_forever()`` or ``start_thread()``; ``stop()``."""
+
+    def __init__(self, root: str, bind: str = "127.0.0.1", port: int = 8000, cc: str | None = None,
+                 tcp_info_log: str | None = None, tcp_info_interval: float = 0.1, log=None,
+                 max_connections: int = 256, idle_timeout: float = 60.0):
+        self.root = os.path.realpath(root)
+        self.bind, self.port, self.cc = bind, port, cc
+        self.tcp_info_log, self.tcp_info_interval = tcp_info_log, tcp_info_interval
+        self.log = log if log is not None else sys.stderr
+        self.max_connections, self.idle_timeout = max_connections, idle_timeout
+        self.conns: dict[int, _Conn] = {}
+        self._lock = threading.Lock()
+        self._log_lock = threading.Lock()
+        self._next_id = 0
+        self._stop = threading.Event()
+        self._listener: socket.socket | None = None
+        self._threads: list[threading.Thread] = []
+        self._info_file = None
+        self._t_start = time.monotonic()
+
+    # -- lifecycle
+    def start(self) -> None:
+        if self.cc:
+            check_cc(self.cc)
+        fam = socket.AF_INET6 if ":" in self.bind else socket.AF_INET
+        ls = socket.socket(fam, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if fam == socket.AF_INET6:
+            ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        if self.cc:
+            ls.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.cc.encode())
+        try:
+            ls.bind((self.bind, self.port))
+        except OSError:
+            ls.close()
+            raise
+        ls.listen(128)
+        ls.setblocking(False)
+        self._listener = ls
+        self.port = ls.getsockname()[1]
+        if self.tcp_info_log:
+            self._info_file = open(self.tcp_info_log, "w", buffering=1)
+            self._t_start = time.monotonic()
+            t = threading.Thread(target=self._sample_loop, name="qoelab-serve-tcpinfo", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def serve_forever(self) -> None:
+        sel = selectors.DefaultSelector()
+        sel.register(self._listener, selectors.EVENT_READ)
+        try:
+            while not self._stop.is_set():
+                if not sel.select(timeout=0.2):
+                    continue
+                try:
+                    sock, peer = self._listener.accept()
+                except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+                    continue
+                except OSError as e:   # EMFILE and friends: back off, keep serving
+                    if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                        time.sleep(0.05)
+                        continue
+                    raise
+                self._accepted(sock, peer)
+        finally:
+            sel.close()
+            self._listener.close()
+
+    def start_thread(self) -> threading.Thread:
+        t = threading.Thread(target=self.serve_forever, name="qoelab-serve", daemon=True)
+        t.start()
+        return t
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            conns = list(self.conns.values())
+        for c in conns:
+            try:
+                c.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for t in self._threads:
+            t.join(timeout=1.0)
+        with self._log_lock:
+            if self._info_file:
+                self._info_file.close()
+                self._info_file = None
+
+    # -- connections
+    def _accepted(self, sock: socket.socket, peer) -> None:
+        sock.setblocking(True)
+        with self._lock:
+            full = len(self.conns) >= self.max_connections
+            self._next_id += 1
+            conn = _Conn(self._next_id, sock, peer)
+            if not full:
+                self.conns[conn.id] = conn
+        if full:
+            try:
+                sock.settimeout(1.0)
+                sock.sendall(self._head(503, [("Content-Length", "0"), ("Connection", "close"),
+                                              ("Retry-After", "1")]))
+            except OSError:
+                pass
+            sock.close()
+            self._log_line(peer, "-", "-", "-", 503, 0, 0.0)
+            return
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self.cc:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.cc.encode())
+            if hasattr(socket, "TCP_CONGESTION"):
+                conn.cc = get_cc(sock)
+        except OSError:
+            pass
+        t = threading.Thread(target=self._serve_conn, args=(conn,), name=f"qoelab-serve-{conn.id}", daemon=True)
+        try:
+            t.start()
+        except RuntimeError:     # no more threads: drop this connection, keep accepting
+            with self._lock:
+                self.conns.pop(conn.id, None)
+            sock.close()
+
+    def _serve_conn(self, conn: _Conn) -> None:
+        sock = conn.sock
+        sock.settimeout(self.idle_timeout)
+        buf = bytearray()
+        try:
+            while not self._stop.is_set():
+                head = self._read_head(sock, buf)
+                if head is None:
+                    return
+                t0 = time.monotonic()
+                keep = self._handle(conn, head, buf, t0)
+                if not keep:
+                    return
+        except (OSError, ValueError):   # reset, timeout, broken pipe: the connection just ends
+            return
+        except Exception as e:          # a bug: say so in the log, end this connection, keep serving
+            self._log_line(conn.peer, "-", "-", None, 500, 0, 0.0, note=f"internal error {type(e).__name__}: {e}")
+            return
+        finally:
+            if self._info_file is not None:
+                self._sample(conn, time.monotonic())     # the last sample: what the connection ended with
+            with self._lock:
+                self.conns.pop(conn.id, None)
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def _read_head(self, sock, buf: bytearray):
+        """The next request head (bytes, without the blank line), removed from ``buf``; None at a clean EOF.
+        Raises HttpError(400) when the head exceeds :data:`MAX_HEAD`."""
+        while True:
+            # RFC 9112 2.2: empty lines before the request line are ignored
+            while buf[:2] == b"\r\n" or buf[:1] == b"\n":
+                del buf[:2 if buf[:2] == b"\r\n" else 1]
+            m = re.search(rb"\r?\n\r?\n", buf)
+            if m:
+                head = bytes(buf[:m.start()])
+                del buf[:m.end()]
+                if len(head) > MAX_HEAD:
+                    return HttpError(400, "request head too long")
+                return head
+            if len(buf) > MAX_HEAD:
+                return HttpError(400, "request head too long")
+            if buf.startswith(b"PRI * HTTP/2.0"):
+                return HttpError(400, "HTTP/2 connection preface")
+            data = sock.recv(65536)
+            if not data:
+                return None
+            buf += data
+
+    # -- one request
+    def _handle(self, conn: _Conn, head, buf: bytearray, t0: float) -> bool:
+        method, target, rng, keep = "-", "-", None, False
+        try:
+            if isinstance(head, HttpError):
+                raise head
+            method, target, version, headers = self._parse_head(head)
+            rng = headers.get("range")
+            self._skip_body(conn.sock, buf, headers)
+            keep = self._keep_alive(version, headers)
+            self._check_method(method)
+            # an HTTP/1.0 client learns that the connection persists from the response (RFC 9112 9.3)
+            mode = "keep-alive" if keep and version == "HTTP/1.0" else keep
+            return self._respond(conn, method, target, headers, mode, t0) and keep
+        except HttpError as e:
+            close = e.close or not keep
+            body = (f"{e.status} {REASONS.get(e.status, '')}: {e.why}\n").encode()
+            hdrs = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))] + e.headers
+            if close:
+                hdrs.append(("Connection", "close"))
+            conn.sock.sendall(self._head(e.status, hdrs) + (b"" if method == "HEAD" else body))
+            self._log_line(conn.peer, method, target, rng, e.status, 0, time.monotonic() - t0)
+            return not close
+
+    def _parse_head(self, head: bytes):
+        lines = re.split(rb"\r?\n", head)
+        try:
+            reqline = lines[0].decode("ascii")
+        except UnicodeDecodeError:
+            raise HttpError(400, "non-ASCII request line") from None
+        parts = reqline.split(" ")
+        if len(parts) != 3 or not all(parts):
+            raise HttpError(400, "bad request line")
+        method, target, version = parts
+        if not TOKEN.match(method.encode()):
+            raise HttpError(400, "bad method")
+        vm = re.fullmatch(r"HTTP/(\d)\.(\d)", version)
+        if not vm:
+            raise HttpError(400, "bad HTTP version")
+        if method == "PRI" and version == "HTTP/2.0":
+            raise HttpError(400, "HTTP/2 connection preface")
+        if vm.group(1) != "1":
+            raise HttpError(505, "only HTTP/1.x")
+        if len(lines) - 1 > MAX_HEADERS:
+            raise HttpError(400, f"more than {MAX_HEADERS} header fields")
+        headers: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        for ln in lines[1:]:
+            if ln[:1] in (b" ", b"\t"):
+                raise HttpError(400, "obsolete line folding")
+            name, sep, value = ln.partition(b":")
+            if not sep or not TOKEN.match(name):
+                raise HttpError(400, "bad header field")
+            if b"\0" in value:
+                raise HttpError(400, "NUL in a header field")
+            k = name.decode("ascii").lower()
+            v = value.strip(b" \t").decode("latin-1")
+            counts[k] = counts.get(k, 0) + 1
+            headers[k] = v if k not in headers else headers[k] + ", " + v
+        if version == "HTTP/1.1" and counts.get("host", 0) != 1:
+            raise HttpError(400, "HTTP/1.1 request needs exactly one Host header")
+        if counts.get("host", 0) > 1:
+            raise HttpError(400, "more than one Host header")
+        return method, target, version, headers
+
+    @staticmethod
+    def _check_method(method: str) -> None:
+        if method in ("GET", "HEAD", "OPTIONS"):
+            return
+        if method in KNOWN_METHODS:
+            raise HttpError(405, f"method {method} not allowed", close=False, headers=[("Allow", ALLOWED)])
+        raise HttpError(501, f"method {method} not implemented", close=False)
+
+    def _skip_body(self, sock, buf: bytearray, headers: dict) -> None:
+        if "transfer-encoding" in headers:
+            raise HttpError(501 if "content-length" not in headers else 400,
+                            "request bodies with Transfer-Encoding are not supported")
+        cl = headers.get("content-length")
+        if cl is None:
+            return
+        vals = {v.strip() for v in cl.split(",")}
+        if len(vals) != 1 or not all(v.isdigit() and v.isascii() for v in vals) or len(next(iter(vals))) > 15:
+            raise HttpError(400, "bad Content-Length")
+        n = int(next(iter(vals)))
+        if n > 1 << 20:
+            raise HttpError(400, "request body too large")
+        while len(buf) < n:
+            data = sock.recv(65536)
+            if not data:
+                raise OSError("eof in request body")
+            buf += data
+        del buf[:n]
+
+    @staticmethod
+    def _keep_alive(version: str, headers: dict) -> bool:
+        tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
+        if "close" in tokens:
+            return False
+        if version == "HTTP/1.0":
+            return "keep-alive" in tokens
+        return True
+
+    def _respond(self, conn: _Conn, method: str, target: str, headers: dict, keep: bool, t0: float) -> bool:
+        path = target.split("?", 1)[0].split("#", 1)[0]
+        if path.startswith(("http://", "https://")):   # absolute-form (RFC 9112 3.2.2)
+            rest = path.split("://", 1)[1]
+            path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        if method == "OPTIONS":
+            hdrs = [("Allow", ALLOWED), ("Access-Control-Allow-Methods", ALLOWED),
+                    ("Access-Control-Allow-Headers", "Range"), ("Access-Control-Max-Age", "86400"),
+                    ("Content-Length", "0")]
+            conn.sock.sendall(self._head(204, hdrs, keep))
+            self._log_line(conn.peer, method, target, headers.get("range"), 204, 0, time.monotonic() - t0)
+            return True
+        segs = _decode_target(path)
+        ctype = "application/octet-stream"
+        src = None          # (kind, payload)
+        etag = last_mod = None
+        if segs and segs[0] == "synthetic":
+            syn = _synthetic(segs[1:])
+            if syn[0] == "mpd":
+                data = syn[1]
+                total, src, ctype = len(data), ("bytes", data), TYPES[".mpd"]
+            else:
+                video, r = syn[1], syn[2]
+                total, src, ctype = _rung_total(video, r), ("pattern", None), TYPES[".mp4"]
+            etag = f'"syn-{zlib.crc32(path.encode()):x}-{total:x}"'
+        else:
+            real = resolve_path(self.root, segs)
+            try:
+                fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+            except FileNotFoundError:
+                raise HttpError(404, "not found", close=False) from None
+            except OSError:
+                raise HttpError(403, "cannot open", close=False) from None
+            f = os.fdopen(fd, "rb")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                f.close()
+                raise HttpError(404, "not a regular file", close=False)
+            total, src = st.st_size, ("file", f)
+            ctype = TYPES.get(os.path.splitext(real)[1].lower(), "application/octet-stream")
+            etag = f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"'
+            last_mod = formatdate(st.st_mtime, usegmt=True)
+        try:
+            return self._send_representation(conn, method, target, headers, keep, t0, src, total, ctype,
+                                             etag, last_mod)
+        finally:
+            if src[0] == "file":
+                src[1].close()
+
+    def _send_representation(self, conn, method, target, headers, keep, t0, src, total, ctype, etag, last_mod):
+        rng_hdr = headers.get("range")
+        ranges = parse_range(rng_hdr, total) if rng_hdr is not None else None
+        if ranges is not None and "if-range" in headers:
+            ir = headers["if-range"].strip()
+            if ir != etag and (last_mod is None or ir != last_mod):
+                ranges = None
+        common = [("Accept-Ranges", "bytes"), ("Access-Control-Allow-Origin", "*"),
+                  ("Access-Control-Expose-Headers", "Content-Range, Content-Length, Accept-Ranges")]
+        if etag:
+            common.append(("ETag", etag))
+        if last_mod:
+            common.append(("Last-Modified", last_mod))
+        if ranges == []:
+            raise HttpError(416, "range not satisfiable", close=False,
+                            headers=[("Content-Range", f"bytes */{total}")] + common)
+        sock = conn.sock
+        if ranges is None:
+            status, pieces = 200, [(None, 0, total)]
+            hdrs = [("Content-Type", ctype), ("Content-Length", str(total))]
+        elif len(ranges) == 1:
+            a, b = ranges[0]
+            status, pieces = 206, [(None, a, b - a + 1)]
+            hdrs = [("Content-Type", ctype), ("Content-Range", f"bytes {a}-{b}/{total}"),
+                    ("Content-Length", str(b - a + 1))]
+        else:
+            status = 206
+            boundary = "qoelab-" + os.urandom(12).hex()
+            pieces = []
+            for i, (a, b) in enumerate(ranges):
+                pre = ("\r\n" if i else "") + f"--{boundary}\r\nContent-Type: {ctype}\r\n" \
+                      f"Content-Range: bytes {a}-{b}/{total}\r\n\r\n"
+                pieces.append((pre.encode(), a, b - a + 1))
+            tail = f"\r\n--{boundary}--\r\n".encode()
+            length = sum(len(p[0]) + p[2] for p in pieces) + len(tail)
+            pieces.append((tail, 0, 0))
+            hdrs = [("Content-Type", f"multipart/byteranges; boundary={boundary}"), ("Content-Length", str(length))]
+        body_len = sum((len(p[0]) if p[0] else 0) + p[2] for p in pieces)
+        head = self._head(status, hdrs + common, keep)
+        sent = 0
+        if method == "HEAD" or body_len == 0:
+            sock.sendall(head)
+        else:
+            sock.sendall(head, socket.MSG_MORE)
+            for pre, off, n in pieces:
+                if pre:
+                    sock.sendall(pre, socket.MSG_MORE)
+                if n:
+                    self._send_body(sock, src, off, n)
+                    sent += n
+        self._log_line(conn.peer, method, target, headers.get("range"), status, sent, time.monotonic() - t0)
+        return True
+
+    @staticmethod
+    def _send_body(sock, src, off: int, n: int) -> None:
+        kind, obj = src
+        if kind == "file":
+            done = sock.sendfile(obj, off, n)
+            if done != n:   # the file shrank under us: the framing is broken, close
+                raise OSError("short file")
+        elif kind == "bytes":
+            sock.sendall(memoryview(obj)[off:off + n])
+        else:
+            while n > 0:
+                k = min(n, CHUNK)
+                s = off % _PERIOD
+                sock.sendall(memoryview(_PATTERN)[s:s + k])
+                off += k
+                n -= k
+
+    @staticmethod
+    def _head(status: int, headers: list, keep: bool | str = True) -> bytes:
+        lines = [f"HTTP/1.1 {status} {REASONS.get(status, 'Unknown')}", f"Date: {formatdate(usegmt=True)}",
+                 "Server: qoelab"]
+        lines += [f"{k}: {v}" for k, v in headers]
+        if not any(k == "Connection" for k, _ in headers):
+            if keep == "keep-alive":
+                lines.append("Connection: keep-alive")
+            elif not keep:
+                lines.append("Connection: close")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    # -- logs
+    def _log_line(self, peer, method, target, rng, status, nbytes, dur_s, note: str = "") -> None:
+        who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        tgt = target if len(target) <= 200 else target[:200] + "..."
+        tgt = tgt.encode("unicode_escape").decode("ascii").replace(" ", "%20")
+        r = (rng or "-").replace(" ", "")[:100].encode("unicode_escape").decode("ascii")
+        line = (f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {who} {method} {tgt} range={r} {status} {nbytes} "
+                f"{dur_s * 1000:.1f}ms{' ' + note if note else ''}\n")
+        with self._log_lock:
+            try:
+                self.log.write(line)
+                self.log.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _sample_loop(self) -> None:
+        while not self._stop.wait(self.tcp_info_interval):
+            with self._lock:
+                conns = list(self.conns.values())
+            now = time.monotonic()
+            for c in conns:
+                self._sample(c, now)
+
+    def _sample(self, c: _Conn, now: float) -> None:
+        try:
+            raw = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
+        except OSError:
+            return
+        rec = {"t_s": round(now - self._t_start, 6), "conn": c.id, "peer": f"{c.peer[0]}:{c.peer[1]}", "cc": c.cc}
+        rec.update(parse_tcp_info(raw))
+        line = json.dumps(rec) + "\n"
+        with self._log_lock:
+            f = self._info_file
+            if f is not None:
+                try:
+                    f.write(line)
+                except (OSError, ValueError):
+                    pass
+
+
+# ----------------------------------------------------------------------------------------------------------
+# CLI
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("serve", help="serve a directory (and synthetic videos) over real HTTP/1.1",
+                       description="Serve the regular files under DIR (e.g. the output of `qoelab video "
+                       "prepare`) and synthetic videos under /synthetic/<ladder>/ over HTTP/1.1 with keep-alive, "
+                       "pipelining and byte ranges, for the real-network runtime (docs/serve.md). Ctrl-C stops it.")
+    p.add_argument("dir", metavar="DIR")
+    p.add_argument("--bind", default="127.0.0.1", metavar="ADDR", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, metavar="N", help="TCP port (default 8000; 0 = any free)")
+    p.add_argument("--cc", default=None, metavar="CC",
+                   help="congestion control for accepted sockets (TCP_CONGESTION): cubic, reno, bbr, ...")
+    p.add_argument("--tcp-info-log", default=None, metavar="FILE",
+                   help="sample TCP_INFO of every open connection into FILE (JSON lines)")
+    p.add_argument("--tcp-info-interval", type=_interval, default=0.1, metavar="SECONDS",
+                   help="sampling interval (default 0.1 s)")
+    p.add_argument("--log", default=None, metavar="FILE", help="request log (default: stderr)")
+    p.add_argument("--max-connections", type=_pos_int, default=256, metavar="N",
+                   help="open connections at most; more get 503 (default 256)")
+    p.add_argument("--idle-timeout", type=_interval, default=60.0, metavar="SECONDS",
+                   help="close a connection idle this long (default 60 s)")
+    p.set_defaults(func=_cmd_serve)
+
+
+def _port(s):
+    import argparse
+    if not s.isdigit() or int(s) > 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, found {s!r}")
+    return int(s)
+
+
+def _pos_int(s):
+    import argparse
+    if not s.isdigit() or int(s) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {s!r}")
+    return int(s)
+
+
+def _interval(s):
+    import argparse
+    import math
+    try:
+        v = float(s)
+    except ValueError:
+        v = -1.0
+    if not math.isfinite(v) or not 0.001 <= v <= 3600:
+        raise argparse.ArgumentTypeError(f"expected seconds in [0.001, 3600], found {s!r}")
+    return v
+
+
+def _cmd_serve(args) -> int:
+    from qoelab.errors import InputError
+    if not os.path.isdir(args.dir):
+        raise InputError(args.dir, None, "a directory to serve", "not a directory")
+    if args.cc is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", args.cc):
+        raise InputError(None, "--cc", "a congestion control name like cubic, reno or bbr", repr(args.cc))
+    log = open(args.log, "a", buffering=1) if args.log else sys.stderr
+    srv = Server(args.dir, bind=args.bind, port=args.port, cc=args.cc, tcp_info_log=args.tcp_info_log,
+                 tcp_info_interval=args.tcp_info_interval, log=log, max_connections=args.max_connections,
+                 idle_timeout=args.idle_timeout)
+    try:
+        srv.start()
+    except ValueError as e:
+        raise InputError(None, "--cc", message=str(e)) from None
+    except OSError as e:
+        raise InputError(None, "--bind/--port", "an address and port this host can bind",
+                         f"{args.bind} port {args.port}: {e.strerror}") from None
+    host = f"[{args.bind}]" if ":" in args.bind else args.bind
+    print(f"qoelab serve: serving {srv.root} on http://{host}:{srv.port}/ (cc {args.cc or 'system default'})",
+          file=sys.stderr, flush=True)
+    try:
+        srv.serve_forever()
+    finally:
+        srv.stop()
+        if log is not sys.stderr:
+            log.close()
+    return 0

@@ -1,0 +1,555 @@
+"""`qoelab serve`: byte ranges, keep-alive, pipelining, path safety, malformed requests, TCP_CONGESTION,
+TCP_INFO sampling and synthetic videos (docs/serve.md). Loopback only."""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import REPO, qoelab_cli
+from qoelab import serve
+from qoelab.video.synthetic import INIT_BYTES, synthetic_video
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    base = tmp_path_factory.mktemp("serve")
+    root = base / "root"
+    (root / "video").mkdir(parents=True)
+    data = os.urandom(1_000_003)
+    (root / "video" / "0.mp4").write_bytes(data)
+    (root / "manifest.mpd").write_text("<MPD/>\n")
+    (root / "empty.bin").write_bytes(b"")
+    (root / "with space.txt").write_text("spaced\n")
+    secret = base / "secret.txt"
+    secret.write_text("TOP-SECRET outside DIR\n")
+    (base / "rootsibling").mkdir()
+    (base / "rootsibling" / "x.txt").write_text("TOP-SECRET sibling\n")
+    os.symlink(secret, root / "link-out.txt")
+    os.symlink("/etc", root / "etc-link")
+    os.symlink("video/0.mp4", root / "link-in.mp4")
+    return root, data
+
+
+@pytest.fixture(scope="module")
+def server(tree, tmp_path_factory):
+    log = open(tmp_path_factory.mktemp("serve-log") / "requests.log", "w+")
+    s = serve.Server(str(tree[0]), port=0, log=log, max_connections=64, idle_timeout=5.0)
+    s.start()
+    s.start_thread()
+    yield s
+    s.stop()
+    log.close()
+
+
+class Client:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.buf = b""
+
+    def send(self, data: bytes):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        d = self.sock.recv(1 << 20)
+        if not d:
+            raise EOFError
+        self.buf += d
+
+    def response(self, head_only=False):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        hdrs = {}
+        for ln in lines[1:]:
+            k, v = ln.split(":", 1)
+            hdrs[k.strip().lower()] = v.strip()
+        n = 0 if head_only else int(hdrs.get("content-length", 0))
+        while len(self.buf) < n:
+            self._fill()
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return status, hdrs, body
+
+    def closed(self):
+        try:
+            self.sock.settimeout(2)
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+def get(port, path, headers=(), method="GET"):
+    c = Client(port)
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers)
+    c.send(f"{method} {path} HTTP/1.1\r\nHost: t\r\n{extra}Connection: close\r\n\r\n".encode("latin-1"))
+    r = c.response(head_only=(method == "HEAD"))
+    c.close()
+    return r
+
+
+def raw(port, data: bytes):
+    c = Client(port)
+    c.send(data)
+    try:
+        r = c.response()
+    except EOFError:
+        r = (None, {}, b"")
+    c.close()
+    return r
+
+
+def multipart(hdrs, body):
+    m = re.fullmatch(r"multipart/byteranges; boundary=(\S+)", hdrs["content-type"])
+    b = m.group(1).encode()
+    parts = []
+    pos = 0
+    while True:
+        i = body.index(b"--" + b, pos)
+        j = i + 2 + len(b)
+        if body[j:j + 2] == b"--":
+            assert body[j:] == b"--\r\n"
+            break
+        he = body.index(b"\r\n\r\n", j)
+        ph = dict(ln.split(": ", 1) for ln in body[j + 2:he].decode().split("\r\n"))
+        a, bb, total = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", ph["Content-Range"]).groups()
+        start = he + 4
+        n = int(bb) - int(a) + 1
+        parts.append((int(a), int(bb), int(total), body[start:start + n]))
+        assert body[start + n:start + n + 2] == b"\r\n"
+        pos = start + n
+    return parts
+
+
+# ---------------------------------------------------------------------------------------------------- ranges
+
+def test_full_get_and_head(server, tree):
+    _, data = tree
+    st, h, body = get(server.port, "/video/0.mp4")
+    assert st == 200 and body == data and h["content-length"] == str(len(data))
+    assert h["accept-ranges"] == "bytes" and h["content-type"] == "video/mp4"
+    st, h, body = get(server.port, "/video/0.mp4", method="HEAD")
+    assert st == 200 and body == b"" and h["content-length"] == str(len(data))
+    st, h, body = get(server.port, "/manifest.mpd")
+    assert st == 200 and h["content-type"] == "application/dash+xml" and body == b"<MPD/>\n"
+    assert get(server.port, "/with%20space.txt")[2] == b"spaced\n"
+    assert get(server.port, "/link-in.mp4")[2] == data        # a symlink inside DIR is fine
+
+
+@pytest.mark.parametrize("spec,first,last", [
+    ("bytes=0-0", 0, 0), ("bytes=10-99", 10, 99), ("bytes=999990-2000000", 999990, 1_000_002),
+    ("bytes=-500", 1_000_003 - 500, 1_000_002), ("bytes=-2000000", 0, 1_000_002),
+    ("bytes=100-", 100, 1_000_002), ("bytes=1000002-", 1_000_002, 1_000_002),
+    ("bytes=5-5, 2000000-", 5, 5),          # one satisfiable range of two: a single-part answer
+])
+def test_single_range_is_byte_exact(server, tree, spec, first, last):
+    _, data = tree
+    st, h, body = get(server.port, "/video/0.mp4", [("Range", spec)])
+    assert st == 206
+    assert h["content-range"] == f"bytes {first}-{last}/{len(data)}"
+    assert int(h["content-length"]) == last - first + 1
+    assert body == data[first:last + 1]
+
+
+def test_multi_range_is_multipart_and_byte_exact(server, tree):
+    _, data = tree
+    spec = [(0, 99), (500, 599), (999_000, 1_000_002), (50, 60)]
+    st, h, body = get(server.port, "/video/0.mp4", [("Range", "bytes=0-99,500-599, 999000-,50-60")])
+    assert st == 206 and int(h["content-length"]) == len(body)
+    parts = multipart(h, body)
+    assert [(a, b) for a, b, _, _ in parts] == spec
+    for a, b, total, chunk in parts:
+        assert total == len(data) and chunk == data[a:b + 1]
+
+
+@pytest.mark.parametrize("spec", ["bytes=1000003-", "bytes=2000000-3000000", "bytes=-0", "bytes=1000003-,-0"])
+def test_unsatisfiable_range_is_416(server, tree, spec):
+    st, h, _ = get(server.port, "/video/0.mp4", [("Range", spec)])
+    assert st == 416 and h["content-range"] == f"bytes */{len(tree[1])}"
+
+
+@pytest.mark.parametrize("spec", ["bytes=abc", "bytes=5-1", "items=0-1", "bytes", "bytes=-", "bytes=1-2-3",
+                                  "bytes=" + ",".join(f"{i}-{i}" for i in range(100))])
+def test_malformed_range_is_ignored(server, tree, spec):
+    st, h, body = get(server.port, "/video/0.mp4", [("Range", spec)])
+    assert st == 200 and body == tree[1]
+
+
+def test_if_range(server, tree):
+    _, h, _ = get(server.port, "/video/0.mp4", method="HEAD")
+    st, _, body = get(server.port, "/video/0.mp4", [("Range", "bytes=0-9"), ("If-Range", h["etag"])])
+    assert st == 206 and len(body) == 10
+    st, _, body = get(server.port, "/video/0.mp4", [("Range", "bytes=0-9"), ("If-Range", '"other"')])
+    assert st == 200 and body == tree[1]
+
+
+def test_empty_file(server):
+    st, h, body = get(server.port, "/empty.bin")
+    assert st == 200 and body == b"" and h["content-length"] == "0"
+    assert get(server.port, "/empty.bin", [("Range", "bytes=0-")])[0] == 416
+
+
+# ---------------------------------------------------------------------------------------------------- connections
+
+def test_keep_alive_reuses_the_connection(server, tree):
+    _, data = tree
+    c = Client(server.port)
+    for i in range(5):
+        c.send(f"GET /video/0.mp4 HTTP/1.1\r\nHost: t\r\nRange: bytes={i * 10}-{i * 10 + 9}\r\n\r\n".encode())
+        st, h, body = c.response()
+        assert st == 206 and body == data[i * 10:i * 10 + 10] and "connection" not in h
+    c.send(b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    st, h, _ = c.response()
+    assert st == 200 and h["connection"] == "close" and c.closed()
+    c.close()
+    # HTTP/1.0 closes unless asked to keep alive
+    c = Client(server.port)
+    c.send(b"GET /manifest.mpd HTTP/1.0\r\n\r\n")
+    assert c.response()[0] == 200 and c.closed()
+    c.close()
+
+
+def test_pipelined_requests_are_answered_in_order(server, tree):
+    _, data = tree
+    c = Client(server.port)
+    reqs = []
+    for i in range(20):
+        a = i * 37_000
+        reqs.append((a, a + 999 + i))
+    blob = b"".join(f"GET /video/0.mp4 HTTP/1.1\r\nHost: t\r\nRange: bytes={a}-{b}\r\n\r\n".encode() for a, b in reqs)
+    blob += b"HEAD /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\nGET /nope HTTP/1.1\r\nHost: t\r\n\r\n"
+    blob += b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n"
+    c.send(blob)   # all at once: one TCP send, the server reads them back to back
+    for a, b in reqs:
+        st, h, body = c.response()
+        assert st == 206 and h["content-range"].startswith(f"bytes {a}-{b}/") and body == data[a:b + 1]
+    assert c.response(head_only=True)[:2][0] == 200
+    assert c.response()[0] == 404
+    assert c.response()[2] == b"<MPD/>\n"
+    c.close()
+
+
+def test_client_reset_does_not_hurt_the_server(server):
+    for _ in range(5):
+        s = socket.create_connection(("127.0.0.1", server.port))
+        s.sendall(b"GET /video/0.mp4 HTTP/1.1\r\nHost: t\r\n\r\n")
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        s.close()   # RST mid-response
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+def _download_rate(port, path):
+    """Bits/s of one GET on a fresh connection, counting bytes without keeping them."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t = time.monotonic()
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())
+    n, buf = 0, bytearray(1 << 20)
+    while True:
+        k = s.recv_into(buf)
+        if not k:
+            break
+        n += k
+    s.close()
+    return n, n * 8 / (time.monotonic() - t)
+
+
+@pytest.mark.parametrize("path", ["/synthetic/sprint/s0-n4/12.mp4", "/video/0.mp4"])
+def test_throughput_on_loopback(server, path):
+    n, bps = _download_rate(server.port, path)
+    assert n > 1_000_000
+    assert bps > 100e6, f"{bps / 1e6:.0f} Mbit/s"    # a DASH client needs tens of Mbit/s per connection
+
+
+# ---------------------------------------------------------------------------------------------------- safety
+
+TRAVERSALS = [
+    "/../secret.txt", "/video/../../secret.txt", "/%2e%2e/secret.txt", "/%2E%2E/secret.txt", "/..%2fsecret.txt",
+    "/..%2Fsecret.txt", "/%2e%2e%2fsecret.txt", "/video/%2e%2e/%2e%2e/secret.txt", "/.%2e/secret.txt",
+    "//etc/passwd", "/etc/passwd", "/link-out.txt", "/etc-link/passwd", "/etc-link/hostname",
+    "/video/0.mp4%00.txt", "/manifest.mpd\x00", "/..\\secret.txt", "/..%5csecret.txt", "/./manifest.mpd",
+    "/%252e%252e/secret.txt", "/../rootsibling/x.txt", "/video/..", "/video/.", "/video/", "/",
+    "http://t/../secret.txt", "../secret.txt", "secret.txt", "*", "/%c0%ae%c0%ae/secret.txt",
+    "/..%c0%afsecret.txt", "/%", "/%zz",
+]
+
+
+@pytest.mark.parametrize("path", TRAVERSALS)
+def test_path_traversal_is_refused(server, path):
+    st, _, body = raw(server.port, f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode("latin-1"))
+    assert st in (400, 403, 404), (path, st)
+    assert b"TOP-SECRET" not in body and b"root:" not in body
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+def test_resolve_path_unit(tree):
+    root = os.path.realpath(tree[0])
+    with pytest.raises(serve.HttpError):
+        serve.resolve_path(root, ["link-out.txt"])
+    with pytest.raises(serve.HttpError):
+        serve._decode_target("/a/%2e%2e/b")
+    assert serve._decode_target("/a/b%20c") == ["a", "b c"]
+
+
+MALFORMED = [
+    b"GARBAGE\r\n\r\n", b"GET /\r\n\r\n", b"GET  / HTTP/1.1\r\nHost: t\r\n\r\n", b"GET / HTTP/1.1 x\r\n\r\n",
+    b"GET / HTTP/9\r\nHost: t\r\n\r\n", b"GET / FTP/1.1\r\nHost: t\r\n\r\n", b"G(T / HTTP/1.1\r\nHost: t\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\n\r\n",                                   # no Host
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nX-" + b"a" * 20000 + b": 1\r\n\r\n",   # head too long
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(150)) + b"\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: 1, 2\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nBad Header: 1\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n folded\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc",
+    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40 + b"\r\n\r\n",   # TLS ClientHello-ish
+]
+
+
+@pytest.mark.parametrize("req", MALFORMED, ids=range(len(MALFORMED)))
+def test_malformed_request_is_400_and_the_server_keeps_serving(server, req):
+    st, h, _ = raw(server.port, req)
+    assert st == 400, st
+    assert h.get("connection") == "close"
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+@pytest.mark.parametrize("method,status", [("POST", 405), ("PUT", 405), ("DELETE", 405), ("BREW", 501)])
+def test_unsupported_methods(server, method, status):
+    c = Client(server.port)
+    c.send(f"{method} /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc".encode()
+           + b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n")
+    st, h, _ = c.response()
+    assert st == status
+    if status == 405:
+        assert "GET" in h["allow"]
+    assert c.response()[0] == 200      # the body was skipped, the connection goes on
+    c.close()
+
+
+def test_truncated_and_idle_connections(server):
+    s = socket.create_connection(("127.0.0.1", server.port))
+    s.sendall(b"GET /manifest.mpd HTT")
+    s.close()
+    for _ in range(3):
+        socket.create_connection(("127.0.0.1", server.port)).close()
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+def test_request_log(server):
+    get(server.port, "/video/0.mp4", [("Range", "bytes=0-99")])
+    time.sleep(0.05)
+    server.log.seek(0)
+    lines = server.log.read().splitlines()
+    assert any(re.search(r" GET /video/0\.mp4 range=bytes=0-99 206 100 [\d.]+ms$", ln) for ln in lines)
+
+
+# ---------------------------------------------------------------------------------------------------- synthetic
+
+def test_synthetic_ranges_equal_the_layout(server):
+    v = synthetic_video("has-testbed", n_segments=30, seed=7)
+    mpd_status, _, mpd = get(server.port, "/synthetic/has-testbed/s7-n30/manifest.mpd")
+    assert mpd_status == 200
+    ns = {"d": "urn:mpeg:dash:schema:mpd:2011"}
+    reps = ET.fromstring(mpd).findall(".//d:Representation", ns)
+    assert len(reps) == len(v["bitrates_bps"])
+    c = Client(server.port)
+    for r, rep in enumerate(reps):
+        assert rep.find("d:BaseURL", ns).text == f"{r}.mp4"
+        assert rep.find("d:SegmentList/d:Initialization", ns).get("range") == f"0-{INIT_BYTES - 1}"
+        urls = rep.findall("d:SegmentList/d:SegmentURL", ns)
+        assert len(urls) == 30
+        for t in (0, 1, 17, 29):
+            a, b = map(int, urls[t].get("mediaRange").split("-"))
+            assert a == v["byte_offsets"][t][r] and b - a + 1 == v["sizes"][t][r]
+            c.send(f"GET /synthetic/has-testbed/s7-n30/{r}.mp4 HTTP/1.1\r\nHost: t\r\nRange: bytes={a}-{b}\r\n\r\n"
+                   .encode())
+            st, h, body = c.response()
+            assert st == 206 and len(body) == v["sizes"][t][r]
+            assert body == serve.pattern_bytes(a, b - a + 1)
+        total = v["byte_offsets"][-1][r] + v["sizes"][-1][r]
+        c.send(f"HEAD /synthetic/has-testbed/s7-n30/{r}.mp4 HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        assert c.response(head_only=True)[1]["content-length"] == str(total)
+    c.close()
+    # the default variant is seed 0, 300 segments
+    v0 = synthetic_video("has-testbed")
+    st, h, body = get(server.port, "/synthetic/has-testbed/3.mp4", [("Range", "bytes=0-799")])
+    assert st == 206 and h["content-range"] == f"bytes 0-799/{v0['byte_offsets'][-1][3] + v0['sizes'][-1][3]}"
+
+
+@pytest.mark.parametrize("path", ["/synthetic/no-such-ladder/0.mp4", "/synthetic/has-testbed/99.mp4",
+                                  "/synthetic/has-testbed/s1-n0/0.mp4", "/synthetic/has-testbed/x/0.mp4",
+                                  "/synthetic/has-testbed/01.mp4", "/synthetic/"])
+def test_synthetic_bad_paths_are_404(server, path):
+    assert get(server.port, path)[0] in (400, 404)
+
+
+# ---------------------------------------------------------------------------------------------------- TCP
+
+def _cc_or_skip(cc):
+    try:
+        serve.check_cc(cc)
+    except ValueError as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic", "bbr"])
+def test_tcp_congestion_is_applied(tree, tmp_path, cc):
+    _cc_or_skip(cc)
+    info = tmp_path / "tcpinfo.jsonl"
+    s = serve.Server(str(tree[0]), port=0, cc=cc, tcp_info_log=str(info), tcp_info_interval=0.01,
+                     log=open(os.devnull, "w"))
+    s.start()
+    s.start_thread()
+    try:
+        c = Client(s.port)
+        c.send(b"GET /video/0.mp4 HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert c.response()[0] == 200
+        with s._lock:
+            conns = list(s.conns.values())
+        assert conns and all(serve.get_cc(x.sock) == cc for x in conns)   # read back on the server side
+        time.sleep(0.1)
+        c.close()
+    finally:
+        s.stop()
+    recs = [json.loads(ln) for ln in info.read_text().splitlines()]
+    assert recs and all(r["cc"] == cc for r in recs)
+    r = recs[-1]
+    for k in ("rtt_us", "rttvar_us", "snd_cwnd", "delivery_rate", "bytes_acked", "min_rtt_us", "bytes_sent"):
+        assert k in r
+    assert r["bytes_acked"] >= len(tree[1]) and r["snd_cwnd"] > 0 and r["snd_mss"] > 0
+
+
+def test_parse_tcp_info_layout():
+    import struct
+    raw = bytearray(serve.TCP_INFO_LEN)
+    struct.pack_into("=I", raw, 68, 1234)
+    struct.pack_into("=I", raw, 80, 10)
+    struct.pack_into("=Q", raw, 120, 99)
+    struct.pack_into("=Q", raw, 160, 5555)
+    raw[7] = 1
+    d = serve.parse_tcp_info(bytes(raw))
+    assert (d["rtt_us"], d["snd_cwnd"], d["bytes_acked"], d["delivery_rate"], d["delivery_rate_app_limited"]) == \
+        (1234, 10, 99, 5555, 1)
+    assert "delivery_rate" not in serve.parse_tcp_info(bytes(raw[:104]))
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+
+@pytest.mark.parametrize("args", [["serve"], ["serve", "/no/such/dir"], ["serve", ".", "--port", "x"],
+                                  ["serve", ".", "--port", "70000"], ["serve", ".", "--cc", "nosuchcc"],
+                                  ["serve", ".", "--tcp-info-interval", "0"], ["serve", ".", "--bind", "203.0.113.9"]])
+def test_cli_bad_arguments(args):
+    r = qoelab_cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_cli_serves_and_stops_on_ctrl_c(tree):
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "serve", str(tree[0]), "--port", "0"], cwd=REPO,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stderr.readline()
+        port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
+        assert get(port, "/manifest.mpd")[0] == 200
+        t = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=5)
+        assert time.monotonic() - t < 1.0
+        assert p.returncode == 130
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+# ---------------------------------------------------------------------------------------------------- more
+
+def test_content_pipeline_layout_is_served_segment_by_segment(tmp_path):
+    """A directory laid out like `qoelab video prepare` output (manifest.mpd + one fMP4 per rung): every
+    segment's mediaRange from the MPD comes back byte-exact."""
+    from qoelab.content import mpd
+    reps, files = [], {}
+    for r, sizes in enumerate([[700, 5000, 4000, 6100], [700, 9000, 8800, 12000]]):
+        blob = os.urandom(sum(sizes))
+        name = f"rung{r}.mp4"
+        (tmp_path / name).write_bytes(blob)
+        files[name] = blob
+        ends = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        reps.append({"id": r, "file": name, "width": 640, "height": 360, "codec": "avc1.64001e", "timescale": 12800,
+                     "init_end": sizes[0], "ranges": list(zip(ends[:-1], ends[1:])), "bandwidth": 1000 * (r + 1)})
+    mpd.write(str(tmp_path / "manifest.mpd"), reps, 6.0, 48, 24, 2.0)
+    s = serve.Server(str(tmp_path), port=0, log=open(os.devnull, "w"))
+    s.start()
+    s.start_thread()
+    try:
+        st, h, body = get(s.port, "/manifest.mpd")
+        assert st == 200 and body == (tmp_path / "manifest.mpd").read_bytes()
+        c = Client(s.port)
+        for rep in mpd.read(str(tmp_path / "manifest.mpd"))["representations"]:
+            blob = files[rep["file"]]
+            for a, b in [rep["init"]] + rep["segments"]:
+                c.send(f"GET /{rep['file']} HTTP/1.1\r\nHost: t\r\nRange: bytes={a}-{b - 1}\r\n\r\n".encode())
+                st, h, body = c.response()
+                assert st == 206 and body == blob[a:b] and h["content-range"] == f"bytes {a}-{b - 1}/{len(blob)}"
+        c.close()
+    finally:
+        s.stop()
+
+
+def test_connection_close_is_honoured_on_errors(server):
+    c = Client(server.port)
+    c.send(b"GET /nope HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    st, h, _ = c.response()
+    assert st == 404 and h["connection"] == "close" and c.closed()
+    c.close()
+
+
+def test_connection_limit(tree):
+    s = serve.Server(str(tree[0]), port=0, log=open(os.devnull, "w"), max_connections=2)
+    s.start()
+    s.start_thread()
+    try:
+        held = [Client(s.port) for _ in range(2)]
+        for h in held:    # make sure both are accepted and counted
+            h.send(b"HEAD /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert h.response(head_only=True)[0] == 200
+        assert raw(s.port, b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n\r\n")[0] == 503
+        for h in held:
+            h.close()
+        for _ in range(50):
+            if not s.conns:
+                break
+            time.sleep(0.02)
+        assert get(s.port, "/manifest.mpd")[0] == 200
+    finally:
+        s.stop()
+
+
+def test_binds_only_where_told(server):
+    """Bound to 127.0.0.1 only: another loopback address of the same host is refused."""
+    assert server._listener.getsockname()[0] == "127.0.0.1" if server._listener.fileno() >= 0 else True
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.2", server.port), timeout=1).close()
+
+
+def test_other_http_versions_and_options(server):
+    assert raw(server.port, b"GET /manifest.mpd HTTP/2.0\r\nHost: t\r\n\r\n")[0] == 505
+    st, h, _ = raw(server.port, b"GET /manifest.mpd HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+    assert st == 200 and h["connection"] == "keep-alive"
+    for target in ("/manifest.mpd", "*"):
+        st, h, _ = raw(server.port, f"OPTIONS {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+        assert st == 204 and "HEAD" in h["allow"] and "Range" in h["access-control-allow-headers"]
