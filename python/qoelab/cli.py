@@ -157,7 +157,7 @@ def build_parser():
     d.add_argument("--out", default="results/demo", metavar="DIR")
     d.set_defaults(func=_cmd_demo)
 
-    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva"):
+    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.realnet"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:
