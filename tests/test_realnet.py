@@ -265,3 +265,39 @@ def test_ctrl_c_stops_within_a_second(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
+
+
+def test_trace_driven_link(tmp_path):
+    # One 1504-byte opportunity per ms = 12.03 Mbit/s in Mahimahi's accounting.
+    trace = tmp_path / "12mbps.trace"
+    trace.write_text("".join(f"{i}\n" for i in range(1, 101)))
+    d = _scripts(tmp_path)
+    r = link("--trace", str(trace), "--rtt", "20ms", "--buffer", "100pkts",
+             "--server", f"{sys.executable} {d / 'send.py'} cubic", "--", sys.executable, str(d / "recv.py"), "4")
+    assert r.returncode == 0, r.stderr
+    g = json.loads(r.stdout)["goodput_bps"]
+    print("trace goodput:", g)
+    # Payload is at most 1448/1500 of it; the upper margin covers reads bunched by the scheduler
+    # at the edges of the 3-second window.
+    assert 0.85 * 12.03e6 <= g <= 1.03 * 12.03e6
+
+
+def test_missing_privileges_one_line_exit_2():
+    import shutil
+    import tempfile
+    from qoelab.realnet import find_emulator
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.skip("needs runuser to drop privileges")
+    d = tempfile.mkdtemp(prefix="qoelab-netemu-")   # readable by nobody, unlike pytest's tmp_path
+    try:
+        os.chmod(d, 0o755)
+        exe = os.path.join(d, "qoelab-netemu")
+        shutil.copy(find_emulator(), exe)
+        os.chmod(exe, 0o755)
+        r = subprocess.run([runuser, "-u", "nobody", "--", exe, "--rate", "10Mbps", "--", "true"],
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        shutil.rmtree(d)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "network namespace" in r.stderr, r.stderr
