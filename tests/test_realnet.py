@@ -293,7 +293,8 @@ def test_trace_driven_link(tmp_path):
     trace = tmp_path / "12mbps.trace"
     trace.write_text("".join(f"{i}\n" for i in range(1, 101)))
     d = _scripts(tmp_path)
-    r = link("--trace", str(trace), "--rtt", "20ms", "--buffer", "100pkts",
+    log = tmp_path / "down.log"
+    r = link("--trace", str(trace), "--rtt", "20ms", "--buffer", "100pkts", "--downlink-log", str(log),
              "--server", f"{sys.executable} {d / 'send.py'} cubic", "--", sys.executable, str(d / "recv.py"), "4")
     assert r.returncode == 0, r.stderr
     g = json.loads(r.stdout)["goodput_bps"]
@@ -301,6 +302,17 @@ def test_trace_driven_link(tmp_path):
     # Payload is at most 1448/1500 of it; the upper margin covers reads bunched by the scheduler
     # at the edges of the 3-second window.
     assert 0.85 * 12.03e6 <= g <= 1.03 * 12.03e6
+    # The mm-link-format log: header, then arrivals (+), opportunities (#), departures (-).
+    lines = log.read_text().splitlines()
+    assert lines[0].startswith("# mahimahi mm-link (downlink)") and "# base timestamp: 0" in lines[:6]
+    ev = [l.split() for l in lines if not l.startswith("#")]
+    opp = [e for e in ev if e[1] == "#"]
+    dep = [e for e in ev if e[1] == "-"]
+    assert {e[1] for e in ev} == {"+", "#", "-"}
+    assert all(e[2] == "1504" for e in opp)
+    last_ms = max(int(e[0]) for e in ev)
+    assert abs(len(opp) - last_ms) <= 2, (len(opp), last_ms)   # one per ms
+    assert sum(int(e[2]) for e in dep) <= sum(int(e[2]) for e in opp)
 
 
 def test_missing_privileges_one_line_exit_2():

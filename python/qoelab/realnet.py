@@ -61,6 +61,9 @@ def add_parser(subparsers) -> None:
     p.add_argument("--server", metavar="CMD", help="shell command run in the server namespace")
     p.add_argument("--json-stats", metavar="FILE", help="write the run's statistics (queues, drops, "
                    "sojourn and lateness percentiles) as JSON")
+    p.add_argument("--downlink-log", metavar="FILE", help="log of the downlink in mm-link's format "
+                   "(arrivals, delivery opportunities, departures; for mm-throughput-graph / mm-delay-graph)")
+    p.add_argument("--uplink-log", metavar="FILE", help="the same for the uplink")
     p.add_argument("--seed", metavar="N", help="seed of the loss and AQM random streams (default 1)")
     p.add_argument("--no-rt", action="store_true", help="do not ask for SCHED_FIFO")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
@@ -79,7 +82,7 @@ def _cmd_link(args) -> int:
         return EXIT_INPUT
     argv = [binary]
     for opt in ("rate", "uplink_rate", "rtt", "aqm", "buffer", "trace", "uplink_trace", "loss", "server",
-                "json_stats", "seed"):
+                "json_stats", "downlink_log", "uplink_log", "seed"):
         v = getattr(args, opt)
         if v is not None:
             argv += ["--" + opt.replace("_", "-"), v]

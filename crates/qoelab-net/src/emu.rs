@@ -34,6 +34,71 @@ pub struct Direction {
     pub written_bytes: u64,
     pub write_errors: u64,
     out: Vec<IpPacket>,
+    /// Mahimahi-format event log (`--downlink-log`/`--uplink-log`).
+    log: Option<MmLog>,
+}
+
+/// A log in mm-link's format (so that mm-throughput-graph and mm-delay-graph read it): header
+/// lines starting with `#`, then `<ms> + <bytes>` (arrival at the queue), `<ms> # <bytes>`
+/// (delivery opportunity), `<ms> - <bytes> <delay ms>` (departure from the queue after
+/// serialization; delay = departure - arrival), times in ms since the start.
+struct MmLog {
+    w: std::io::BufWriter<File>,
+    /// Link time up to which opportunities are written.
+    opp_until: Ns,
+    /// Fixed-rate links: capacity not yet written as an opportunity line (1/8000 bytes).
+    carry: u64,
+}
+
+const MS_NS: Ns = 1_000_000;
+
+impl MmLog {
+    fn open(path: &str, name: &str, o: &Options) -> Result<MmLog, String> {
+        let f = File::create(path).map_err(|e| format!("cannot write {path}: {e}"))?;
+        let mut w = std::io::BufWriter::new(f);
+        let unix_ms =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
+        let args: Vec<String> = std::env::args().collect();
+        writeln!(
+            w,
+            "# mahimahi mm-link ({name}) [qoelab link] > {path}\n# command line: {}\n# queue: {}\n# init timestamp: {unix_ms}\n# base timestamp: 0",
+            args.join(" "),
+            o.aqm
+        )
+        .map_err(|e| format!("cannot write {path}: {e}"))?;
+        Ok(MmLog { w, opp_until: 0, carry: 0 })
+    }
+
+    /// Opportunity lines for link time [opp_until, now).
+    fn opportunities(&mut self, service: &Service, now: Ns) {
+        match service {
+            Service::Opportunities(o) => {
+                let mut t = self.opp_until;
+                while let Some(at) = o.next_at_or_after(t) {
+                    if at >= now {
+                        break;
+                    }
+                    for _ in 0..o.count_at(at) {
+                        let _ = writeln!(self.w, "{} # {}", at / MS_NS, o.bytes_per_opp);
+                    }
+                    t = at + 1;
+                }
+                self.opp_until = now.max(self.opp_until);
+            }
+            Service::Fixed(rate) => {
+                // One line per whole millisecond with that millisecond's capacity.
+                while self.opp_until + MS_NS <= now {
+                    // rate (bit/s) x 1 ms = rate/1000 bits = rate/8000 bytes; the remainder is
+                    // carried (in units of 1/8000 byte).
+                    let total = rate + self.carry;
+                    self.carry = total % 8000;
+                    let _ = writeln!(self.w, "{} # {}", self.opp_until / MS_NS, total / 8000);
+                    self.opp_until += MS_NS;
+                }
+            }
+            Service::Schedule(_) => self.opp_until = now,
+        }
+    }
 }
 
 /// Build one direction's link from the options (`uplink` picks the uplink trace/rate).
@@ -73,7 +138,18 @@ pub fn build_direction(o: &Options, uplink: bool) -> Result<Direction, String> {
         written_bytes: 0,
         write_errors: 0,
         out: Vec::new(),
+        log: None,
     })
+}
+
+/// Open the direction's Mahimahi-format log if asked for (the link then records its events).
+pub fn open_log(d: &mut Direction, o: &Options) -> Result<(), String> {
+    let path = if d.name == "uplink" { &o.uplink_log } else { &o.downlink_log };
+    if let Some(p) = path {
+        d.log = Some(MmLog::open(p, d.name, o)?);
+        d.link.record = true;
+    }
+    Ok(())
 }
 
 impl Direction {
@@ -81,7 +157,11 @@ impl Direction {
     pub fn ingress(&mut self, now: Ns, buf: Vec<u8>) {
         self.read_pkts += 1;
         match IpPacket::parse(buf) {
-            Ok(p) => self.link.arrive(now, p),
+            Ok(mut p) => {
+                p.arrived = now;
+                self.link.arrive(now, p);
+                self.drain_events(now);
+            }
             Err(Reject::NotIpv4) => self.non_ipv4 += 1,
             Err(Reject::Malformed) => self.malformed += 1,
         }
@@ -98,6 +178,7 @@ impl Direction {
                 return;
             }
             self.link.advance(t, &mut self.out);
+            self.drain_events(t);
             for p in self.out.drain(..) {
                 let wrote = sys::monotonic_ns();
                 self.lateness.record(wrote.saturating_sub(t0 + t));
@@ -110,6 +191,32 @@ impl Direction {
                     _ => self.write_errors += 1,
                 }
             }
+        }
+    }
+
+    /// Write the link's recorded events to the log (if any) and forget them.
+    fn drain_events(&mut self, now: Ns) {
+        use qoelab_core::net::link::LinkEventKind;
+        let Some(log) = &mut self.log else { return };
+        log.opportunities(&self.link.service, now);
+        for e in self.link.events.drain(..) {
+            let ms = e.time / MS_NS;
+            let size = e.pkt.buf.len();
+            let _ = match e.kind {
+                LinkEventKind::Enqueue => writeln!(log.w, "{ms} + {size}"),
+                LinkEventKind::Transmit => {
+                    writeln!(log.w, "{ms} - {size} {}", e.time.saturating_sub(e.pkt.arrived) / MS_NS)
+                }
+                _ => Ok(()),
+            };
+        }
+    }
+
+    /// Flush the log.
+    pub fn finish(&mut self, now: Ns) {
+        self.drain_events(now);
+        if let Some(log) = &mut self.log {
+            let _ = log.w.flush();
         }
     }
 

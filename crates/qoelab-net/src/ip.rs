@@ -9,6 +9,8 @@ use qoelab_core::net::link::LinkPacket;
 pub struct IpPacket {
     pub buf: Vec<u8>,
     hash: u32,
+    /// Link time at which it arrived at the link (for the Mahimahi-format log).
+    pub arrived: u64,
 }
 
 /// Why a buffer is not an IPv4 packet the emulator forwards.
@@ -35,7 +37,7 @@ impl IpPacket {
         }
         buf.truncate(total);
         let hash = flow_hash(&buf);
-        Ok(IpPacket { buf, hash })
+        Ok(IpPacket { buf, hash, arrived: 0 })
     }
 }
 

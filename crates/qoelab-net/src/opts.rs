@@ -18,6 +18,8 @@ pub struct Options {
     pub loss: f64,
     pub server: Option<String>,
     pub json_stats: Option<String>,
+    pub downlink_log: Option<String>,
+    pub uplink_log: Option<String>,
     pub seed: u64,
     pub rt: bool,
     pub command: Vec<String>,
@@ -25,7 +27,7 @@ pub struct Options {
 
 pub const USAGE: &str = "usage: qoelab link [--rate R] [--uplink-rate R] [--rtt D] [--aqm NAME] [--aqm-param K=V ...] \
 [--buffer N(pkts|B|KB|MB)] [--trace FILE] [--uplink-trace FILE] [--loss P] [--server CMD] [--json-stats FILE] \
-[--seed N] [--no-rt] -- COMMAND [ARG ...]";
+[--downlink-log FILE] [--uplink-log FILE] [--seed N] [--no-rt] -- COMMAND [ARG ...]";
 
 impl Default for Options {
     fn default() -> Options {
@@ -42,6 +44,8 @@ impl Default for Options {
             loss: 0.0,
             server: None,
             json_stats: None,
+            downlink_log: None,
+            uplink_log: None,
             seed: 1,
             rt: true,
             command: Vec::new(),
@@ -248,6 +252,8 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--loss" => o.loss = parse_loss(&val).map_err(e)?,
             "--server" => o.server = Some(val),
             "--json-stats" => o.json_stats = Some(val),
+            "--downlink-log" => o.downlink_log = Some(val),
+            "--uplink-log" => o.uplink_log = Some(val),
             "--seed" => {
                 o.seed = val.parse().map_err(|_| e(format!("expected a non-negative integer, found {val:?}")))?
             }

@@ -113,6 +113,8 @@ pub fn run(o: &Options) -> Result<i32, Fatal> {
     }
     let mut down = emu::build_direction(o, false).map_err(Fatal)?;
     let mut up = emu::build_direction(o, true).map_err(Fatal)?;
+    emu::open_log(&mut down, o).map_err(Fatal)?;
+    emu::open_log(&mut up, o).map_err(Fatal)?;
     let slack = sys::set_timer_slack_1ns();
     let fifo = o.rt && sys::try_sched_fifo(50);
     // Signals arrive through a file descriptor polled with the TUNs (the children get an empty
@@ -213,6 +215,8 @@ pub fn run(o: &Options) -> Result<i32, Fatal> {
         stop(s, true, Duration::from_millis(if interrupted.is_some() { 300 } else { 1000 }));
     }
     let elapsed = sys::monotonic_ns() - t0;
+    down.finish(elapsed);
+    up.finish(elapsed);
     let cpu = sys::cpu_seconds() - cpu0;
     let json = format!(
         concat!(
