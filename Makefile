@@ -22,8 +22,9 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create/update the virtual environment
 
-build: venv ## build the Rust extension (release) into the venv
+build: venv ## build the Rust extension (release) into the venv and the emulator binary (target/release)
 	. $(VENV)/bin/activate && maturin develop --release -q
+	cargo build --release -q -p qoelab-net --bin qoelab-netemu
 
 demo: build ## set up, then run the main job on built-in defaults
 	$(VENV)/bin/qoelab demo --out $(OUT)

@@ -119,7 +119,8 @@ def _cmd_demo(args):
 
 def build_parser():
     p = _Parser(prog="qoelab", description="qoelab: a lab for video streaming over shared networks. "
-                "Deterministic packet-level simulation of hosts, links, AQMs and TCP.")
+                "Deterministic packet-level simulation of hosts, links, AQMs and TCP; `qoelab link` runs the same "
+                "link model and AQMs on real packets (Linux).")
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
@@ -157,7 +158,7 @@ def build_parser():
     d.add_argument("--out", default="results/demo", metavar="DIR")
     d.set_defaults(func=_cmd_demo)
 
-    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve"):
+    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:

@@ -1,0 +1,31 @@
+//! `qoelab-netemu`: the binary behind `qoelab link` (the Python CLI execs it). Exit status:
+//! COMMAND's; 2 for option errors and missing prerequisites (one line on stderr).
+
+#[cfg(target_os = "linux")]
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h") {
+        println!("{}", qoelab_net::opts::USAGE);
+        return;
+    }
+    let o = match qoelab_net::opts::parse(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("qoelab link: error: {e}");
+            std::process::exit(2);
+        }
+    };
+    match qoelab_net::run::run(&o) {
+        Ok(code) => std::process::exit(code),
+        Err(qoelab_net::run::Fatal(e)) => {
+            eprintln!("qoelab link: error: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn main() {
+    eprintln!("qoelab link: error: the real-network emulator needs Linux (network namespaces, TUN)");
+    std::process::exit(2);
+}

@@ -1,0 +1,331 @@
+//! `qoelab link` options (pure parsing; errors are one-line messages).
+
+use qoelab_core::net::trace::Opportunities;
+use qoelab_core::params::{Params, Unit};
+use qoelab_core::time::{Ns, MS, SEC, US};
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub rate_bps: u64,
+    pub uplink_rate_bps: Option<u64>,
+    pub rtt: Ns,
+    pub aqm: String,
+    pub aqm_params: Vec<(String, String)>,
+    pub buffer_pkts: Option<u64>,
+    pub buffer_bytes: Option<u64>,
+    pub trace: Option<String>,
+    pub uplink_trace: Option<String>,
+    pub loss: f64,
+    pub server: Option<String>,
+    pub json_stats: Option<String>,
+    pub downlink_log: Option<String>,
+    pub uplink_log: Option<String>,
+    pub seed: u64,
+    pub rt: bool,
+    pub command: Vec<String>,
+}
+
+pub const USAGE: &str = "usage: qoelab link [--rate R] [--uplink-rate R] [--rtt D] [--aqm NAME] [--aqm-param K=V ...] \
+[--buffer N(pkts|B|KB|MB)] [--trace FILE] [--uplink-trace FILE] [--loss P] [--server CMD] [--json-stats FILE] \
+[--downlink-log FILE] [--uplink-log FILE] [--seed N] [--no-rt] -- COMMAND [ARG ...]";
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            rate_bps: 0,
+            uplink_rate_bps: None,
+            rtt: 0,
+            aqm: "pfifo".into(),
+            aqm_params: Vec::new(),
+            buffer_pkts: None,
+            buffer_bytes: None,
+            trace: None,
+            uplink_trace: None,
+            loss: 0.0,
+            server: None,
+            json_stats: None,
+            downlink_log: None,
+            uplink_log: None,
+            seed: 1,
+            rt: true,
+            command: Vec::new(),
+        }
+    }
+}
+
+/// Split "10.5Mbps" into (10.5, "mbps"), lower-cased unit.
+fn num_unit(s: &str) -> Option<(f64, String)> {
+    let s = s.trim();
+    let i = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let v: f64 = s[..i].parse().ok()?;
+    if !v.is_finite() || v < 0.0 {
+        return None;
+    }
+    Some((v, s[i..].trim().to_ascii_lowercase()))
+}
+
+/// A rate: "10Mbps", "10Mbit", "500kbps", "1Gbps", "800bps" or bare bit/s.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a rate such as 10Mbps, found {s:?}");
+    let (v, u) = num_unit(s).ok_or_else(bad)?;
+    let mult = match u.as_str() {
+        "" | "bps" | "bit" | "bit/s" => 1.0,
+        "kbps" | "kbit" | "kbit/s" => 1e3,
+        "mbps" | "mbit" | "mbit/s" => 1e6,
+        "gbps" | "gbit" | "gbit/s" => 1e9,
+        _ => return Err(bad()),
+    };
+    let r = (v * mult).round();
+    if !(1.0..=1e12).contains(&r) {
+        return Err(format!("expected a rate between 1 bit/s and 1 Tbit/s, found {s:?}"));
+    }
+    Ok(r as u64)
+}
+
+/// A duration: "40ms", "0.5s", "100us", "2000ns"; a bare number is milliseconds.
+pub fn parse_duration(s: &str) -> Result<Ns, String> {
+    let bad = || format!("expected a duration such as 40ms, found {s:?}");
+    let (v, u) = num_unit(s).ok_or_else(bad)?;
+    let mult = match u.as_str() {
+        "ns" => 1.0,
+        "us" | "µs" => US as f64,
+        "" | "ms" => MS as f64,
+        "s" => SEC as f64,
+        _ => return Err(bad()),
+    };
+    let d = v * mult;
+    if d > 3600.0 * SEC as f64 {
+        return Err(format!("expected a duration up to 1 hour, found {s:?}"));
+    }
+    Ok(d.round() as Ns)
+}
+
+/// A size in bytes: "1500B", "150KB", "1MB", bare bytes (K = 1000).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let bad = || format!("expected a size such as 150KB, found {s:?}");
+    let (v, u) = num_unit(s).ok_or_else(bad)?;
+    let mult = match u.as_str() {
+        "" | "b" | "bytes" => 1.0,
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "kib" => 1024.0,
+        "mib" => 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    Ok((v * mult).round() as u64)
+}
+
+/// A buffer: "100pkts" / "100packets" (packets) or a size in bytes. Returns (packets, bytes).
+pub fn parse_buffer(s: &str) -> Result<(Option<u64>, Option<u64>), String> {
+    let l = s.trim().to_ascii_lowercase();
+    for suf in ["pkts", "pkt", "packets", "p"] {
+        if let Some(n) = l.strip_suffix(suf) {
+            let n: u64 = n.trim().parse().map_err(|_| format!("expected a buffer such as 100pkts, found {s:?}"))?;
+            if n == 0 {
+                return Err(format!("expected a buffer of at least 1 packet, found {s:?}"));
+            }
+            return Ok((Some(n), None));
+        }
+    }
+    let b = parse_bytes(s).map_err(|_| format!("expected a buffer such as 100pkts or 150KB, found {s:?}"))?;
+    if b < 1500 {
+        return Err(format!("expected a buffer of at least 1500 bytes, found {s:?}"));
+    }
+    Ok((None, Some(b)))
+}
+
+/// A loss probability: "1%" or "0.01".
+pub fn parse_loss(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("expected a loss such as 1% or 0.01, found {s:?}"))?;
+    if !(0.0..=1.0).contains(&v) {
+        return Err(format!("expected a loss between 0 and 100%, found {s:?}"));
+    }
+    Ok(v)
+}
+
+/// A Mahimahi packet-delivery trace: one millisecond timestamp per line, each an opportunity to
+/// deliver 1504 bytes; the trace repeats with a period of its last timestamp.
+pub fn parse_mahimahi(text: &str) -> Result<Opportunities, String> {
+    let mut times = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let ms: u64 =
+            l.parse().map_err(|_| format!("line {}: expected a millisecond timestamp, found {l:?}", i + 1))?;
+        if times.last().is_some_and(|&t| ms * MS < t) {
+            return Err(format!("line {}: timestamps must not decrease", i + 1));
+        }
+        times.push(ms * MS);
+    }
+    let period = *times.last().ok_or("no timestamps")?;
+    if period == 0 {
+        return Err("the last timestamp must be > 0 (it is the period)".into());
+    }
+    Ok(Opportunities { period, times, bytes_per_opp: 1504, once: false })
+}
+
+/// Convert `k=v` AQM parameters to the discipline's canonical units (durations in ns, rates in
+/// bit/s, sizes in bytes) using its registry entry.
+pub fn aqm_params(aqm: &str, kv: &[(String, String)]) -> Result<Params, String> {
+    let e = qoelab_core::aqm::find(aqm).ok_or_else(|| {
+        let names: Vec<&str> = qoelab_core::aqm::REGISTRY.iter().map(|e| e.name).collect();
+        format!("--aqm: unknown queue discipline {aqm:?}; expected one of: {}", names.join(", "))
+    })?;
+    let mut p = Params::new();
+    for (k, v) in kv {
+        let spec = e.params.iter().find(|s| s.name == k).ok_or_else(|| {
+            let names: Vec<&str> = e.params.iter().map(|s| s.name).collect();
+            format!("--aqm-param: {aqm} has no parameter {k:?}; expected one of: {}", names.join(", "))
+        })?;
+        let err = |m: String| format!("--aqm-param {k}: {m}");
+        p = match spec.unit {
+            Unit::Duration => p.with(k, parse_duration(v).map_err(err)?),
+            Unit::Rate => p.with(k, parse_rate(v).map_err(err)?),
+            Unit::Bytes => p.with(k, parse_bytes(v).map_err(err)?),
+            Unit::Packets | Unit::Int => {
+                p.with(k, v.parse::<u64>().map_err(|_| err(format!("expected an integer, found {v:?}")))?)
+            }
+            Unit::Float => p.with(k, v.parse::<f64>().map_err(|_| err(format!("expected a number, found {v:?}")))?),
+            Unit::Bool => match v.as_str() {
+                "true" | "1" | "yes" => p.with(k, true),
+                "false" | "0" | "no" => p.with(k, false),
+                _ => return Err(err(format!("expected true or false, found {v:?}"))),
+            },
+            Unit::Choice(_) => p.with(k, v.as_str()),
+        };
+    }
+    Ok(p)
+}
+
+/// Parse the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Options, String> {
+    let mut o = Options::default();
+    let mut rate = None;
+    let mut rtt = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            o.command = args[i + 1..].to_vec();
+            break;
+        }
+        if !a.starts_with("--") {
+            o.command = args[i..].to_vec();
+            break;
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (a, None),
+        };
+        if name == "--no-rt" {
+            o.rt = false;
+            i += 1;
+            continue;
+        }
+        let val = match inline {
+            Some(v) => v,
+            None => {
+                i += 1;
+                args.get(i).cloned().ok_or_else(|| format!("{name}: expected a value"))?
+            }
+        };
+        let e = |m: String| format!("{name}: {m}");
+        match name {
+            "--rate" => rate = Some(parse_rate(&val).map_err(e)?),
+            "--uplink-rate" => o.uplink_rate_bps = Some(parse_rate(&val).map_err(e)?),
+            "--rtt" => rtt = Some(parse_duration(&val).map_err(e)?),
+            "--aqm" => o.aqm = val,
+            "--aqm-param" => {
+                let (k, v) = val.split_once('=').ok_or_else(|| e(format!("expected K=V, found {val:?}")))?;
+                o.aqm_params.push((k.trim().to_string(), v.trim().to_string()));
+            }
+            "--buffer" => (o.buffer_pkts, o.buffer_bytes) = parse_buffer(&val).map_err(e)?,
+            "--trace" => o.trace = Some(val),
+            "--uplink-trace" => o.uplink_trace = Some(val),
+            "--loss" => o.loss = parse_loss(&val).map_err(e)?,
+            "--server" => o.server = Some(val),
+            "--json-stats" => o.json_stats = Some(val),
+            "--downlink-log" => o.downlink_log = Some(val),
+            "--uplink-log" => o.uplink_log = Some(val),
+            "--seed" => {
+                o.seed = val.parse().map_err(|_| e(format!("expected a non-negative integer, found {val:?}")))?
+            }
+            _ => return Err(format!("unknown option {name}")),
+        }
+        i += 1;
+    }
+    o.rtt = rtt.unwrap_or(0);
+    match (rate, &o.trace) {
+        (Some(r), None) => o.rate_bps = r,
+        (None, Some(_)) => {}
+        (Some(_), Some(_)) => return Err("--rate and --trace exclude each other".into()),
+        (None, None) => return Err("expected --rate or --trace".into()),
+    }
+    if o.uplink_rate_bps.is_some() && o.uplink_trace.is_some() {
+        return Err("--uplink-rate and --uplink-trace exclude each other".into());
+    }
+    aqm_params(&o.aqm, &o.aqm_params)?;
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_rate("10Mbps"), Ok(10_000_000));
+        assert_eq!(parse_rate("1.5Gbit"), Ok(1_500_000_000));
+        assert_eq!(parse_rate("640kbps"), Ok(640_000));
+        assert!(parse_rate("fast").is_err() && parse_rate("0").is_err() && parse_rate("-1Mbps").is_err());
+        assert_eq!(parse_duration("40ms"), Ok(40 * MS));
+        assert_eq!(parse_duration("0.5s"), Ok(SEC / 2));
+        assert_eq!(parse_duration("250us"), Ok(250 * US));
+        assert!(parse_duration("3 weeks").is_err());
+        assert_eq!(parse_buffer("100pkts"), Ok((Some(100), None)));
+        assert_eq!(parse_buffer("150KB"), Ok((None, Some(150_000))));
+        assert!(parse_buffer("0pkts").is_err() && parse_buffer("lots").is_err());
+        assert_eq!(parse_loss("1%"), Ok(0.01));
+        assert_eq!(parse_loss("0.25"), Ok(0.25));
+        assert!(parse_loss("150%").is_err());
+    }
+
+    #[test]
+    fn mahimahi_traces() {
+        let o = parse_mahimahi("1\n1\n3\n\n4\n").unwrap();
+        assert_eq!(o.period, 4 * MS);
+        assert_eq!(o.times, vec![MS, MS, 3 * MS, 4 * MS]);
+        assert_eq!(o.bytes_per_opp, 1504);
+        assert!(parse_mahimahi("").is_err());
+        assert!(parse_mahimahi("0\n").is_err());
+        assert!(parse_mahimahi("5\n3\n").is_err());
+        assert!(parse_mahimahi("1\nx\n").unwrap_err().contains("line 2"));
+    }
+
+    #[test]
+    fn command_lines() {
+        let o = parse(&args("--rate 10Mbps --rtt 40ms --aqm codel --aqm-param target=2ms --loss 1% -- ping -c 1 x"))
+            .unwrap();
+        assert_eq!((o.rate_bps, o.rtt, o.aqm.as_str(), o.loss), (10_000_000, 40 * MS, "codel", 0.01));
+        assert_eq!(o.command, args("ping -c 1 x"));
+        let p = aqm_params("codel", &o.aqm_params).unwrap();
+        assert_eq!(p.0["target"], 2_000_000);
+        assert!(parse(&args("--rtt 40ms -- true")).unwrap_err().contains("--rate or --trace"));
+        assert!(parse(&args("--rate 10Mbps --bogus 1")).unwrap_err().contains("unknown option --bogus"));
+        assert!(parse(&args("--rate 10Mbps --aqm nope")).unwrap_err().contains("unknown queue discipline"));
+        assert!(parse(&args("--rate 10Mbps --aqm codel --aqm-param nope=1")).unwrap_err().contains("no parameter"));
+        assert!(parse(&args("--rate")).unwrap_err().contains("expected a value"));
+        assert!(parse(&args("--rate=5Mbps --no-rt true")).is_ok_and(|o| !o.rt && o.command == ["true"]));
+    }
+}

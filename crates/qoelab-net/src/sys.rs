@@ -1,0 +1,205 @@
+//! Every system call that needs `unsafe`, each behind a safe function. Nothing else in the
+//! crate uses `unsafe` (the crate denies it; this module alone allows it).
+#![allow(unsafe_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Create a TUN device (IP packets, no packet-information header) named `name` in the calling
+/// thread's network namespace; the returned file is non-blocking. The device lives as long as
+/// the file is open.
+pub fn tun_open(name: &str) -> io::Result<File> {
+    let f = OpenOptions::new().read(true).write(true).custom_flags(libc::O_NONBLOCK).open("/dev/net/tun")?;
+    if name.is_empty() || name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad interface name"));
+    }
+    // SAFETY: `ifreq` is plain data, all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF reads and writes one `ifreq`, which `ifr` is and outlives the call; the
+    // fd is open.
+    cvt(unsafe { libc::ioctl(f.as_raw_fd(), libc::TUNSETIFF, &mut ifr as *mut libc::ifreq) })?;
+    Ok(f)
+}
+
+/// Move the calling thread into a new, anonymous network namespace.
+pub fn unshare_net() -> io::Result<()> {
+    // SAFETY: unshare takes only flags and touches no memory of ours.
+    cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map(|_| ())
+}
+
+/// Move the calling thread into the network namespace `ns` (an open /proc/…/ns/net file).
+pub fn setns_net(ns: &File) -> io::Result<()> {
+    // SAFETY: setns takes an open fd and a flag; no memory is passed.
+    cvt(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }).map(|_| ())
+}
+
+/// CLOCK_MONOTONIC in nanoseconds (the clock of the timerfd).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A non-blocking CLOCK_MONOTONIC timerfd.
+pub fn timerfd_new() -> io::Result<File> {
+    // SAFETY: timerfd_create takes only flags; on success the returned fd is new and ours alone,
+    // so wrapping it in a File (which closes it) is sound.
+    let fd = cvt(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
+    // SAFETY: see above: `fd` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Arm the timer for the absolute CLOCK_MONOTONIC time `at` (ns), or disarm it (None).
+pub fn timerfd_set_abs(t: &File, at: Option<u64>) -> io::Result<()> {
+    let at = at.map(|a| a.max(1)); // 0 would disarm
+    let v = at.unwrap_or(0);
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: libc::timespec { tv_sec: (v / 1_000_000_000) as _, tv_nsec: (v % 1_000_000_000) as _ },
+    };
+    // SAFETY: `spec` is a valid itimerspec that outlives the call; the old value is not asked for
+    // (null is allowed).
+    cvt(unsafe { libc::timerfd_settime(t.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) })
+        .map(|_| ())
+}
+
+/// Wait until one of `fds` is readable or `timeout_ms` passes; returns the readable flags.
+pub fn poll_readable(fds: &[RawFd], timeout_ms: i32, ready: &mut [bool]) -> io::Result<()> {
+    let mut p: Vec<libc::pollfd> =
+        fds.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
+    // SAFETY: `p` points to `p.len()` valid pollfd structs, alive and exclusively ours during the call.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            ready.iter_mut().for_each(|r| *r = false);
+            return Ok(());
+        }
+        return Err(e);
+    }
+    for (r, q) in ready.iter_mut().zip(&p) {
+        *r = q.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
+    }
+    Ok(())
+}
+
+/// Timer slack of the calling thread to 1 ns (the default 50 µs is added to poll timeouts).
+pub fn set_timer_slack_1ns() -> bool {
+    // SAFETY: PR_SET_TIMERSLACK takes an integer argument; no memory is passed.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) == 0 }
+}
+
+/// SCHED_FIFO at `prio` for the calling process if permitted (children start with the normal
+/// policy again: SCHED_RESET_ON_FORK); false if refused.
+pub fn try_sched_fifo(prio: i32) -> bool {
+    let p = libc::sched_param { sched_priority: prio };
+    // SAFETY: `p` is a valid sched_param that outlives the call; pid 0 is the caller.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &p) == 0 }
+}
+
+fn sigset(sigs: &[i32]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data; sigemptyset initializes it before any other use.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    unsafe { libc::sigemptyset(&mut set) };
+    for &s in sigs {
+        // SAFETY: as above; `s` is a signal number.
+        unsafe { libc::sigaddset(&mut set, s) };
+    }
+    set
+}
+
+/// Block `sigs` in the calling thread and return a non-blocking signalfd that reports them.
+pub fn signalfd_for(sigs: &[i32]) -> io::Result<File> {
+    let set = sigset(sigs);
+    // SAFETY: `set` is an initialized sigset_t; the old mask is not asked for (null allowed).
+    cvt(unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) })?;
+    // SAFETY: `set` is initialized; -1 asks for a new fd, which is ours alone on success.
+    let fd = cvt(unsafe { libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC) })?;
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+/// Spawn `cmd` inside the network namespace `ns`, with SIGKILL as its parent-death signal and an
+/// empty signal mask. With `own_pid_ns` (this process's /proc/self/ns/pid) the child is the init
+/// of a new PID namespace, so that when it dies (its parent-death signal included) the kernel
+/// kills every process it started: nothing it spawned can outlive the emulator.
+pub fn spawn_in(cmd: &mut Command, ns: &File, own_pid_ns: Option<&File>) -> io::Result<Child> {
+    let nsfd = ns.as_raw_fd();
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    let new_pid_ns = own_pid_ns.is_some();
+    // SAFETY: the closure runs in the forked child before exec and calls only async-signal-safe
+    // system calls (prctl, getppid, raise, setns, pthread_sigmask, sigemptyset on a local) with
+    // valid arguments; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The emulator died before the death signal was set up (in a new PID namespace the
+            // parent is outside it and getppid() is 0: no check there).
+            if !new_pid_ns && libc::getppid() != parent {
+                libc::raise(libc::SIGKILL);
+            }
+            if libc::setns(nsfd, libc::CLONE_NEWNET) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut empty: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut empty);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+            Ok(())
+        })
+    };
+    if let Some(own) = own_pid_ns {
+        // SAFETY: unshare takes only flags; it changes the PID namespace of our next child.
+        cvt(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
+        let r = cmd.spawn();
+        // SAFETY: setns takes an open fd and a flag; joining our own PID namespace again makes
+        // later children ordinary ones (and allows the next unshare).
+        let back = cvt(unsafe { libc::setns(own.as_raw_fd(), libc::CLONE_NEWPID) });
+        let child = r?;
+        back?;
+        return Ok(child);
+    }
+    cmd.spawn()
+}
+
+/// Send `sig` to the process (pid > 0) or process group (pid < 0).
+pub fn kill(pid: i32, sig: i32) -> bool {
+    // SAFETY: kill takes integers only.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Effective user id.
+pub fn geteuid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// User + system CPU time of this process, seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
