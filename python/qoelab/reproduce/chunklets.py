@@ -408,10 +408,6 @@ def _worker(run: Run) -> dict:
     return execute(run)
 
 
-def _ignore_sigint() -> None:
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
 
 def _cost(run: Run) -> float:
     return EXPERIMENTS[run.exp][1] * run.duration_s + run.n
@@ -420,27 +416,8 @@ def _cost(run: Run) -> float:
 def run_grid(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[dict]:
     """Every run, results in grid order; ``jobs`` worker processes (workers ignore SIGINT, the
     parent's Ctrl-C terminates the pool and nothing is written)."""
-    jobs = jobs or os.cpu_count() or 1
-    out: list = [None] * len(runs)
-    t0 = time.perf_counter()
-    if runner is not None or jobs == 1 or len(runs) <= 1:
-        for i, r in enumerate(runs):
-            out[i] = execute(r, runner)
-            if progress:
-                progress(i + 1, len(runs), time.perf_counter() - t0)
-        return out
-    import multiprocessing as mp
-    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    order = sorted(range(len(runs)), key=lambda i: -_cost(runs[i]))
-    with ctx.Pool(processes=min(jobs, len(runs)), initializer=_ignore_sigint) as pool:
-        done = 0
-        for i, res in zip(order, pool.imap(_worker, [runs[i] for i in order], chunksize=1)):
-            out[i] = res
-            done += 1
-            if progress:
-                progress(done, len(runs), time.perf_counter() - t0)
-    return out
-
+    serial = (lambda r: execute(r, runner)) if runner is not None else None
+    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
 
 # ----------------------------------------------------------------------------------------------
 # Cell statistics (pooled steady-state chunks) and the verdict helpers of the claims file (sec. 3)

@@ -47,3 +47,41 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
     with open(os.path.join(tmp, "meta.json"), "w") as f:
         json.dump(meta, f, indent=2, default=json_default)
         f.write("\n")
+
+
+def ignore_sigint() -> None:
+    """Pool initializer: workers ignore SIGINT; the parent handles Ctrl-C (and SIGTERM) and
+    terminates the pool, so nothing is written."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, serial=None) -> list:
+    """``worker(item)`` for every item, results in input order, on ``jobs`` worker processes (0 = all
+    CPUs; ``worker`` must be a module-level function). The most expensive items by ``cost(item)`` go
+    first so that the tail is short. ``serial`` (a function of an item) runs everything in this
+    process instead (tests with a custom runner); so do ``jobs == 1`` and a single item.
+    ``progress(done, total, elapsed_s)`` is called after each item."""
+    import sys
+    import time
+    jobs = jobs or os.cpu_count() or 1
+    out: list = [None] * len(items)
+    t0 = time.perf_counter()
+    if serial is not None or jobs == 1 or len(items) <= 1:
+        f = serial or worker
+        for i, it in enumerate(items):
+            out[i] = f(it)
+            if progress:
+                progress(i + 1, len(items), time.perf_counter() - t0)
+        return out
+    import multiprocessing as mp
+    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+    order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else list(range(len(items)))
+    with ctx.Pool(processes=min(jobs, len(items)), initializer=ignore_sigint) as pool:
+        done = 0
+        for i, res in zip(order, pool.imap(worker, [items[i] for i in order], chunksize=1)):
+            out[i] = res
+            done += 1
+            if progress:
+                progress(done, len(items), time.perf_counter() - t0)
+    return out

@@ -337,34 +337,10 @@ def run_grid(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list
 
     A custom ``runner`` (scenario dict -> object with ``.summary`` and ``.table(name)``) runs in
     this process (tests); the real simulator runs in a process pool (the core releases the GIL,
-    but the Python front and the extraction do not)."""
-    jobs = jobs or os.cpu_count() or 1
-    out: list[dict | None] = [None] * len(runs)
-    t0 = time.perf_counter()
-    if runner is not None or jobs == 1 or len(runs) <= 1:
-        for i, r in enumerate(runs):
-            out[i] = execute(r, runner)
-            if progress:
-                progress(i + 1, len(runs), time.perf_counter() - t0)
-        return out  # type: ignore[return-value]
-    import multiprocessing as mp
-    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    # longest runs first (3 clients at high rates), so that the tail is short
-    order = sorted(range(len(runs)), key=lambda i: -_cost(runs[i]))
-    # Workers ignore SIGINT: the parent handles Ctrl-C (and SIGTERM) and terminates the pool.
-    with ctx.Pool(processes=min(jobs, len(runs)), initializer=_ignore_sigint) as pool:
-        done = 0
-        for i, res in zip(order, pool.imap(_worker, [runs[i] for i in order], chunksize=1)):
-            out[i] = res
-            done += 1
-            if progress:
-                progress(done, len(runs), time.perf_counter() - t0)
-    return out  # type: ignore[return-value]
-
-
-def _ignore_sigint() -> None:
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    but the Python front and the extraction do not). Longest runs first (3 clients at high rates),
+    so that the tail is short."""
+    serial = (lambda r: execute(r, runner)) if runner is not None else None
+    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
 
 
 def _cost(run: Run) -> float:

@@ -598,40 +598,16 @@ def _worker(item):
     return execute(arg)
 
 
-def _ignore_sigint() -> None:
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
 
 def run_all(items: list, jobs: int = 0, progress=None) -> list:
     """Every item (("run", Run) or ("opt", (video, duration))), results in input order."""
-    jobs = jobs or os.cpu_count() or 1
-    out: list = [None] * len(items)
-    t0 = time.perf_counter()
-    if jobs == 1 or len(items) <= 1:
-        for i, it in enumerate(items):
-            out[i] = _worker(it)
-            if progress:
-                progress(i + 1, len(items), time.perf_counter() - t0)
-        return out
-    import multiprocessing as mp
-    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+    return common.run_pool(items, _worker, jobs, _cost, progress)
 
-    def cost(it):
-        if it[0] == "opt":
-            return 1e9
-        r = it[1]
-        return r.rate_mbps * r.duration_s
-    order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
-    with ctx.Pool(processes=min(jobs, len(items)), initializer=_ignore_sigint) as pool:
-        done = 0
-        for i, res in zip(order, pool.imap(_worker, [items[i] for i in order], chunksize=1)):
-            out[i] = res
-            done += 1
-            if progress:
-                progress(done, len(items), time.perf_counter() - t0)
-    return out
 
+def _cost(it) -> float:
+    if it[0] == "opt":
+        return 1e9
+    return it[1].rate_mbps * it[1].duration_s
 
 # ----------------------------------------------------------------------------------------------
 # The whole reproduction

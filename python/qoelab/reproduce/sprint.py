@@ -559,35 +559,16 @@ def _worker(run: Run) -> dict:
     return execute(run)
 
 
-def _ignore_sigint() -> None:
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
 
 def run_all(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[dict]:
     """Every run, results in input order; ``jobs`` worker processes (workers ignore SIGINT: Ctrl-C
     in the parent terminates the pool and nothing is written)."""
-    jobs = jobs or os.cpu_count() or 1
-    out: list = [None] * len(runs)
-    t0 = time.perf_counter()
-    if runner is not None or jobs == 1 or len(runs) <= 1:
-        for i, r in enumerate(runs):
-            out[i] = execute(r, runner)
-            if progress:
-                progress(i + 1, len(runs), time.perf_counter() - t0)
-        return out
-    import multiprocessing as mp
-    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    order = sorted(range(len(runs)), key=lambda i: -runs[i].rate_mbps * runs[i].duration_s * len(runs[i].parts))
-    with ctx.Pool(processes=min(jobs, len(runs)), initializer=_ignore_sigint) as pool:
-        done = 0
-        for i, res in zip(order, pool.imap(_worker, [runs[i] for i in order], chunksize=1)):
-            out[i] = res
-            done += 1
-            if progress:
-                progress(done, len(runs), time.perf_counter() - t0)
-    return out
+    serial = (lambda r: execute(r, runner)) if runner is not None else None
+    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
 
+
+def _cost(r: Run) -> float:
+    return r.rate_mbps * r.duration_s * len(r.parts)
 
 # ----------------------------------------------------------------------------------------------
 # The whole reproduction
