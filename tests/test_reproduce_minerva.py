@@ -152,7 +152,10 @@ def test_quick_reproduction(tmp_path):
     df = pd.read_parquet(out / "runs.parquet")
     assert len(df) == meta["runs"] and df["error"].isna().all()
     assert set(df["exp"]) == {"bench", "dyn", "pool", "xt", "web", "bound", "conv", "join", "prov"}
-    assert len(pd.read_parquet(out / "opt.parquet")) == meta["opt_runs"]
+    odf = pd.read_parquet(out / "opt.parquet")
+    assert meta["opt_runs"] == meta["opt_cells"] * M.OPT_GRID
+    assert odf.groupby(["rate_mbps", "videos"]).ngroups == meta["opt_cells"]
+    assert (out / "norm-vmaf.json").exists() and (out / "norm-psnr.json").exists()
     # a second run replaces a previous minerva reproduction; another directory is refused
     other = tmp_path / "other"
     other.mkdir()
