@@ -93,16 +93,18 @@ def test_value_check_on_a_hand_made_value_function():
     assert c["ratios"] == pytest.approx([1.0] * 3)
 
 
-def test_corpus_curves_and_normalization():
+def test_corpus_curves_and_normalization(tmp_path):
     for v in corpus.VIDEOS:
         q = corpus.vmaf_curve(v)
         assert len(q) == len(corpus.LADDER_KBPS) and q == sorted(q)
     assert corpus.vmaf_curve("A")[-1] == pytest.approx(85.14, abs=0.05)     # 5.8 Mbit/s unscaled
-    n = corpus.norm_fit("vmaf")
-    assert n["norm_b"] > 0 and n["norm_c"] > 0 and n["rms"] < 3
-    assert corpus.inverse(0.0, [1.0, 2.0], [50.0, 80.0]) == 0.0
-    assert corpus.inverse(65.0, [1.0, 2.0], [50.0, 80.0]) == pytest.approx(1.5)
-    assert corpus.inverse(99.0, [1.0, 2.0], [50.0, 80.0]) == 2.0
+    from qoelab import minerva as mv
+    files = corpus.normalization_files(str(tmp_path), M.ALPHA, n_segments=5)
+    for m in ("vmaf", "psnr"):
+        d = mv.load_normalization(files[m], "x")
+        assert d["format"] == "qoelab.normalization" and d["metric"] == m and d["alpha"] == M.ALPHA
+        assert d["videos"] == list(corpus.VIDEOS) and d["popularity"] == pytest.approx([1 / 8] * 8)
+        assert d["mean_rate_bps"] == sorted(d["mean_rate_bps"]) and d["mean_rate_bps"][-1] <= 2.35e6 + 1
 
 
 def test_scenarios_are_paired_and_wired():
@@ -113,7 +115,8 @@ def test_scenarios_are_paired_and_wired():
     assert [c["start"] for c in sa["client"]] == [c["start"] for c in sb["client"]]
     assert all(c["cc"] == "cubic" for c in sa["client"]) and "provider" not in sa
     p = sb["provider"][0]
-    assert p["controller"] == "minerva" and p["alpha"] == M.ALPHA and p["normalization"] == "exp"
+    assert p["controller"] == "minerva" and p["alpha"] == M.ALPHA and p["normalization"] == "file"
+    assert os.path.isabs(p["normalization_file"]) and p["normalization_file"].endswith("norm-vmaf.json")
     assert all(c["cc"] == "wcubic" for c in sb["client"])
     x = M.scenario(Run("xt", "mixed", 8.2, ("A", "B", "V3", "V4")))
     assert sorted(c["cc"] for c in x["client"]) == ["cubic"] * 4 + ["wcubic"] * 4
@@ -122,6 +125,9 @@ def test_scenarios_are_paired_and_wired():
     assert (bd["w_min"], bd["w_max"]) == (0.5, 2.0)
     pv = M.scenario(Run("prov", "minerva", 4.1, ("A", "B", "V3", "V4"), videos2=("V5", "V6", "V7", "V8")))
     assert [p["metric"] for p in pv["provider"]] == ["vmaf", "psnr"]
+    assert pv["provider"][1]["normalization_file"].endswith("norm-psnr.json")
+    raw = M.scenario(Run("prov", "minerva_raw", 4.1, ("A", "B", "V3", "V4"), videos2=("V5", "V6", "V7", "V8")))
+    assert all(p["normalization"] == "none" and "normalization_file" not in p for p in raw["provider"])
     dt = M.scenario(Run("bench", "bbr", 4.1, ("A", "B", "V3", "V4"), aqm="dt"))
     assert dt["topology"]["aqm"] == "pfifo" and dt["client"][0]["cc"] == "bbr"
 
@@ -146,7 +152,10 @@ def test_quick_reproduction(tmp_path):
     df = pd.read_parquet(out / "runs.parquet")
     assert len(df) == meta["runs"] and df["error"].isna().all()
     assert set(df["exp"]) == {"bench", "dyn", "pool", "xt", "web", "bound", "conv", "join", "prov"}
-    assert len(pd.read_parquet(out / "opt.parquet")) == meta["opt_runs"]
+    odf = pd.read_parquet(out / "opt.parquet")
+    assert meta["opt_runs"] == meta["opt_cells"] * M.OPT_GRID
+    assert odf.groupby(["rate_mbps", "videos"]).ngroups == meta["opt_cells"]
+    assert (out / "norm-vmaf.json").exists() and (out / "norm-psnr.json").exists()
     # a second run replaces a previous minerva reproduction; another directory is refused
     other = tmp_path / "other"
     other.mkdir()

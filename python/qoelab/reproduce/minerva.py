@@ -3,7 +3,7 @@ packet simulator: ``qoelab reproduce minerva``.
 
 Model, setups and claims M1-M22 with their verdict rules: the claims file
 (reference/claims/minerva.md). Setup mapping, deviations and measured verdicts:
-docs/reproductions/minerva.md. The corpus and the corpus-wide normalization stand-in:
+docs/reproductions/minerva.md. The corpus and its corpus-wide normalization tables:
 :mod:`qoelab.reproduce.minerva_corpus`. Claims: :mod:`qoelab.reproduce.minerva_claims`; report:
 :mod:`qoelab.reproduce.minerva_report`.
 
@@ -193,17 +193,20 @@ def assets(path: str | None = None) -> dict:
     key = path or "_tmp"
     if key not in _ASSETS:
         d = path or os.path.join(tempfile.gettempdir(), f"qoelab-minerva-assets-{os.getuid()}-v1")
-        _ASSETS[key] = {"files": corpus.prepare(d), "norm": {m: corpus.norm_fit(m) for m in ("vmaf", "psnr")}}
+        _ASSETS[key] = {"files": corpus.prepare(d), "norm": corpus.normalization_files(d, ALPHA)}
     return _ASSETS[key]
 
 
 def provider(name: str, clients: list, files: dict, videos, metric="vmaf", norm=None, objective="maxmin",
-             normalization="exp", mu: float | None = None) -> dict:
+             normalization="file", mu: float | None = None) -> dict:
+    """One Minerva provider. ``normalization = "file"``: ``norm`` is the path of the corpus-wide
+    ``qoelab.normalization`` table of ``metric`` (absolute: a scenario dict resolves relative paths
+    against the working directory)."""
     p = {"name": name, "controller": "minerva", "clients": clients, "metric": metric, "alpha": ALPHA,
          "w_min": W_MIN, "w_max": W_MAX,
          "objective": objective, "normalization": normalization}
-    if normalization == "exp":
-        p.update({k: norm[k] for k in ("norm_a", "norm_b", "norm_c")})
+    if normalization == "file":
+        p["normalization_file"] = os.path.abspath(norm)
     if metric == "vmaf":
         p["utility"] = "client"
         p["value_functions"] = sorted({files[v]["vf"] for v in videos})
@@ -264,7 +267,7 @@ def scenario(run: Run, ast: dict | None = None) -> dict:
             clients.append(_client(f"p{i}", files[v]["video"], cc, rng.random(), metric="psnr"))
             n2.append(f"p{i}")
         if cc == "wcubic":
-            nz = "none" if run.scheme == "minerva_raw" else "exp"
+            nz = "none" if run.scheme == "minerva_raw" else "file"
             providers.append(provider("vmaf", n1, files, vs, norm=norm["vmaf"], normalization=nz))
             providers.append(provider("psnr", n2, files, run.videos2, metric="psnr", norm=norm["psnr"],
                                       normalization=nz))
@@ -533,29 +536,35 @@ def extract(run: Run, summary: dict, tables: dict) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------
-# Fixed-rate optimum (stand-in for `qoelab minerva fixed-rate-optimal`)
+# Fixed-rate optimum: qoelab.minerva.fixed_rate_optimal with the clients' ABR (trace mode)
 
-OPT_RATES = tuple(round(0.1 + 0.05 * k, 2) for k in range(59))     # 0.1 .. 3.0 Mbit/s
 OPT_EFF = 0.95      # capacity used by OPT = link rate x 0.95 (payload of 1500-B packets, ACK clocking)
+OPT_GRID = 50       # fixed_rate_optimal's default grid: rates C k / 50, k = 1..50
 
 
-def opt_scenario(video: str, rate_mbps: float, duration_s: float, ast: dict | None = None) -> dict:
+def opt_level(rate_mbps: float, videos: tuple, duration_s: float, ast: dict | None = None) -> dict:
+    """The Fixed-Rate Optimal (docs/minerva-tools.md) of ``videos`` on a link of ``rate_mbps``: capacity
+    ``rate_mbps x OPT_EFF``, Q_i(r) from one ``mpc`` client per video with the reproduction's 60-s player
+    buffer, alone on a constant link in trace mode for ``duration_s`` (the run length)."""
+    from qoelab import minerva as mnv
     ast = ast or assets()
-    return {"scenario": {"name": f"opt-{video}-{rate_mbps:g}", "duration": f"{duration_s:g}s", "seed": 1,
-                         "network": "trace"},
-            "topology": {"rate": f"{rate_mbps:g}Mbps", "rtt": f"{RTT_MS}ms"},
-            "client": [_client("v0", ast["files"][video]["video"], "cubic")]}
+    vids = []
+    for v in videos:
+        with open(ast["files"][v]["video"]) as f:
+            vids.append(json.load(f))
+    return mnv.fixed_rate_optimal(vids, rate_mbps * OPT_EFF * 1e6, abr="mpc", metric="vmaf", beta=BETA, gamma=GAMMA,
+                                  window_s=float(duration_s), grid_points=OPT_GRID, rtt=f"{RTT_MS}ms",
+                                  client={"player": {"buffer_max": "60s"}})
 
 
-def opt_curve(video: str, duration_s: float) -> list:
-    """[(rate, mean Eq. 1 QoE over the first 200 s)] of one client alone on a constant link (trace mode)."""
-    from qoelab import results
-    out = []
-    for r in OPT_RATES:
-        res = results.run(opt_scenario(video, r, duration_s))
-        seg = res.table("segments")
-        out.append((r, client_qoe(seg, FAIR_S)["qoe"]))
-    return out
+def opt_rows(rate_mbps: float, videos: tuple, fro: dict) -> list[dict]:
+    """opt.parquet rows of one fixed_rate_optimal result: one per video (allocated rate and QoE, the
+    level, the monotone curve as JSON)."""
+    combo = ".".join(videos)
+    return [{"rate_mbps": rate_mbps, "videos": combo, "video": v["name"], "alloc_mbps": v["rate_bps"] / 1e6,
+             "qoe": v["qoe"], "min_qoe": fro["min_qoe"], "spare_mbps": fro["spare_bps"] / 1e6,
+             "curve_json": json.dumps({"rates_bps": c["rates_bps"], "qoe": c["qoe"]})}
+            for v, c in zip(fro["videos"], fro["curves"])]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -590,23 +599,25 @@ def execute(run: Run, runner=None) -> dict:
 def _worker(item):
     kind, arg = item
     if kind == "opt":
-        video, dur = arg
+        rate, videos, dur = arg
         try:
-            return {"video": video, "curve": opt_curve(video, dur), "error": None}
+            return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": opt_rows(rate, videos, opt_level(rate, videos, dur)),
+                    "error": None}
         except Exception as e:
-            return {"video": video, "curve": [], "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+            return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": [],
+                    "error": f"{type(e).__name__}: {e}".splitlines()[0]}
     return execute(arg)
 
 
 
 def run_all(items: list, jobs: int = 0, progress=None) -> list:
-    """Every item (("run", Run) or ("opt", (video, duration))), results in input order."""
+    """Every item (("run", Run) or ("opt", (rate, videos, duration))), results in input order."""
     return common.run_pool(items, _worker, jobs, _cost, progress)
 
 
 def _cost(it) -> float:
     if it[0] == "opt":
-        return 1e9
+        return 1e9 + it[1][0]
     return it[1].rate_mbps * it[1].duration_s
 
 # ----------------------------------------------------------------------------------------------
@@ -637,9 +648,9 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
     njobs = jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
     assets()       # videos and value functions, once, before the workers start
-    bench_videos = sorted({v for r in runs if r.exp == "bench" for v in r.videos})
-    items = [("opt", (v, float(spec.duration_s))) for v in bench_videos] + [("run", r) for r in runs]
-    log(f"minerva: {len(runs)} runs + {len(bench_videos)} x {len(OPT_RATES)} fixed-rate runs (trace mode) "
+    cells = sorted({(r.rate_mbps, r.videos) for r in runs if r.exp == "bench"})
+    items = [("opt", (rate, vs, float(spec.duration_s))) for rate, vs in cells] + [("run", r) for r in runs]
+    log(f"minerva: {len(runs)} runs + {len(cells)} x {OPT_GRID} fixed-rate runs (trace mode) "
         f"({spec.name}), {njobs} worker process{'es' if njobs > 1 else ''}")
     step = max(1, len(items) // 10)
 
@@ -648,26 +659,42 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
             log(f"minerva: {done}/{total} jobs, {elapsed:.0f} s elapsed, ~{elapsed / done * (total - done):.0f} s left")
     results = run_all(items, jobs=njobs, progress=progress)
     wall_runs = time.perf_counter() - t0
-    opt = [r for r in results if "curve" in r]
-    df = pd.DataFrame([r for r in results if "curve" not in r])
-    odf = pd.DataFrame([{"video": o["video"], "rate_mbps": r, "qoe": q} for o in opt for r, q in o["curve"]])
+    opt = [r for r in results if "opt" in r]
+    df = pd.DataFrame([r for r in results if "opt" not in r])
+    odf = pd.DataFrame([row for o in opt for row in o["rows"]])
     claims = minerva_claims.evaluate(df, odf, spec)
-    failures = [(r["run_id"], r["error"]) for r in results if "curve" not in r and r.get("error")]
-    failures += [("opt-" + o["video"], o["error"]) for o in opt if o.get("error")]
+    failures = [(r["run_id"], r["error"]) for r in results if "opt" not in r and r.get("error")]
+    failures += [("opt-" + o["opt"], o["error"]) for o in opt if o.get("error")]
     meta = {"reproduction": "minerva",
             "paper": "Nathan, Sivaraman, Addanki, Khani, Goyal, Alizadeh: End-to-End Transport for Video QoE "
                      "Fairness, SIGCOMM 2019",
             "grid": spec.name, "grid_description": spec.description, "spec": asdict(spec), "runs": len(runs),
-            "opt_runs": len(bench_videos) * len(OPT_RATES), "failed": len(failures), "failures": failures[:50],
-            "jobs": njobs, "wall_s_runs": round(wall_runs, 2), "norm": assets()["norm"], "alpha": ALPHA,
+            "opt_runs": len(cells) * OPT_GRID, "opt_cells": len(cells), "failed": len(failures),
+            "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2),
+            "norm": _norm_meta(assets()["norm"]), "alpha": ALPHA,
             "claims": claims}
     with outdir.atomic_dir(out_dir) as tmp:
+        for m, path in assets()["norm"].items():
+            with open(path) as f, open(os.path.join(tmp, f"norm-{m}.json"), "w") as g:
+                g.write(f.read())
         df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         odf.to_parquet(os.path.join(tmp, "opt.parquet"), index=False)
         common.write_claims_report_meta(tmp, claims, meta,
                                         lambda: minerva_report.write_report(tmp, df, odf, claims, meta), t0)
     meta["out_dir"] = out_dir
     return meta
+
+
+def _norm_meta(files: dict) -> dict:
+    """{metric: {file, alpha, points, utility range, mean-rate range}} of the normalization tables."""
+    out = {}
+    for m, path in files.items():
+        with open(path) as f:
+            d = json.load(f)
+        out[m] = {"file": f"norm-{m}.json", "alpha": d["alpha"], "points": len(d["utility"]),
+                  "utility": [d["utility"][0], d["utility"][-1]],
+                  "mean_rate_mbps": [d["mean_rate_bps"][0] / 1e6, d["mean_rate_bps"][-1] / 1e6]}
+    return out
 
 
 def rewrite_report(out_dir: str) -> dict:
@@ -697,4 +724,4 @@ def rewrite_report(out_dir: str) -> dict:
 
 __all__ = ["Run", "Spec", "rewrite_report", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
            "chunk_qoe", "client_qoe", "gap_closure", "fixed_rate_opt", "fluid_iteration", "fluid_optimum",
-           "group_share", "mean_abs_diff", "jfi", "bootstrap_mean_ci", "median_ci", "opt_curve"]
+           "group_share", "mean_abs_diff", "jfi", "bootstrap_mean_ci", "median_ci", "opt_level", "opt_rows"]

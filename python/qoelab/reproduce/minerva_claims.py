@@ -87,15 +87,14 @@ def deltas(df, a=("minerva", "pie"), b=("cubic", "pie"), metric="min_qoe") -> li
 
 
 def opt_levels(df, odf) -> dict:
-    """{(rate, videos): fixed-rate optimum min QoE} from the trace-mode curves (capacity = rate x OPT_EFF)."""
-    if odf is None or not len(odf):
+    """{(rate, videos): fixed-rate optimum min QoE} from opt.parquet (one ``qoelab.minerva.fixed_rate_optimal``
+    per link rate and combination, capacity = rate x OPT_EFF). An opt.parquet of the earlier per-video
+    curves (no ``min_qoe`` column) gives none."""
+    if odf is None or not len(odf) or "min_qoe" not in odf.columns:
         return {}
-    curves = {v: sorted(zip(g["rate_mbps"], g["qoe"])) for v, g in odf.groupby("video")}
     out = {}
-    for (rate, vs) in bench(df):
-        names = vs.split(".")
-        if all(n in curves for n in names):
-            out[(rate, vs)] = fixed_rate_opt([curves[n] for n in names], rate * OPT_EFF)[0]
+    for (rate, vs), g in odf.groupby(["rate_mbps", "videos"]):
+        out[(float(rate), vs)] = float(g["min_qoe"].iloc[0])
     return out
 
 
@@ -164,8 +163,8 @@ def m2(df, odf, spec):
 def m3(df, odf, spec):
     paper = "Minerva closes most of Cubic's gap to the fixed-rate optimum (17.5 -> 4, -77%; 6.5 -> 3, -53%)"
     rule = ("median G over runs with OPT - Cubic >= 2 in [0.40, 1.0] (G > 1 allowed) and >= 0.5 among the top third "
-            "by OPT - Cubic. OPT: stand-in (trace-mode constant-rate runs per video, max-min by bisection, capacity "
-            f"= link rate x {OPT_EFF})")
+            "by OPT - Cubic. OPT: qoelab.minerva.fixed_rate_optimal with the clients' mpc ABR (trace mode, 60-s "
+            f"buffer, grid C/50), capacity C = link rate x {OPT_EFF}")
     opt = opt_levels(df, odf)
     if not opt:
         return not_run("M3", "Fig. 8", paper, rule, "no fixed-rate optimum (trace-mode curves missing)")
@@ -344,7 +343,8 @@ def _iqr(xs):
 def m10(df, odf, spec):
     paper = "Minerva takes about its fair share against Cubic: 75th percentile within 5% of 50%; §1: within 4%"
     rule = ("median share in [45%, 55%], 75th percentile of |share - 50%| <= 5 points, IQR at N = 8 < IQR at N = 4; "
-            "normalization: corpus-wide stand-in (exp fit of the horizontal average), alpha 0.825 vs plain cubic")
+            "normalization: corpus-wide table of qoelab.minerva.normalization (8 videos, uniform popularity), alpha 0.825 "
+            "vs plain cubic")
     d4, d8 = _xt(df, 4), _xt(df, 8)
     if not len(d4):
         return not_run("M10", "Fig. 11b", paper, rule, "no 4 + 4 runs")

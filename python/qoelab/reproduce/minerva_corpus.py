@@ -16,10 +16,8 @@ file §4 item 2) and a VMAF table per segment (constant across segments) from a 
 PSNR (the second provider of §8.7, M17/M18): ``PSNR = 20 + 30 sqrt(VMAF / 100)`` (20-50 dB,
 flatter at high quality than VMAF, not a linear transform, so its own normalization differs).
 
-The corpus-wide normalization (the stand-in for ``qoelab minerva normalize``, which is being written
-on another branch): the horizontal average of the chunk-averaged curves (uniform popularity,
-§5.4), fitted with Minerva's ``exp`` normalization form ``a - b exp(-c r)`` (r in Mbit/s of our
-ladder); see :func:`norm_fit`.
+The corpus-wide normalization: :func:`normalization_files` (``qoelab.minerva.normalization`` over the
+8 videos, uniform popularity, one table per metric, §5.4).
 """
 
 from __future__ import annotations
@@ -78,50 +76,21 @@ def make_video(name: str, n_segments: int, seed: int = 1) -> dict:
     return v
 
 
-def inverse(u: float, rates, q) -> float:
-    """Rate (Mbit/s) at which the piecewise-linear curve (from (0, 0), flat above the top) reaches u;
-    clamped at the top rung."""
-    xs = [0.0] + list(rates)
-    ys = [0.0] + list(q)
-    for i in range(1, len(xs)):
-        if u <= ys[i]:
-            if ys[i] <= ys[i - 1]:
-                return xs[i]
-            return xs[i - 1] + (u - ys[i - 1]) / (ys[i] - ys[i - 1]) * (xs[i] - xs[i - 1])
-    return xs[-1]
-
-
-def norm_fit(metric: str = "vmaf", videos=VIDEOS) -> dict:
-    """Corpus-wide normalization (uniform popularity): horizontal average ``rbar(u) = mean_i U_i^-1(u)``
-    over the corpus (inverses clamped at both ends of each curve), then the least-squares fit of ``u = a - b exp(-c rbar)`` (grid over c, linear
-    least squares for a and b). Returns {norm_a, norm_b, norm_c, rms}."""
-    rates = [k / 1000.0 for k in LADDER_KBPS]
-    curves = []
-    for v in videos:
-        q = vmaf_curve(v)
-        curves.append(q if metric == "vmaf" else [psnr_of(x) for x in q])
-    lo = min(c[0] for c in curves)
-    hi = max(c[-1] for c in curves) - 0.5
-    us = [lo + (hi - lo) * k / 40 for k in range(41)]
-    pts = [(sum(inverse(u, rates, c) for c in curves) / len(curves), u) for u in us]
-    best = None
-    for i in range(1, 400):
-        c = 0.02 * i
-        xs = [math.exp(-c * r) for r, _ in pts]
-        ys = [u for _, u in pts]
-        n = len(xs)
-        mx, my = sum(xs) / n, sum(ys) / n
-        sxx = sum((x - mx) ** 2 for x in xs)
-        if sxx <= 0:
-            continue
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
-        a = my - slope * mx
-        b = -slope
-        rms = math.sqrt(sum((a - b * x - y) ** 2 for x, y in zip(xs, ys)) / n)
-        if b > 0 and (best is None or rms < best[3]):
-            best = (a, b, c, rms)
-    a, b, c, rms = best
-    return {"norm_a": round(a, 4), "norm_b": round(b, 4), "norm_c": round(c, 4), "rms": round(rms, 3)}
+def normalization_files(dirpath: str, alpha: float, n_segments: int = 75, metrics=("vmaf", "psnr")) -> dict:
+    """The corpus-wide normalization (§5.4) of the 8 videos with uniform popularity, one per metric, from
+    :func:`qoelab.minerva.normalization` (the horizontal average of the chunk-averaged curves, over
+    ``alpha``), written as ``qoelab.normalization`` JSON to ``dirpath/norm-<metric>.json``.
+    Returns {metric: path}."""
+    from qoelab import minerva as mnv
+    os.makedirs(dirpath, exist_ok=True)
+    videos = [make_video(name, n_segments) for name in VIDEOS]
+    out = {}
+    for m in metrics:
+        d = mnv.normalization(videos, popularity=None, alpha=alpha, metric=m)
+        p = os.path.join(dirpath, f"norm-{m}.json")
+        _write_atomic(p, d)
+        out[m] = p
+    return out
 
 
 def _write_atomic(path: str, obj) -> None:

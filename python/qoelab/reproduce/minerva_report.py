@@ -113,9 +113,11 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
                  "target 15 ms) or droptail (pfifo); 8 synthetic videos (4-s chunks, ladder 0.15-2.35 Mbit/s = "
                  "Minerva's 0.375-5.8 x 0.405) with VMAF/PSNR tables from Minerva's two public curves and six "
                  "exponential curves; MPC ABR (bitrate objective), 60 s player buffer; Minerva: paper profile, "
-                 "client utility with our V_5, corpus-wide exp normalization "
-                 f"(a {n.get('norm_a')}, b {n.get('norm_b')}, c {n.get('norm_c')}), alpha {meta.get('alpha')} against "
-                 "plain cubic, clamp [0.25, 10]; Eq. 1 QoE on the first 200 s. See docs/reproductions/minerva.md."
+                 "client utility with our V_5, corpus-wide normalization tables (qoelab minerva normalize over the 8 "
+                 f"videos, uniform popularity; VMAF {n.get('points')} points, norm-vmaf.json / norm-psnr.json), alpha "
+                 f"{meta.get('alpha')} against plain cubic, clamp [0.25, 10]; Eq. 1 QoE on the first 200 s; "
+                 "fixed-rate optimum: qoelab minerva fixed-rate-optimal (mpc, trace mode, capacity = link x 0.95). "
+                 "See docs/reproductions/minerva.md."
                  "</p></body></html>")
     path = os.path.join(out_dir, "report.html")
     with open(path, "w") as f:
