@@ -103,7 +103,8 @@ class Spec:
     alphas: tuple = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1)
     minute_dur: int = 1800
     minute_seeds: int = 3
-    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize", "chunk", "cell")
+    families: tuple = ("grid", "s10", "pair", "multi", "alpha", "minute", "smallq", "iws", "segsize", "chunk", "cell",
+                       "sens")
     chunks_kb: tuple = (100, 300, 1000, 3000, 10000)
     chunk_queues: tuple = (64, 256, 1024)
     chunk_transfers: int = 10
@@ -150,6 +151,14 @@ class Spec:
                                sample_ms=20, cell="c"))
         if "chunk" in fam:
             out += chunk_runs(self.chunks_kb, self.chunk_queues, self.chunk_transfers)
+        if "sens" in fam:
+            # The claims file's sensitivity settings (sec. 3): base RTT 20 ms, and NewReno for every flow,
+            # on the 3 Mbit/s cells of the Fig. 6 story; compared with the primary (cubic, 100 ms).
+            for s in range(self.seeds):
+                for q in (256, 512):
+                    for p in PLANES:
+                        out.append(Run("sens", 3, q, (p, "bulk"), self.dur, rtt_ms=20, rep=s, cell="rtt20"))
+                        out.append(Run("sens", 3, q, (p, "bulk"), self.dur, cc="newreno", rep=s, cell="newreno"))
         if "cell" in fam and cell_trace_available():
             # S16 proxy (E10): a cellular trace, a deep droptail buffer, 1 bulk flow; DASH vs Sprint.
             for s in range(self.cell_seeds):
@@ -204,7 +213,8 @@ def full_spec() -> Spec:
     (S10); Table I pairs at 3 Mbit/s 256/512 KB x 5 seeds; 4 bulk flows (S8); tputfrac alpha 0.5-1.1 x
     Sprint/no-train/DASH (S9); 15 KB 5 Mbit/s 20 ms (S19); fixed rungs 355-3200 kbit/s (S12); E1 traces
     (S11, 180 s, 2 seeds; (c) at 505 kbit/s); Sprint-x 1800 s x 3 seeds (S17); the S16 cellular proxy
-    (T-Mobile LTE trace, 1 MB droptail, 1 bulk, DASH/Sprint x 5 seeds x 600 s). Every run 900 s unless
+    (T-Mobile LTE trace, 1 MB droptail, 1 bulk, DASH/Sprint x 5 seeds x 600 s); sensitivity: 3 Mbit/s x
+    256/512 KB x the three planes with a 20 ms base RTT and with NewReno (5 seeds each). Every run 900 s unless
     stated, 60 s warm-up."""
     return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
 
@@ -255,6 +265,9 @@ def scenario(run: Run) -> dict:
                           "start": f"{jitter[i]}s"})
         else:
             clients.append({**_vclient(f"v{i}", p, run), "start": f"{jitter[i]}s"})
+    if run.exp == "sens":
+        for x in clients + flows:
+            x["cc"] = run.cc
     tables = ["flows", "segments"] + (["tcp", "queues"] if run.exp == "iws" else [])
     if run.exp in ("chunk", "sstar"):
         tables = ["flows", "tcp"]

@@ -120,6 +120,44 @@ def table1_html(df) -> str:
     return "\n".join(rows)
 
 
+def sensitivity_table(df) -> dict:
+    """{(setting, plane, queue): [%FS over seeds]} at 3 Mbit/s: the primary setting (grid runs, cubic,
+    100 ms) and the claims file's sensitivity settings (base RTT 20 ms; NewReno)."""
+    out: dict = {}
+    prim = cells(df)
+    for (p, r, q), v in prim.items():
+        if r == 3.0 and q in (256, 512):
+            out[("cubic, 100 ms", p, q)] = v
+    if "exp" in df and len(df):
+        d = df[(df["exp"] == "sens") & df["error"].isna()] if "error" in df else df[df["exp"] == "sens"]
+        label = {"rtt20": "cubic, 20 ms", "newreno": "newreno, 100 ms"}
+        for (c, p, q), g in d.groupby(["cell", "plane", "queue_kb"]) if len(d) else []:
+            out[(label.get(c, c), p, int(q))] = [float(x) for x in g["pct_fs"] if x == x]
+    return out
+
+
+def sensitivity_html(df) -> str:
+    t = sensitivity_table(df)
+    settings = [s for s in ("cubic, 100 ms", "cubic, 20 ms", "newreno, 100 ms") if any(k[0] == s for k in t)]
+    if len(settings) < 2:
+        return "<h2>Sensitivity</h2><p>Not run in this grid (full run only).</p>"
+    rows = ["<h2>Sensitivity (3 Mbit/s, % of fair share vs 1 bulk flow, median [95% CI] over seeds)</h2>",
+            "<table class='num'><tr><th>setting</th>" + "".join(
+                f"<th>{PLANE_LABEL[p]} {q} KB</th>" for q in (256, 512) for p in ("dash", "sprint", "sprintx")) + "</tr>"]
+    for s_ in settings:
+        cells_ = []
+        for q in (256, 512):
+            for p in ("dash", "sprint", "sprintx"):
+                m, a, b, n = median_ci(t.get((s_, p, q), []), reps=500)
+                cells_.append(f"<td>{m:.0f} [{a:.0f}, {b:.0f}]</td>" if n > 1 else
+                              (f"<td>{m:.0f}</td>" if n else "<td>-</td>"))
+        rows.append(f"<tr><th>{s_}</th>{''.join(cells_)}</tr>")
+    rows.append("</table><p>The primary setting is the Fig. 6 grid's. Claims are graded on the primary setting; "
+                "this table shows whether the direction (Sprint above DASH, DASH losing at the deeper queue) holds "
+                "under the other two (claims file sec. 3, 'Sensitivity').</p>")
+    return "\n".join(rows)
+
+
 def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
@@ -159,6 +197,7 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
         parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
                      f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
     parts.append("<h2>Table I: unfairness sqrt(1 - JFI), 3 Mbit/s</h2>" + table1_html(df))
+    parts.append(sensitivity_html(df))
     parts.append("<h2>Setup</h2><p>Dumbbell; bottleneck rate C, bfifo queue Q bytes (KB = 1000 B), 100 Mbit/s "
                  "upstream; every flow and client from its own server host, base RTT 100 ms (S19: 20 ms); cubic, "
                  "IW 10, slow start after idle; video synthetic:sprint (4-s segments, 13 rungs 250 kbit/s-20 Mbit/s); "
