@@ -1,4 +1,5 @@
-"""Pieces every reproduction shares: recognising and replacing its own output directory."""
+"""Pieces every reproduction shares: the verdict scale, recognising and replacing its own output
+directory, writing claims/report/meta, and the process-pool runner."""
 
 from __future__ import annotations
 
@@ -7,6 +8,21 @@ import os
 
 from qoelab import outdir
 from qoelab.errors import InputError
+
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE"
+#: The claims files' grades -> the issue's verdicts (PARTIAL: the direction holds, a magnitude does not).
+GRADE_TO_VERDICT = {"PASS": SUPPORTED, "PARTIAL": INCONCLUSIVE, "FAIL": NOT_SUPPORTED, "N/A": OUT_OF_SCOPE,
+                    "NOT RUN": INCONCLUSIVE}
+
+
+def claim(cid, figures, paper, rule, grade, ours, **kw) -> dict:
+    """One claim's record: the claims file's ``grade`` and the verdict on the issue's scale (a PARTIAL
+    grade is labelled "INCONCLUSIVE (PARTIAL)")."""
+    v = GRADE_TO_VERDICT[grade]
+    c = {"id": cid, "figures": figures, "paper": paper, "rule": rule, "grade": grade,
+         "verdict": v, "verdict_label": v + (" (PARTIAL)" if grade == "PARTIAL" else ""), "ours": ours}
+    c.update(kw)
+    return c
 
 
 def is_ours(path: str, reproduction: str) -> bool:

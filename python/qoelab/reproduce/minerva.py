@@ -34,9 +34,8 @@ from qoelab.errors import InputError
 from qoelab.reproduce import minerva_corpus as corpus
 from qoelab.reproduce.sprint import median_ci, spearman  # noqa: F401  (re-exported for the claims)
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE"
-GRADE_TO_VERDICT = {"PASS": SUPPORTED, "PARTIAL": INCONCLUSIVE, "FAIL": NOT_SUPPORTED, "N/A": OUT_OF_SCOPE,
-                    "NOT RUN": INCONCLUSIVE}
+from qoelab.reproduce.common import (GRADE_TO_VERDICT, INCONCLUSIVE, NOT_SUPPORTED,  # noqa: F401
+                                     OUT_OF_SCOPE, SUPPORTED)
 
 RTT_MS = 20
 BETA, GAMMA = 25.0, 2.5

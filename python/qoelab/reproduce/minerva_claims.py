@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 
 from qoelab.reproduce import minerva_corpus as corpus
-from qoelab.reproduce.minerva import (BENCH_RATES, GRADE_TO_VERDICT, OPT_EFF, bootstrap_mean_ci, fixed_rate_opt,
+from qoelab.reproduce.common import claim
+from qoelab.reproduce.minerva import (BENCH_RATES, OPT_EFF, bootstrap_mean_ci, fixed_rate_opt,
                                       fluid_iteration, fluid_optimum, gap_closure, median_ci, spearman)
 
 STEP = 7.65     # 720p -> 1080p in VMAF points (§8.1.2)
@@ -38,14 +39,6 @@ def _mci(xs, nd=1):
 
 def _ok(df):
     return df[df["error"].isna()] if "error" in df.columns and len(df) else df
-
-
-def claim(cid, figures, paper, rule, grade, ours, **kw):
-    v = GRADE_TO_VERDICT[grade]
-    c = {"id": cid, "figures": figures, "paper": paper, "rule": rule, "grade": grade,
-         "verdict": v, "verdict_label": v + (" (PARTIAL)" if grade == "PARTIAL" else ""), "ours": ours}
-    c.update(kw)
-    return c
 
 
 def not_run(cid, figures, paper, rule, why):

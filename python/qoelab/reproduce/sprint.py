@@ -28,10 +28,8 @@ from qoelab import outdir
 from qoelab.reproduce import common
 from qoelab.errors import InputError
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE = "SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE"
-# the claims file's grades -> the labels (PARTIAL: the direction holds, the magnitude does not)
-GRADE_TO_VERDICT = {"PASS": SUPPORTED, "PARTIAL": INCONCLUSIVE, "FAIL": NOT_SUPPORTED, "N/A": OUT_OF_SCOPE,
-                    "NOT RUN": INCONCLUSIVE}
+from qoelab.reproduce.common import (GRADE_TO_VERDICT, INCONCLUSIVE, NOT_SUPPORTED,  # noqa: F401
+                                     OUT_OF_SCOPE, SUPPORTED)
 
 MSS = 1460.0
 IW_BYTES = 10 * 1448            # the simulator's initial window (10 x its 1448-byte MSS)

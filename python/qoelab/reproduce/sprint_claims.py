@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 
-from qoelab.reproduce.sprint import (GRADE_TO_VERDICT, MSS, PLANE_LABEL, median_ci, spearman)
+from qoelab.reproduce.common import claim
+from qoelab.reproduce.sprint import MSS, PLANE_LABEL, median_ci, spearman
 
 
 def _f(x, nd=0):
@@ -42,14 +43,6 @@ def cells(df, exp="grid", metric="pct_fs"):
 
 def med(xs):
     return median_ci(xs)[0]
-
-
-def claim(cid, figures, paper, rule, grade, ours, **kw):
-    v = GRADE_TO_VERDICT[grade]
-    c = {"id": cid, "figures": figures, "paper": paper, "rule": rule, "grade": grade,
-         "verdict": v, "verdict_label": v + (" (PARTIAL)" if grade == "PARTIAL" else ""), "ours": ours}
-    c.update(kw)
-    return c
 
 
 def not_run(cid, figures, paper, rule, why):
