@@ -44,15 +44,20 @@ def check_out_dir(out_dir: str, reproduction: str) -> str:
     return outdir.check(out_dir, replaceable=lambda p: is_ours(p, reproduction))
 
 
+def dump_json(path: str, obj, json_default=str) -> None:
+    """``obj`` as indented JSON with a final newline."""
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2, default=json_default)
+        f.write("\n")
+
+
 def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t0: float, data_note: str = "",
                              json_default=str) -> None:
     """The last step of a reproduction, inside its atomic output directory ``tmp``: claims.json, the
     HTML report (``write_report()``; if it fails, the data are kept and report.html says why, and
     ``meta["report_error"]`` is set), then meta.json with the total wall time since ``t0``."""
     import time
-    with open(os.path.join(tmp, "claims.json"), "w") as f:
-        json.dump(claims, f, indent=2, default=json_default)
-        f.write("\n")
+    dump_json(os.path.join(tmp, "claims.json"), claims, json_default)
     try:
         write_report()
     except Exception as e:  # keep the runs: a plotting problem must not lose the simulations
@@ -60,9 +65,7 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
         with open(os.path.join(tmp, "report.html"), "w") as f:
             f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}{data_note}</p>")
     meta["wall_s_total"] = round(time.perf_counter() - t0, 2)
-    with open(os.path.join(tmp, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2, default=json_default)
-        f.write("\n")
+    dump_json(os.path.join(tmp, "meta.json"), meta, json_default)
 
 
 def ignore_sigint() -> None:

@@ -711,12 +711,8 @@ def rewrite_report(out_dir: str) -> dict:
         meta = json.load(f)
     spec = quick_spec() if meta.get("grid") == "quick" else full_spec()
     meta["claims"] = minerva_claims.evaluate(df, odf, spec)
-    with open(os.path.join(out_dir, "claims.json"), "w") as f:
-        json.dump(meta["claims"], f, indent=2)
-        f.write("\n")
-    with open(os.path.join(out_dir, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=2, default=str)
-        f.write("\n")
+    common.dump_json(os.path.join(out_dir, "claims.json"), meta["claims"], None)
+    common.dump_json(os.path.join(out_dir, "meta.json"), meta)
     minerva_report.write_report(out_dir, df, odf, meta["claims"], meta)
     return meta
 
