@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "numpy>=1.26" "pyarrow>=15" "pandas>=2.1" \
-		"imageio-ffmpeg>=0.5" "av>=12" "matplotlib>=3.7" "atheris>=3.0"
+		"imageio-ffmpeg>=0.5" "av>=12" "matplotlib>=3.7" "duckdb>=1.0" "atheris>=3.0"
 	touch $(STAMP)
 
 venv: $(STAMP) ## create/update the virtual environment

@@ -262,7 +262,7 @@ def test_reproduce_with_fake_runner_writes_report(quick_out):
     out, meta = quick_out
     assert meta["failed"] == 0 and meta["runs"] == len(quick_grid().runs())
     files = set(os.listdir(out))
-    assert {"report.html", "runs.csv", "clients.csv", "claims.json", "meta.json", "figures"} <= files
+    assert {"report.html", "runs.parquet", "clients.parquet", "claims.json", "meta.json", "figures"} <= files
     html = (out / "report.html").read_text()
     assert "<h2>Claims</h2>" in html and html.count("data:image/png;base64,") >= 6
     for fam in ("ARB", "LU", "RTTi", "Loss phases", "RBR", "QU", "INS"):
@@ -274,7 +274,7 @@ def test_reproduce_with_fake_runner_writes_report(quick_out):
         assert f"<b>{c['verdict']}</b>" in html
     assert _by_id(claims)["C1"]["verdict"] == SUPPORTED
     assert _by_id(claims)["C4"]["verdict"] == SUPPORTED
-    runs = pd.read_csv(out / "runs.csv")
+    runs = pd.read_parquet(out / "runs.parquet")
     assert len(runs) == meta["runs"] and runs["error"].isna().all()
     assert len(os.listdir(out / "figures")) >= 6
     assert json.loads((out / "meta.json").read_text())["reproduction"] == "livi"
@@ -286,6 +286,7 @@ def test_second_run_replaces_atomically(tmp_path):
     (out / "marker").write_text("old")
     meta = livi.reproduce(str(out), runner=fake_runner, spec=_tiny_spec())
     assert meta["runs"] == 4 and not (out / "marker").exists()
+    assert meta["runs_executed"] == 0 and meta["runs_resumed"] == 4     # the sweep store was reused
     assert sorted(os.listdir(tmp_path)) == ["livi"]          # no temporary or old directories left
 
 
@@ -378,11 +379,11 @@ def test_report_failure_keeps_the_data(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "write_report", boom)
     meta = livi.reproduce(str(tmp_path / "o"), runner=fake_runner, spec=_tiny_spec())
     assert meta["report_error"] == "ValueError: no plotting today"
-    assert len(pd.read_csv(tmp_path / "o" / "runs.csv")) == 4
+    assert len(pd.read_parquet(tmp_path / "o" / "runs.parquet")) == 4
     assert "report generation failed" in (tmp_path / "o" / "report.html").read_text()
 
 
-def test_rewrite_report_from_runs_csv(tmp_path):
+def test_rewrite_report_from_the_store(tmp_path):
     out = tmp_path / "o"
     livi.reproduce(str(out), runner=fake_runner, spec=_tiny_spec())
     (out / "report.html").unlink()
@@ -391,3 +392,15 @@ def test_rewrite_report_from_runs_csv(tmp_path):
     assert json.loads((out / "claims.json").read_text()) == meta["claims"]
     with pytest.raises(InputError):
         livi.rewrite_report(str(tmp_path))
+
+
+def test_interrupted_reproduction_resumes_from_its_sweep_store(tmp_path):
+    """A reproduction killed after some runs leaves DIR/sweep only; the next one takes it up."""
+    from qoelab.sweep import runner as srunner
+    out = tmp_path / "livi"
+    sw = livi.grid_sweep(_tiny_spec())
+    srunner.run(sw, str(out / "sweep"), force=True, sim=fake_runner, quiet=True, max_runs=3)
+    assert sorted(os.listdir(out)) == ["sweep"]
+    meta = livi.reproduce(str(out), runner=fake_runner, spec=_tiny_spec())
+    assert meta["runs_executed"] == 1 and meta["runs_resumed"] == 3 and meta["runs"] == 4
+    assert {"sweep", "meta.json", "runs.parquet"} <= set(os.listdir(out))

@@ -13,4 +13,11 @@ from qoelab.errors import InputError
 from qoelab.results import Result, run
 
 __version__ = _core_version()
-__all__ = ["run", "Result", "InputError", "__version__"]
+__all__ = ["run", "Result", "InputError", "open_store", "__version__"]
+
+
+def open_store(path: str):
+    """A sweep directory's results store: ``open_store(DIR).sql("SELECT ...")`` returns a pandas
+    DataFrame, ``.arrow(...)`` a pyarrow Table (docs/sweeps.md)."""
+    from qoelab.sweep.store import open_store as _open
+    return _open(path)

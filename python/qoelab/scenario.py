@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 import math
 import os
@@ -895,6 +896,14 @@ def _startup(v):
         raise ValueError(f'expected a segment count like "1seg" or a duration like "2s", found {_show(v)}') from None
 
 
+@functools.lru_cache(maxsize=16)
+def _synthetic(ladder: str, n: int, seed: int) -> dict:
+    """A synthetic video (cached: a sweep builds the same video for thousands of runs; callers get a
+    shallow copy and never change the nested lists)."""
+    from qoelab import video as vmod
+    return vmod.synthetic_video(ladder, n_segments=n, seed=seed, name=f"{ladder}-seed{seed}")
+
+
 def _load_client_video(b, sec: _Section):
     spec = sec.str("video", default="synthetic:has-testbed")
     seed = sec.int("video_seed", default=b.seed, minimum=0, maximum=U64_MAX)
@@ -913,7 +922,7 @@ def _load_client_video(b, sec: _Section):
         if n > MAX_SEGMENTS:
             raise sec.err("video_duration", f"at most {MAX_SEGMENTS:,} segments of {seg:g} s",
                           sec.data["video_duration"])
-        v = vmod.synthetic_video(ladder, n_segments=n, seed=seed, name=f"{ladder}-seed{seed}")
+        v = dict(_synthetic(ladder, n, seed))
     else:
         from qoelab import traces
         if spec.startswith("data:"):

@@ -128,8 +128,9 @@ def add_parser(subparsers) -> None:
                     "(testbed rule: 400/67/33/17 packets) x 1-3 clients (ARED: 1), 80 ms RTT, per-client bandwidth "
                     "0.6-3 Mbit/s in 9 steps and the paper's variable profile (4, 2.8, 1.5, 1, 0.6, 4 Mbit/s per "
                     "client, 100 s each): 1360 runs of 700 s, in parallel; writes DIR/report.html "
-                    "(figures ARB, INS, LU, RTTi, loss phases, RBR, QU; claims with verdicts), runs.csv, "
-                    "clients.csv, claims.json, meta.json, figures/. DIR is replaced atomically if it holds a "
+                    "(figures ARB, INS, LU, RTTi, loss phases, RBR, QU; claims with verdicts), runs.parquet, "
+                    "clients.parquet, claims.json, meta.json, figures/, sweep/ (the resumable sweep store). DIR is "
+                    "replaced atomically if it holds a "
                     "previous livi reproduction. See docs/reproductions/livi.md.")
     lv.add_argument("--quick", action="store_true",
                     help="a subset (44 runs: droptail/CoDel, 6 and 0.25 BDP, 1-2 clients, static "

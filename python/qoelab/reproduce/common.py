@@ -26,10 +26,19 @@ def claim(cid, figures, paper, rule, grade, ours, **kw) -> dict:
 
 
 def is_ours(path: str, reproduction: str) -> bool:
-    """``path`` holds a previous run of ``reproduction`` (its meta.json says so)."""
+    """``path`` holds a previous run of ``reproduction``: its meta.json says so, or (an interrupted
+    run) it holds nothing but the sweep store of one (``sweep/``, named ``<reproduction>-...``)."""
     try:
         with open(os.path.join(path, "meta.json")) as f:
             return json.load(f).get("reproduction") == reproduction
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        names = [n for n in os.listdir(path) if not n.startswith(outdir.TMP_PREFIX)]
+        with open(os.path.join(path, "sweep", "sweep.json")) as f:
+            meta = json.load(f)
+        return names == ["sweep"] and meta.get("schema") == "qoelab.sweep" and \
+            str(meta.get("name", "")).startswith(reproduction + "-")
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -291,33 +290,56 @@ def extract(run: Run, summary: dict, segments=None, flows=None, flow_info=None) 
 
 
 # ----------------------------------------------------------------------------------------------
-# Running
+# Running (on the sweep engine: qoelab.sweep)
+
+#: The sweep columns of a livi run (its grid coordinates); ``rep`` and ``seed`` are the sweep's own.
+COLUMNS = ["run_id", "algo", "aqm", "buffer_bdp", "buffer_pkts", "clients", "profile", "fair_share_bps"]
 
 
-def _run_real(scn: dict):
-    from qoelab import results
-    return results.run(scn)
+def _point(run: Run) -> dict:
+    return {"run_id": run.run_id, "algo": run.algo, "aqm": run.aqm, "buffer_bdp": run.buffer_bdp,
+            "buffer_pkts": run.buffer_pkts, "clients": run.clients, "profile": run.profile,
+            "fair_share_bps": run.fair_share_bps}
+
+
+def _run_of(point: dict, rep: int) -> Run:
+    return Run(point["algo"], point["aqm"], float(point["buffer_bdp"]), int(point["clients"]), point["profile"],
+               int(point["fair_share_bps"]), int(rep))
+
+
+def _tables(res) -> dict:
+    tabs = {}
+    for name in ("segments", "flows", "flow_info"):
+        try:
+            tabs[name] = res.table(name)
+        except KeyError:
+            tabs[name] = None
+        if name == "segments" and tabs[name] is not None and len(tabs[name]):
+            break
+    return tabs
+
+
+def sweep_extract(res, point: dict) -> dict:
+    """The sweep engine's extract hook: the paper's metrics of one run (run and per-client records)."""
+    run = _run_of(point, point["rep"])
+    tabs = _tables(res)
+    rec, crec = extract(run, res.summary, tabs.get("segments"), tabs.get("flows"), tabs.get("flow_info"))
+    return {"run": rec, "clients": crec}
 
 
 def execute(run: Run, runner=None) -> dict:
-    """Run one grid point and return {"run": record, "clients": [...], "wall_s": ..., "error": ...}."""
+    """Run one grid point alone and return {"run": record, "clients": [...]} (record["error"] is set
+    if it failed)."""
     t0 = time.perf_counter()
     try:
-        res = (runner or _run_real)(scenario(run))
-        tabs = {}
-        for name in ("segments", "flows", "flow_info"):
-            try:
-                tabs[name] = res.table(name)
-            except KeyError:
-                tabs[name] = None
-            if name == "segments" and tabs[name] is not None and len(tabs[name]):
-                break
+        from qoelab import results
+        res = (runner or results.run)(scenario(run))
+        tabs = _tables(res)
         rec, crec = extract(run, res.summary, tabs.get("segments"), tabs.get("flows"), tabs.get("flow_info"))
         err = None
     except Exception as e:  # recorded, reported, and the CLI exits non-zero
         rec, crec, err = {"run_id": run.run_id, **_keys(run)}, [], f"{type(e).__name__}: {e}".splitlines()[0]
-    wall = time.perf_counter() - t0
-    rec["wall_s"] = round(wall, 4)
+    rec["wall_s"] = round(time.perf_counter() - t0, 4)
     rec["error"] = err
     return {"run": rec, "clients": crec}
 
@@ -328,19 +350,49 @@ def _keys(run: Run) -> dict:
             "rep": run.rep, "seed": run.seed}
 
 
-def _worker(run: Run) -> dict:
-    return execute(run)
+def grid_sweep(spec: GridSpec):
+    """The grid as a sweep (qoelab.sweep): one run per grid point, its columns, the extract hook."""
+    from qoelab.sweep import spec as sspec
+    runs = [sspec.Run(i, r.rep, r.seed, _point(r), scenario(r)) for i, r in enumerate(spec.runs())]
+    grid = {id(sr): r for sr, r in zip(runs, spec.runs())}
+    runs.sort(key=lambda sr: -_cost(grid[id(sr)]))     # run the longest first, so that the tail is short
+    return sspec.programmatic(f"livi-{spec.name}", runs,
+        COLUMNS, base_src="<livi>", tables=[], extract="qoelab.reproduce.livi:sweep_extract",
+        description=spec.description)
 
 
-def run_grid(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[dict]:
-    """Run every grid point; results in grid order. ``jobs`` worker processes (0 = all CPUs).
+def run_grid(spec: GridSpec, store_dir: str, jobs: int = 0, runner=None, log=None) -> tuple:
+    """Run the grid on the sweep engine into the store ``store_dir`` (resumable); returns (runs
+    DataFrame, clients DataFrame, sweep result). A custom ``runner`` (scenario dict -> object with
+    ``.summary`` and ``.table(name)``) runs everything in this process (tests)."""
+    from qoelab.sweep import runner as srunner
+    sw = grid_sweep(spec)
+    res = srunner.run(sw, store_dir, jobs=jobs, force=True, log=log, sim=runner)
+    df, cdf = frames(store_dir)
+    return df, cdf, res
 
-    A custom ``runner`` (scenario dict -> object with ``.summary`` and ``.table(name)``) runs in
-    this process (tests); the real simulator runs in a process pool (the core releases the GIL,
-    but the Python front and the extraction do not). Longest runs first (3 clients at high rates),
-    so that the tail is short."""
-    serial = (lambda r: execute(r, runner)) if runner is not None else None
-    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
+
+def frames(store_dir: str) -> tuple:
+    """The livi runs and clients tables from a sweep store (grid order)."""
+    from qoelab.sweep.store import Store
+    st = Store(store_dir)
+    df = st.sql("SELECT * FROM runs ORDER BY index")
+    rec_cols = ["run_id", "algo", "aqm", "buffer_bdp", "buffer_pkts", "clients", "profile", "fair_share_bps",
+                "rep", "seed", "arb", "ins_pct", "rbr_pct", "rtti_pct", "qu_pct", "lu", "link_utilization",
+                "queue_delay_mean_ms", "drops", "stall_count", "jfi_goodput", "loss_B", "loss_T", "loss_C",
+                "wall_s", "error"]
+    for c in rec_cols:
+        if c not in df.columns:
+            df[c] = float("nan")
+    import pandas as pd
+    df = df[rec_cols].copy()
+    df["error"] = pd.Series([e if isinstance(e, str) else None for e in df["error"]], index=df.index, dtype=object)
+    cdf = st.sql("SELECT * FROM clients ORDER BY index, client")
+    keep = ["run_id", "client", "algo", "aqm", "buffer_bdp", "clients", "profile", "fair_share_bps", "rep",
+            "segments", "avg_bitrate_bps", "arb", "quality_level_pct", "ins_pct", "rbr_pct", "stall_count",
+            "rebuffer_s", "startup_s", "rtti_pct", "srtt_mean_ms", "goodput_bps", "loss_B", "loss_T", "loss_C"]
+    cdf = cdf[[c for c in keep if c in cdf.columns]].copy() if len(cdf) else cdf
+    return df, cdf
 
 
 def _cost(run: Run) -> float:
@@ -673,63 +725,52 @@ def check_out_dir(out_dir: str) -> str:
 
 def reproduce(out_dir: str = "results/livi", quick: bool = False, jobs: int = 0, runner=None,
               log=None, spec: GridSpec | None = None) -> dict:
-    """Run the grid, evaluate the claims, write DIR/{runs.csv, clients.csv, claims.json, meta.json,
-    report.html, figures/*.png} atomically. Returns the meta dict (with the claims)."""
-    import pandas as pd
-
+    """Run the grid on the sweep engine, evaluate the claims, write DIR/{sweep/ (the resumable store:
+    runs, clients, per-run records), runs.parquet, clients.parquet, claims.json, meta.json,
+    report.html, figures/*.png}. A killed reproduction resumes from DIR/sweep; the other files are
+    replaced atomically at the end. Returns the meta dict (with the claims)."""
     from qoelab.reproduce import report
 
     if jobs is not None and jobs < 0:
         raise InputError(None, "--jobs", "a number of worker processes >= 1 (0 = all CPUs)", str(jobs))
     out_dir = check_out_dir(out_dir)
     spec = spec or (quick_grid() if quick else full_grid())
-    runs = spec.runs()
     log = log or (lambda msg: None)
     njobs = jobs or os.cpu_count() or 1
-    log(f"livi: {len(runs)} runs ({spec.name} grid), {njobs} worker process{'es' if njobs > 1 else ''}")
-    step = max(1, len(runs) // 20)
-
-    def progress(done, total, elapsed):
-        if done == total or done % step == 0:
-            eta = elapsed / done * (total - done)
-            log(f"livi: {done}/{total} runs, {elapsed:.0f} s elapsed, ~{eta:.0f} s left")
-
+    store_dir = os.path.join(out_dir, "sweep")
     t0 = time.perf_counter()
-    results = run_grid(runs, jobs=njobs, runner=runner, progress=progress)
+    df, cdf, sres = run_grid(spec, store_dir, jobs=njobs, runner=runner, log=log)
     wall_runs = time.perf_counter() - t0
-    df = pd.DataFrame([r["run"] for r in results])
-    cdf = pd.DataFrame([c for r in results for c in r["clients"]])
     claims = evaluate_claims(df)
-    failures = [(r["run"]["run_id"], r["run"]["error"]) for r in results if r["run"].get("error")]
+    failures = [(rid, err) for rid, err in zip(df["run_id"], df["error"]) if err]
     meta = {
         "reproduction": "livi", "paper": "Livi, Sassatelli, Urvoy-Keller: HTTP Adaptive Streaming and Access "
                                          "Router Management: the Users' and Network's Perspectives",
-        "grid": spec.name, "grid_description": spec.description, "runs": len(runs), "failed": len(failures),
+        "grid": spec.name, "grid_description": spec.description, "runs": len(df), "failed": len(failures),
         "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2),
-        "sim_s_total": len(runs) * DURATION_S,
+        "runs_executed": sres["ran"], "runs_resumed": sres["skipped"],
+        "sim_s_total": len(df) * DURATION_S,
         "buffers_pkts": {f"{k:g}": buffer_packets(k) for k in BUFFERS_BDP},
         "claims": claims,
     }
     with outdir.atomic_dir(out_dir) as tmp:
-        df.to_csv(os.path.join(tmp, "runs.csv"), index=False)
-        cdf.to_csv(os.path.join(tmp, "clients.csv"), index=False)
+        df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
+        cdf.to_parquet(os.path.join(tmp, "clients.parquet"), index=False)
         common.write_claims_report_meta(tmp, claims, meta, lambda: report.write_report(tmp, df, claims, meta), t0,
-                                        data_note="; the data are in runs.csv, clients.csv and claims.json",
+                                        data_note="; the data are in runs.parquet, clients.parquet and claims.json",
                                         json_default=None)
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
     meta["out_dir"] = out_dir
     return meta
 
 
 def rewrite_report(out_dir: str) -> dict:
     """Re-evaluate the claims and rewrite claims.json, meta.json and report.html of a finished
-    reproduction from its runs.csv (after a change to the claims or the figures; no simulation)."""
-    import pandas as pd
-
+    reproduction from its sweep store (after a change to the claims or the figures; no simulation)."""
     from qoelab.reproduce import report
     if not _is_ours(out_dir):
         raise InputError(out_dir, None, message="not a livi reproduction (no meta.json from one)")
-    df = pd.read_csv(os.path.join(out_dir, "runs.csv"))
-    df["error"] = df["error"].where(df["error"].notna(), None)
+    df, _ = frames(os.path.join(out_dir, "sweep"))
     with open(os.path.join(out_dir, "meta.json")) as f:
         meta = json.load(f)
     meta["claims"] = evaluate_claims(df)

@@ -232,7 +232,8 @@ def write_report(out_dir: str, df, claims: list[dict], meta: dict) -> str:
              f"<p>{html.escape(meta.get('paper', ''))}. Grid <b>{html.escape(meta.get('grid', ''))}</b>: "
              f"{meta.get('runs')} runs of {DURATION_S} s simulated ({html.escape(meta.get('grid_description', ''))}); "
              f"{meta.get('failed', 0)} failed; {meta.get('wall_s_runs', 0):.1f} s wall with {meta.get('jobs')} "
-             f"worker processes. Data: <code>runs.csv</code>, <code>clients.csv</code>, <code>claims.json</code>.</p>"]
+             f"worker processes. Data: <code>runs.parquet</code>, <code>clients.parquet</code>, <code>sweep/</code> "
+             "(the sweep store: <code>qoelab query DIR/sweep ...</code>), <code>claims.json</code>.</p>"]
     if meta.get("failures"):
         parts.append("<p class='bad'>Failed runs: " + "; ".join(
             html.escape(f"{r}: {e}") for r, e in meta["failures"][:10]) + "</p>")

@@ -1,0 +1,119 @@
+"""``qoelab sweep``, ``qoelab query``, ``qoelab report`` (docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def _jobs(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}")
+    return v
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _cmd_sweep(args) -> int:
+    from qoelab.sweep import runner, spec
+    sw = spec.load(args.spec)
+    if args.dry_run:
+        print(f"sweep {sw.name}: {len(sw.runs)} runs ({len({r.index for r in sw.runs})} points x "
+              f"{sw.repetitions} repetitions); columns: {', '.join(sw.columns) or 'none'}")
+        for r in sw.runs[:args.dry_run_show]:
+            print(f"  {r.key[:12]} rep {r.rep} seed {r.seed}  " + ", ".join(f"{k}={v!r}" for k, v in r.point.items()))
+        if len(sw.runs) > args.dry_run_show:
+            print(f"  ... {len(sw.runs) - args.dry_run_show} more")
+        return 0
+    res = runner.run(sw, args.out, jobs=args.jobs or 0, ray=args.ray, force=args.force,
+                     retry_failed=args.retry_failed, log=_log, quiet=args.quiet)
+    print(f"sweep {sw.name}: {res['ran']} runs in {res['wall_s']:.1f} s ({res['skipped']} were already in the "
+          f"store), {res['failed_total']} failed in all; store {res['out_dir']} "
+          f"({res['rows']['runs']} runs, {res['rows']['clients']} client rows, {res['rows']['flows']} flow rows)")
+    if res["failed_total"]:
+        print(f"failed runs: qoelab query {res['out_dir']} \"SELECT key, error FROM runs WHERE status <> 'ok'\"",
+              file=sys.stderr)
+    return 1 if res["failed_total"] else 0
+
+
+def _cmd_query(args) -> int:
+    from qoelab.sweep.store import Store
+    st = Store(args.dir)
+    if args.sql is None:
+        con = st.connect()
+        for v in ("runs", "clients", "flows", "links"):
+            cols = con.execute(f"DESCRIBE {v}").fetchall()
+            n = con.execute(f"SELECT count(*) FROM {v}").fetchone()[0]
+            print(f"{v} ({n} rows): " + ", ".join(f"{c[0]} {c[1]}" for c in cols))
+        for t in st.table_names():
+            print(f"tables.{t}")
+        return 0
+    df = st.sql(args.sql)
+    if args.format == "csv":
+        df.to_csv(sys.stdout, index=False)
+    elif args.format == "json":
+        sys.stdout.write(df.to_json(orient="records", lines=True))
+    else:
+        import pandas as pd
+        with pd.option_context("display.max_rows", args.max_rows, "display.max_columns", 50, "display.width", 200):
+            print(df.to_string(index=False, max_rows=args.max_rows) if len(df) else "(no rows)")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from qoelab.sweep import report
+    out = report.write(args.dir, args.out)
+    print(f"report: {out}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser(
+        "sweep", help="run a parameter study (axes x repetitions) into a resumable results store",
+        description="Expand SPEC.toml (a base scenario, [axes] of dotted scenario keys or variables, [zip.*] "
+                    "groups, [derived] values, filters, repetitions with seeds) and run every run that DIR's store "
+                    "does not hold yet, on all cores (or on Ray). Each run is keyed by the hash of its normalized "
+                    "configuration, seed and core version; a killed sweep resumes where it stopped. Query the store "
+                    "with `qoelab query DIR`, plot it with `qoelab report DIR`. See docs/sweeps.md.")
+    s.add_argument("spec", metavar="SPEC.toml")
+    s.add_argument("--out", required=True, metavar="DIR", help="the sweep directory (created, or resumed)")
+    s.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                   help="local worker processes (default: number of CPUs)")
+    s.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="run on Ray: 'auto' (the cluster this machine belongs to), 'local' (start Ray here) or "
+                        "an address such as ray://head:10001; needs pip install 'qoelab[ray]'")
+    s.add_argument("--force", action="store_true",
+                   help="replace DIR if it holds a different sweep (or one written by another core version)")
+    s.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
+    s.add_argument("--dry-run", action="store_true", help="expand and check the sweep, list its runs, run nothing")
+    s.add_argument("--quiet", action="store_true", help="no progress line")
+    s.set_defaults(func=_cmd_sweep, dry_run_show=20)
+
+    q = sub.add_parser(
+        "query", help="SQL over a sweep store (DuckDB): views runs, clients, flows, links, tables.<name>",
+        description="Run a DuckDB SQL query over a sweep directory. Views: runs (one row per run: key, index, rep, "
+                    "seed, the axis columns, status, error, wall_s, the summary's scalars), clients (one row per run "
+                    "per video client), flows (per flow), links (per monitored link), tables.<name> (per-run tables "
+                    "with their run's key and axis columns). Without SQL: the views and their columns. Schema: "
+                    "docs/tables.md.")
+    q.add_argument("dir", metavar="DIR")
+    q.add_argument("sql", nargs="?", default=None, metavar="SQL")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="output format (default: an aligned table)")
+    q.add_argument("--max-rows", type=int, default=200, metavar="N", help="rows shown in table format (default 200)")
+    q.set_defaults(func=_cmd_query)
+
+    r = sub.add_parser(
+        "report", help="an HTML report of a sweep store: every metric against every axis, 95%% CIs",
+        description="Write a self-contained HTML page (inline SVG plots): one panel per metric against each axis, "
+                    "means with 95%% confidence intervals over repetitions, grouped by a second axis, and the run "
+                    "table. A sweep file's [report] section can name the panels. See docs/sweeps.md.")
+    r.add_argument("dir", metavar="DIR")
+    r.add_argument("--out", default=None, metavar="DIR2", help="where to write report.html (default: DIR)")
+    r.set_defaults(func=_cmd_report)

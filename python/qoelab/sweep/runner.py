@@ -1,0 +1,240 @@
+"""Running a sweep's missing runs on local processes or on Ray, writing each into the store as it
+finishes (docs/sweeps.md)."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import sys
+import time
+
+from qoelab.errors import InputError
+from qoelab.sweep.spec import Sweep
+from qoelab.sweep.store import Store
+
+
+def _extract_fn(ref: str | None):
+    if not ref:
+        return None
+    mod, _, fn = ref.partition(":")
+    try:
+        return getattr(importlib.import_module(mod), fn)
+    except (ImportError, AttributeError) as e:
+        raise InputError(None, "sweep.extract", message=f"cannot import {ref!r}: {e}") from None
+
+
+def execute(task: tuple, sim=None) -> tuple:
+    """Run one task ``(key, index, rep, seed, point, scenario dict, base_src, tables, extract)`` and
+    return ``(record, {table: parquet bytes})``. Never raises for a failing run: the record says
+    ``status = "error"`` with the error's first line. Module-level so that process pools and Ray
+    can ship it. ``sim`` (tests) replaces the simulator: scenario dict -> an object with ``summary``
+    and ``table(name)``."""
+    key, index, rep, seed, point, scen, base_src, keep, extract = task
+    t0 = time.perf_counter()
+    rec = {"key": key, "index": index, "rep": rep, "seed": seed, "point": point, "status": "ok", "error": None}
+    tables = {}
+    try:
+        if sim is not None:
+            res = sim(scen)
+        else:
+            from qoelab import results
+            from qoelab import scenario as scn
+            res = results.run(scn.from_dict(scen, base_src, check=False))
+        rec["summary"] = res.summary
+        rec["sim_wall_s"] = (getattr(res, "perf", None) or {}).get("wall_s")
+        fn = _extract_fn(extract)
+        if fn is not None:
+            m = fn(res, {**point, "rep": rep, "seed": seed})
+            rec["metrics"] = m if isinstance(m, dict) and ("run" in m or "clients" in m) else {"run": m}
+        names = res.tables if keep is None else [t for t in keep if t in res.tables]
+        if names:
+            import pyarrow.parquet as pq
+            for n in names:
+                buf = io.BytesIO()
+                pq.write_table(res.arrow(n), buf, compression="zstd")
+                tables[n] = buf.getvalue()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # a failing run is recorded, not fatal (PanicException is a BaseException)
+        rec["status"] = "error"
+        rec["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:2000]
+        rec.pop("summary", None)
+        rec.pop("metrics", None)
+        tables = {}
+    rec["wall_s"] = round(time.perf_counter() - t0, 6)
+    return rec, tables
+
+
+def _ignore_sigint():
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Progress:
+    """One status line on stderr: runs done, failures, elapsed, ETA. On a terminal it is redrawn in
+    place (at most 5 times a second); otherwise a line is printed every 10% or 30 s."""
+
+    def __init__(self, name: str, total: int, skipped: int, stream=None, quiet: bool = False):
+        self.name, self.total, self.skipped = name, total, skipped
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.quiet = quiet
+        self.t0 = time.monotonic()
+        self.done = self.failed = 0
+        self.last = 0.0
+        self.last_pct = -1
+
+    def update(self, failed: bool) -> None:
+        self.done += 1
+        self.failed += failed
+        if self.quiet:
+            return
+        el = time.monotonic() - self.t0
+        pct = int(100 * self.done / self.total) if self.total else 100
+        final = self.done == self.total
+        if self.tty:
+            if el - self.last < 0.2 and not final:
+                return
+        elif not final and pct // 10 == self.last_pct // 10 and el - self.last < 30:
+            return
+        self.last, self.last_pct = el, pct
+        eta = el / self.done * (self.total - self.done) if self.done else float("nan")
+        line = (f"sweep {self.name}: {self.done}/{self.total} runs ({pct}%), {self.failed} failed, "
+                f"{_fmt_s(el)} elapsed, ETA {_fmt_s(eta)}")
+        if self.tty:
+            self.stream.write("\r" + line[:150].ljust(100) + ("\n" if final else ""))
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty and self.done < self.total and self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _fmt_s(s: float) -> str:
+    if s != s:
+        return "?"
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def tasks_for(sweep: Sweep, keys: set | None = None) -> list[tuple]:
+    return [(r.key, r.index, r.rep, r.seed, r.point, r.scenario, sweep.base_src, sweep.tables, sweep.extract)
+            for r in sweep.runs if keys is None or r.key in keys]
+
+
+def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force: bool = False,
+        retry_failed: bool = False, log=None, quiet: bool = False, max_runs: int | None = None,
+        sim=None) -> dict:
+    """Run what the store at ``out_dir`` does not hold yet; returns counts and timings.
+
+    ``ray``: None (local processes), ``"auto"`` (an existing cluster), ``"local"`` (a Ray instance
+    started in this process) or a cluster address. ``max_runs`` stops after that many new runs
+    (tests of interruption). ``sim`` (tests) replaces the simulator and runs everything in this
+    process. Ctrl-C stops within a second; finished runs stay in the store."""
+    log = log or (lambda m: None)
+    store = Store.create_or_open(out_dir, sweep, force=force)
+    done = store.done_keys()
+    wanted = {r.key for r in sweep.runs}
+    if retry_failed:
+        failed = store.failed_keys() & wanted
+        store.remove_runs(failed)
+        done -= failed
+    todo = [t for t in tasks_for(sweep) if t[0] not in done]
+    if max_runs is not None:
+        todo = todo[:max_runs]
+    skipped = len(wanted & done)
+    jobs = jobs or os.cpu_count() or 1
+    where = f"Ray ({ray})" if ray else f"{min(jobs, max(1, len(todo)))} local process" + \
+        ("es" if min(jobs, max(1, len(todo))) > 1 else "")
+    log(f"sweep {sweep.name}: {len(sweep.runs)} runs, {skipped} already in the store, {len(todo)} to run on {where}")
+    prog = Progress(sweep.name, len(todo), skipped, quiet=quiet)
+    t0 = time.perf_counter()
+    failed = 0
+    sim_wall = 0.0
+
+    def sink(rec, tables):
+        nonlocal failed, sim_wall
+        store.write_run(rec, tables)
+        failed += rec["status"] != "ok"
+        sim_wall += rec.get("sim_wall_s") or 0.0
+        prog.update(rec["status"] != "ok")
+    try:
+        if todo:
+            if ray:
+                _run_ray(todo, ray, sink)
+            elif sim is not None or jobs == 1 or len(todo) == 1:
+                for t in todo:
+                    sink(*execute(t, sim))
+            else:
+                _run_local(todo, jobs, sink)
+    finally:
+        prog.close()
+    wall = time.perf_counter() - t0
+    counts = store.compact()
+    return {"runs": len(sweep.runs), "skipped": skipped, "ran": len(todo), "failed": failed,
+            "failed_total": len(store.failed_keys() & wanted), "wall_s": round(wall, 3),
+            "sim_wall_s": round(sim_wall, 3), "rows": counts, "out_dir": store.path}
+
+
+def _run_local(todo: list, jobs: int, sink) -> None:
+    import multiprocessing as mp
+    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+    pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=_ignore_sigint)
+    try:
+        for rec, tables in pool.imap_unordered(execute, todo, chunksize=1):
+            sink(rec, tables)
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
+
+
+def _run_ray(todo: list, address: str, sink) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise InputError(None, "--ray", message="Ray is not installed (pip install 'qoelab[ray]')") from None
+    started = False
+    if not ray.is_initialized():
+        kw = {"include_dashboard": False, "log_to_driver": False}
+        if address == "local":
+            ray.init(num_cpus=os.cpu_count() or 1, **kw)
+        else:
+            try:
+                ray.init(address=address, **kw)
+            except (ConnectionError, RuntimeError, ValueError) as e:
+                raise InputError(None, "--ray", message=f"cannot connect to Ray at {address!r}: "
+                                                        f"{str(e).splitlines()[0]}") from None
+        started = True
+    remote = ray.remote(num_cpus=1, max_retries=1)(execute)
+    cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+    pending = []
+    it = iter(todo)
+    try:
+        for t in it:
+            pending.append(remote.remote(t))
+            if len(pending) >= 2 * cpus:
+                break
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            for ref in ready:
+                sink(*ray.get(ref))
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending.append(remote.remote(nxt))
+    except BaseException:
+        for ref in pending:
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:
+                pass
+        raise
+    finally:
+        if started:
+            ray.shutdown()

@@ -1,0 +1,513 @@
+"""Sweep files: a base scenario, axes (product and zip), derived values, filters and repetitions,
+expanded into a list of runs, each with its key (docs/sweeps.md).
+
+A run's key is the SHA-256 of its normalized scenario configuration (the core's canonical units,
+the seed included) and the core version, so the same run has the same key in any sweep, and a
+sweep that is run again skips what its store already holds.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+
+from qoelab.errors import InputError
+from qoelab.sweep import expr
+
+MAX_RUNS = 10_000_000
+_COL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SWEEP_KEYS = ("name", "base", "repetitions", "seeds", "seed", "where", "tables", "extract", "description")
+RESERVED = {"key", "index", "rep", "seed", "status", "error", "wall_s", "client", "flow", "link", "row"}
+
+
+@dataclass
+class Axis:
+    """One column of the sweep: its values and, per value, the scenario keys it sets."""
+    name: str
+    where: str                     # where it is declared (for messages): axes.X or zip.G.X
+    values: list                   # column values (scalars)
+    settings: list                 # per value: {dotted key: value}
+    keys: list = field(default_factory=list)
+
+
+@dataclass
+class Derived:
+    name: str
+    key: str | None                # dotted scenario key it sets (None: a column only)
+    tree: object
+    unit: str | None
+    where: str
+
+
+@dataclass
+class Run:
+    """One run of a sweep: its position, repetition, seed, column values and scenario dict."""
+    index: int
+    rep: int
+    seed: int
+    point: dict
+    scenario: dict
+    key: str = ""
+
+
+@dataclass
+class Sweep:
+    path: str                      # the sweep file (or a label for programmatic sweeps)
+    name: str
+    base_src: str                  # scenario source for relative paths and messages
+    columns: list                  # axis and derived column names, in order
+    runs: list
+    tables: list | None = None     # per-run tables to keep (None: all the scenario records)
+    extract: str | None = None     # "module:function" run in the worker on each result
+    report: dict = field(default_factory=dict)
+    description: str = ""
+    repetitions: int = 1
+
+    @property
+    def spec_id(self) -> str:
+        """Identity of the sweep's set of runs (its keys and columns), to refuse resuming into a
+        store written by a different sweep."""
+        h = hashlib.sha256()
+        h.update(json.dumps(self.columns).encode())
+        for k in sorted(r.key for r in self.runs):
+            h.update(k.encode())
+        return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------------------------
+# Keys into scenario dicts
+
+
+def _parts(key: str) -> list:
+    return [p for p in key.split(".")]
+
+
+def set_key(data: dict, key: str, value) -> None:
+    """Set dotted ``key`` (``topology.aqm``, ``client.0.abr``, ``client.*.abr``) in ``data``; missing
+    tables on the way are created, list indices must exist. Raises KeyError with a reason."""
+    parts = _parts(key)
+    if any(p == "" for p in parts):
+        raise KeyError(f"empty component in key {key!r}")
+
+    def walk(node, i, path):
+        p = parts[i]
+        last = i == len(parts) - 1
+        if isinstance(node, list):
+            if p == "*":
+                if not node:
+                    raise KeyError(f"{'.'.join(path) or 'top'} is an empty list")
+                idx = range(len(node))
+            elif p.isdigit():
+                if int(p) >= len(node):
+                    raise KeyError(f"{'.'.join(path + [p])}: index out of range ({len(node)} entries)")
+                idx = [int(p)]
+            else:
+                raise KeyError(f"{'.'.join(path)} is a list of tables: use an index or * before {p!r}")
+            for j in idx:
+                if last:
+                    node[j] = copy.deepcopy(value)
+                else:
+                    walk(node[j], i + 1, path + [str(j)])
+            return
+        if not isinstance(node, dict):
+            raise KeyError(f"{'.'.join(path)} is a value, not a table")
+        if p == "*" or p.isdigit():
+            raise KeyError(f"{'.'.join(path) or 'top'} is a table, not a list (found {p!r})")
+        if last:
+            node[p] = copy.deepcopy(value)
+            return
+        if p not in node:
+            node[p] = {}
+        walk(node[p], i + 1, path + [p])
+    walk(data, 0, [])
+
+
+def get_key(data: dict, key: str):
+    node = data
+    for p in _parts(key):
+        if isinstance(node, list) and p.isdigit() and int(p) < len(node):
+            node = node[int(p)]
+        elif isinstance(node, dict) and p in node:
+            node = node[p]
+        else:
+            raise KeyError(f"{key!r} is not set in the scenario")
+    return node
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing
+
+
+def _scalar(v) -> bool:
+    return isinstance(v, (str, int, float, bool))
+
+
+def _column_of(key: str) -> str:
+    parts = [p for p in _parts(key) if p != "*" and not p.isdigit()]
+    return parts[-1] if parts else key
+
+
+def _parse_axis(path: str, where: str, name: str, spec) -> Axis:
+    """``"a.b" = [v...]`` (column b), ``var = [v...]`` (a column only), ``col = {key = "a.b", values =
+    [...]}`` or ``col = {values = {label = {"a.b" = v, ...}, ...}}`` (named variants)."""
+    if isinstance(spec, list):
+        if not spec:
+            raise InputError(path, where, "a non-empty list of values", "[]")
+        for v in spec:
+            if not _scalar(v):
+                raise InputError(path, where, "values that are strings, numbers or booleans "
+                                              "(use {values = {label = {...}}} for groups of settings)", repr(v))
+        if "." in name:
+            col = _column_of(name)
+            return Axis(col, where, list(spec), [{name: v} for v in spec], [name])
+        return Axis(name, where, list(spec), [{} for _ in spec], [])
+    if isinstance(spec, dict):
+        unknown = set(spec) - {"key", "values"}
+        if unknown:
+            raise InputError(path, f"{where}.{sorted(unknown)[0]}", message="unknown key (known: key, values)")
+        if "." in name:
+            raise InputError(path, where, "a column name (letters, digits, _) for the table form", repr(name))
+        vals = spec.get("values")
+        if isinstance(vals, dict):
+            if "key" in spec:
+                raise InputError(path, f"{where}.key", message="named variants set their own keys; drop 'key'")
+            if not vals:
+                raise InputError(path, f"{where}.values", "at least one variant", "{}")
+            settings = []
+            for label, sets in vals.items():
+                if not isinstance(sets, dict) or not all(isinstance(k, str) for k in sets):
+                    raise InputError(path, f"{where}.values.{label}",
+                                     "a table of dotted scenario keys and values", repr(sets))
+                settings.append(dict(sets))
+            keys = sorted({k for s in settings for k in s})
+            return Axis(name, where, list(vals), settings, keys)
+        if not isinstance(vals, list) or not vals:
+            raise InputError(path, f"{where}.values", "a non-empty list of values (or a table of variants)",
+                             repr(vals))
+        for v in vals:
+            if not _scalar(v):
+                raise InputError(path, f"{where}.values", "strings, numbers or booleans", repr(v))
+        key = spec.get("key")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise InputError(path, f"{where}.key", "a dotted scenario key", repr(key))
+        return Axis(name, where, list(vals), [({key: v} if key else {}) for v in vals], [key] if key else [])
+    raise InputError(path, where, "a list of values or a table {key, values}", type(spec).__name__)
+
+
+def _check_col(path, where, col, seen):
+    if not _COL_RE.match(col):
+        raise InputError(path, where, message=f"column name {col!r} is not an identifier (letters, digits, _); "
+                                              "name the axis with the table form {key = ..., values = [...]}")
+    if col in RESERVED:
+        raise InputError(path, where, message=f"column name {col!r} is reserved ({', '.join(sorted(RESERVED))}); "
+                                              "name the axis with the table form {key = ..., values = [...]}")
+    if col in seen:
+        raise InputError(path, where, message=f"two axes make column {col!r} (also {seen[col]}); name one with "
+                                              "the table form: other_name = {key = \"...\", values = [...]}")
+    seen[col] = where
+
+
+def _load_base(path: str, sw: dict, data: dict) -> tuple[dict, str]:
+    base = sw.get("base")
+    inline = data.get("base")
+    if base is not None and inline is not None:
+        raise InputError(path, "sweep.base", message="give either sweep.base = \"file.toml\" or a [base] table, "
+                                                     "not both")
+    if inline is not None:
+        if not isinstance(inline, dict):
+            raise InputError(path, "base", "a table holding the base scenario", type(inline).__name__)
+        return copy.deepcopy(inline), path
+    if base is None:
+        raise InputError(path, "sweep.base", message="missing: the base scenario (sweep.base = \"file.toml\" or a "
+                                                     "[base] table)")
+    if not isinstance(base, str) or not base:
+        raise InputError(path, "sweep.base", "a path to a scenario file", repr(base))
+    full = base if os.path.isabs(base) else os.path.join(os.path.dirname(os.path.abspath(path)), base)
+    try:
+        with open(full, "rb") as f:
+            return tomllib.load(f), full
+    except OSError as e:
+        raise InputError(path, "sweep.base", message=f"cannot read {full}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(full, None, message=f"invalid TOML: {e}") from None
+
+
+def load(path: str, check: bool = True) -> Sweep:
+    """Read a sweep file and expand it (see :func:`from_dict`)."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise InputError(path, None, message=f"cannot read sweep file: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(path, None, "UTF-8 text", "binary data") from None
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(path, None, message=f"invalid TOML: {e}") from None
+    return from_dict(data, path, check=check)
+
+
+def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
+    """Expand a sweep (the parsed TOML): the product of ``[axes]`` and ``[zip.*]`` groups, derived
+    values, filters, repetitions; each run's scenario is built and keyed. With ``check`` the
+    scenarios of a covering subset (the first run and one run per axis value) are also built by
+    the core, so that a bad value is reported now, naming the axis, rather than as failed runs."""
+    from qoelab import scenario as scn
+    known_top = {"sweep", "base", "set", "axes", "zip", "derived", "exclude", "report"}
+    for k in data:
+        if k not in known_top:
+            raise InputError(path, k, message=f"unknown table (known: {', '.join(sorted(known_top))})")
+    sw = data.get("sweep", {})
+    if not isinstance(sw, dict):
+        raise InputError(path, "sweep", "a table", type(sw).__name__)
+    for k in sw:
+        if k not in SWEEP_KEYS:
+            raise InputError(path, f"sweep.{k}", message=f"unknown key (known: {', '.join(SWEEP_KEYS)})")
+    base, base_src = _load_base(path, sw, data)
+    fixed = data.get("set", {})
+    if not isinstance(fixed, dict):
+        raise InputError(path, "set", "a table of dotted scenario keys and values", type(fixed).__name__)
+    for k, v in fixed.items():
+        try:
+            set_key(base, k, v)
+        except KeyError as e:
+            raise InputError(path, f"set.{k}", message=f"cannot set it: {e.args[0]}") from None
+    name = sw.get("name", os.path.splitext(os.path.basename(path))[0])
+    if not isinstance(name, str) or not name:
+        raise InputError(path, "sweep.name", "a non-empty string", repr(name))
+    reps = sw.get("repetitions", 1)
+    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
+        raise InputError(path, "sweep.repetitions", "an integer in 1..100000", repr(reps))
+    seeds = sw.get("seeds")
+    if seeds is not None:
+        if (not isinstance(seeds, list) or not seeds or
+                not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 63 for s in seeds)):
+            raise InputError(path, "sweep.seeds", "a non-empty list of integers >= 0", repr(seeds))
+        if "repetitions" in sw and reps != len(seeds):
+            raise InputError(path, "sweep.seeds", f"{reps} seeds (sweep.repetitions)", f"{len(seeds)} seeds")
+        if len(set(seeds)) != len(seeds):
+            raise InputError(path, "sweep.seeds", "distinct seeds", repr(seeds))
+        reps = len(seeds)
+    else:
+        s0 = sw.get("seed", (base.get("scenario") or {}).get("seed", 1) if isinstance(base.get("scenario"), dict)
+                    else 1)
+        if isinstance(s0, bool) or not isinstance(s0, int) or not 0 <= s0 < 2 ** 63 - reps:
+            raise InputError(path, "sweep.seed", "an integer >= 0", repr(s0))
+        seeds = [s0 + r for r in range(reps)]
+    tables = sw.get("tables")
+    if tables is not None and (not isinstance(tables, list) or not all(isinstance(t, str) for t in tables)):
+        raise InputError(path, "sweep.tables", "a list of table names", repr(tables))
+    extract = sw.get("extract")
+    if extract is not None and (not isinstance(extract, str) or ":" not in extract):
+        raise InputError(path, "sweep.extract", "\"module:function\"", repr(extract))
+
+    # axes and zip groups: the dimensions of the product
+    seen: dict = {}
+    dims: list[list[Axis]] = []
+    axes = data.get("axes", {})
+    if not isinstance(axes, dict):
+        raise InputError(path, "axes", "a table of axes", type(axes).__name__)
+    for k, v in axes.items():
+        ax = _parse_axis(path, f"axes.{k}", k, v)
+        _check_col(path, ax.where, ax.name, seen)
+        dims.append([ax])
+    zips = data.get("zip", {})
+    if not isinstance(zips, dict):
+        raise InputError(path, "zip", "tables of axes that vary together ([zip.NAME])", type(zips).__name__)
+    for g, members in zips.items():
+        if not isinstance(members, dict) or not members:
+            raise InputError(path, f"zip.{g}", "a table of at least one axis", repr(members))
+        group = []
+        for k, v in members.items():
+            ax = _parse_axis(path, f"zip.{g}.{k}", k, v)
+            _check_col(path, ax.where, ax.name, seen)
+            group.append(ax)
+        n = len(group[0].values)
+        for ax in group[1:]:
+            if len(ax.values) != n:
+                raise InputError(path, ax.where, f"{n} values (as many as {group[0].where})",
+                                 f"{len(ax.values)}")
+        dims.append(group)
+
+    derived = []
+    dsec = data.get("derived", {})
+    if not isinstance(dsec, dict):
+        raise InputError(path, "derived", "a table", type(dsec).__name__)
+    for k, v in dsec.items():
+        where = f"derived.{k}"
+        unit = None
+        if isinstance(v, dict):
+            bad = set(v) - {"expr", "unit"}
+            if bad:
+                raise InputError(path, f"{where}.{sorted(bad)[0]}", message="unknown key (known: expr, unit)")
+            unit = v.get("unit")
+            if unit is not None and (not isinstance(unit, str) or not re.fullmatch(r"[A-Za-z%/]+", unit)):
+                raise InputError(path, f"{where}.unit", "a unit like \"pkts\", \"ms\", \"Mbps\"", repr(unit))
+            v = v.get("expr")
+        try:
+            tree = expr.compile_expr(v)
+        except expr.ExprError as e:
+            raise InputError(path, where, message=str(e)) from None
+        col = _column_of(k) if "." in k else k
+        _check_col(path, where, col, seen)
+        derived.append(Derived(col, k if "." in k else None, tree, unit, where))
+
+    where_src = sw.get("where")
+    where_tree = None
+    if where_src is not None:
+        try:
+            where_tree = expr.compile_expr(where_src)
+        except expr.ExprError as e:
+            raise InputError(path, "sweep.where", message=str(e)) from None
+    excludes = data.get("exclude", [])
+    if not isinstance(excludes, list) or not all(isinstance(e, dict) and e for e in excludes):
+        raise InputError(path, "exclude", "[[exclude]] tables of column = value", repr(excludes))
+    for i, e in enumerate(excludes):
+        for c in e:
+            if c not in seen:
+                raise InputError(path, f"exclude.{i}.{c}", message=f"not a column of this sweep "
+                                                                   f"(columns: {', '.join(seen) or 'none'})")
+    report = data.get("report", {})
+    if not isinstance(report, dict):
+        raise InputError(path, "report", "a table", type(report).__name__)
+    columns = [ax.name for d in dims for ax in d] + [d.name for d in derived]
+
+    # expand
+    sizes = [len(d[0].values) for d in dims]
+    total = reps
+    for s in sizes:
+        total *= s
+    if total > MAX_RUNS:
+        raise InputError(path, "axes", f"at most {MAX_RUNS:,} runs", f"{total:,}")
+    core_version = _core_version()
+    runs: list[Run] = []
+    index = 0
+    first_of_value: dict = {}
+    for combo in itertools.product(*[range(s) for s in sizes]):
+        point, sets = {}, []
+        for d, i in zip(dims, combo):
+            for ax in d:
+                point[ax.name] = ax.values[i]
+                sets.append((ax, i))
+        scen = copy.deepcopy(base)
+        for ax, i in sets:
+            for k, v in ax.settings[i].items():
+                try:
+                    set_key(scen, k, v)
+                except KeyError as e:
+                    raise InputError(path, ax.where, message=f"cannot set {k!r}: {e.args[0]}") from None
+        for dv in derived:
+            try:
+                val = expr.evaluate(dv.tree, point, get=lambda k, s=scen: get_key(s, k))
+            except (expr.ExprError, KeyError) as e:
+                raise InputError(path, dv.where, message=f"with {_show_point(point)}: "
+                                                         f"{e.args[0] if e.args else e}") from None
+            if isinstance(val, float) and val.is_integer() and dv.unit:
+                val = int(val)
+            if dv.unit:
+                val = f"{val}{dv.unit}"
+            if not _scalar(val):
+                raise InputError(path, dv.where, "a string, number or boolean", repr(val))
+            point[dv.name] = val
+            if dv.key:
+                try:
+                    set_key(scen, dv.key, val)
+                except KeyError as e:
+                    raise InputError(path, dv.where, message=f"cannot set {dv.key!r}: {e.args[0]}") from None
+        if where_tree is not None:
+            try:
+                keep = expr.evaluate(where_tree, point, get=lambda k, s=scen: get_key(s, k))
+            except (expr.ExprError, KeyError) as e:
+                raise InputError(path, "sweep.where", message=f"with {_show_point(point)}: "
+                                                              f"{e.args[0] if e.args else e}") from None
+            if not keep:
+                continue
+        if any(all(point.get(c) == v for c, v in e.items()) for e in excludes):
+            continue
+        for rep, seed in enumerate(seeds):
+            sc_dict = copy.deepcopy(scen) if rep < len(seeds) - 1 else scen
+            sec = sc_dict.setdefault("scenario", {}) if isinstance(sc_dict.get("scenario", {}), dict) else None
+            if sec is None:
+                raise InputError(base_src, "scenario", "a table", type(sc_dict.get("scenario")).__name__)
+            sec["seed"] = seed
+            runs.append(Run(index, rep, seed, dict(point), sc_dict))
+            for ax_name in point:
+                first_of_value.setdefault((ax_name, _hashable(point[ax_name])), len(runs) - 1)
+        index += 1
+    if not runs:
+        raise InputError(path, "axes", message="the sweep has no runs (every combination was filtered out)")
+
+    # keys (normalized configs), and the core's check of a covering subset
+    checked = set(first_of_value.values()) if check else set()
+    for i, r in enumerate(runs):
+        try:
+            sc = scn.from_dict(r.scenario, base_src, check=i in checked)
+        except InputError as e:
+            raise InputError(path, _blame(dims, derived, e, r.point), message=f"with {_show_point(r.point)}: "
+                                                                             f"{e}") from None
+        r.key = run_key(sc.config, core_version)
+    seen_keys: dict = {}
+    for r in runs:
+        if r.key in seen_keys:
+            o = seen_keys[r.key]
+            raise InputError(path, "axes", message=f"two runs are the same scenario ({_show_point(o.point)} rep "
+                                                   f"{o.rep} and {_show_point(r.point)} rep {r.rep}): an axis "
+                                                   "does not change the scenario")
+        seen_keys[r.key] = r
+    return Sweep(path, name, base_src, columns, runs, tables, extract, report,
+                 sw.get("description", "") if isinstance(sw.get("description", ""), str) else "", reps)
+
+
+def _blame(dims, derived, err: InputError, point) -> str:
+    """The axis whose key the scenario error names, else ``axes``."""
+    w = (err.where or "") if isinstance(err.where, str) else ""
+    for d in dims:
+        for ax in d:
+            for k in ax.keys:
+                kk = k.replace(".*", "").split(".")
+                if w and (w == k or w.startswith(kk[0] + ".") and w.split(".")[-1] == kk[-1]):
+                    return ax.where
+    for dv in derived:
+        if dv.key and w and w.split(".")[-1] == dv.key.split(".")[-1]:
+            return dv.where
+    return "axes"
+
+
+def _hashable(v):
+    return (type(v).__name__, v)
+
+
+def _show_point(point: dict) -> str:
+    return ", ".join(f"{k} = {v!r}" for k, v in point.items()) or "the base scenario"
+
+
+def _core_version() -> str:
+    from qoelab import _core
+    return _core.version()
+
+
+def run_key(config: dict, core_version: str) -> str:
+    """SHA-256 of the normalized configuration (seed included) and the core version."""
+    h = hashlib.sha256()
+    h.update(json.dumps(config, sort_keys=True, separators=(",", ":")).encode())
+    h.update(b"\0qoelab-core ")
+    h.update(core_version.encode())
+    return h.hexdigest()
+
+
+def programmatic(name: str, runs: list[Run], columns: list, base_src: str = "<programmatic>",
+                 tables=None, extract=None, description: str = "") -> Sweep:
+    """A sweep built in Python (the reproductions): ``runs`` carry their scenario dicts and column
+    values; their keys are computed here."""
+    from qoelab import scenario as scn
+    core_version = _core_version()
+    for r in runs:
+        sc = scn.from_dict(r.scenario, base_src, check=False)
+        r.key = run_key(sc.config, core_version)
+    return Sweep(base_src, name, base_src, list(columns), runs, tables, extract, {}, description,
+                 max((r.rep for r in runs), default=0) + 1)
