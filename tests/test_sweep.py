@@ -299,3 +299,25 @@ def test_docs_sweep_example_expands(tmp_path):
     pts = {r.index for r in sw.runs}
     assert len(sw.runs) == 3 * len(pts) and 0 < len(pts) < 96
     assert not any(r.point["aqm"] == "pfifo" and r.point["buffer_bdp"] in (0.25, 4.0) for r in sw.runs)
+
+
+def test_compare_puts_the_systems_side_by_side(tmp_path):
+    d = str(tmp_path / "cmp")
+    r = qoelab_cli("compare", "--out", d, "--duration", "40s", "--seeds", "2", "--clients", "2",
+                   "--systems", "dash,chunklets,minerva")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("system") and "QoE per chunk" in lines[0]
+    assert [ln.split()[0] for ln in lines[1:4]] == ["dash", "chunklets", "minerva"]
+    import qoelab
+    st = qoelab.open_store(d)
+    df = st.sql("SELECT system, max(connections) AS conns, count(DISTINCT key) AS runs FROM clients GROUP BY system "
+                "ORDER BY system")
+    conns = dict(zip(df["system"], df["conns"]))
+    assert conns["chunklets"] >= 4 and conns["dash"] == 1 and set(df["runs"]) == {2}
+    fc = st.sql("SELECT count(*) AS n FROM clients WHERE system = 'minerva' AND flow_control_updates > 1")
+    assert fc["n"][0] == 4            # every Minerva client had its weight updated
+    page = open(os.path.join(d, "report.html")).read()
+    assert "Summary by system" in page and page.count("<svg") >= 8
+    r = qoelab_cli("compare", "--out", str(tmp_path / "x"), "--systems", "dash,quic")
+    assert r.returncode == 2 and "--systems" in r.stderr and len(r.stderr.strip().splitlines()) == 1

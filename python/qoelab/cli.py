@@ -108,6 +108,9 @@ def _with_unit(v, unit: str) -> str:
 
 
 def _cmd_bench(args):
+    if args.sweep is not None:
+        from qoelab.sweep import bench as sbench
+        return sbench.main(args.sweep, json_out=args.json)
     from qoelab import bench
     return bench.main(json_out=args.json, quick=args.quick, only=args.case)
 
@@ -152,6 +155,9 @@ def build_parser():
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.add_argument("--quick", action="store_true", help="shorter runs (for a smoke check; figures are noisier)")
     b.add_argument("--case", action="append", default=None, help="run only this case (repeatable; memory-1G-1h runs only this way)")
+    b.add_argument("--sweep", type=_pos_int, nargs="?", const=10_000, default=None, metavar="N",
+                   help="instead: the sweep engine's cost: N short runs (default 10000) on all cores, runs/min, "
+                        "overhead per run, driver memory, query times (docs/benchmarks.md)")
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="the main job on built-in defaults (what `make demo` runs)")
@@ -159,13 +165,23 @@ def build_parser():
     d.set_defaults(func=_cmd_demo)
 
     for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet",
-                "qoelab.sweep.cli"):
+                "qoelab.sweep.cli", "qoelab.sweep.compare"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:
             continue
         m.add_parser(sub)
     return p
+
+
+def _pos_int(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {s!r}") from None
+    if v < 20:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 20, found {s!r}")
+    return v
 
 
 def _nonneg_int(s):

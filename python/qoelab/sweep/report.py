@@ -10,6 +10,8 @@ section can name the panels instead::
     x = "buffer_bdp"              # an axis column
     group = "aqm"                 # optional: one line per value
     title = "QoE vs buffer"       # optional
+    flow = "bulk"                 # optional, flows view: only that flow (or flows named bulk-<i>)
+    link = "bottleneck"           # optional, links view: that link (default: the first monitored link)
 """
 
 from __future__ import annotations
@@ -41,13 +43,17 @@ DEFAULT_METRICS = (
 MAX_TABLE_ROWS = 1000
 
 
-def _per_run(con, view: str, col: str, link: str | None):
+def _per_run(con, view: str, col: str, link: str | None, flow: str | None = None):
     """DataFrame key -> v: the column per run (the mean over the view's rows of each ok run; for
-    ``links``, the rows of ``link``)."""
+    ``links``, the rows of ``link``; for ``flows``, those of flow ``flow`` or named ``flow-<i>``
+    when given)."""
     if view == "runs":
         return con.execute(f'SELECT key, "{col}" AS v FROM runs WHERE status = \'ok\'').df()
-    cond = " AND v.link = ?" if view == "links" and link else ""
-    params = [link] if cond else []
+    cond, params = "", []
+    if view == "links" and link:
+        cond, params = " AND v.link = ?", [link]
+    if view == "flows" and flow:
+        cond, params = " AND (v.flow = ? OR v.flow LIKE ?)", [flow, flow + "-%"]
     return con.execute(f'SELECT v.key, avg(v."{col}") AS v FROM {view} v JOIN runs r USING (key) '
                        f"WHERE r.status = 'ok'{cond} GROUP BY v.key", params).df()
 
@@ -83,7 +89,7 @@ def _panels(st: Store, con, runs, axes: list[str]) -> list[dict]:
                                  repr(g))
             out.append({"view": view, "col": col, "x": x, "group": g,
                         "title": p.get("title") or f"{p['y']} vs {x}" + (f" by {g}" if g else ""),
-                        "label": p["y"], "link": p.get("link")})
+                        "label": p["y"], "link": p.get("link"), "flow": p.get("flow")})
         return out
     varying = [a for a in axes if runs[a].nunique(dropna=False) > 1]
     out = []
@@ -174,6 +180,55 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _bottleneck(con) -> str | None:
+    if "link" in _columns(con, "links"):
+        r = con.execute("SELECT link FROM links ORDER BY index, rep LIMIT 1").fetchone()
+        return r[0] if r else None
+    return None
+
+
+def summary(st: Store, by: str) -> tuple[list, list]:
+    """(metric labels, rows): per value of column ``by``, each panel metric's mean, 95% CI half
+    width and number of runs."""
+    con = st.connect()
+    axes = list(st.meta.get("columns", []))
+    if by not in axes:
+        raise InputError(st.path, "report.summary_by", f"an axis column ({', '.join(axes)})", repr(by))
+    runs = con.execute("SELECT * FROM runs ORDER BY index, rep").df()
+    panels = _panels(st, con, runs, axes)
+    link = _bottleneck(con)
+    labels, cols = [], []
+    seen = set()
+    for p in panels:
+        if (p["view"], p["col"], p.get("flow")) in seen:
+            continue
+        seen.add((p["view"], p["col"], p.get("flow")))
+        per = _per_run(con, p["view"], p["col"], p.get("link") or link, p.get("flow"))
+        cols.append(runs[["key", by]].merge(per, on="key"))
+        labels.append(p.get("title") or p["label"])
+    values = st.meta.get("column_values", {}).get(by) or sorted(runs[by].unique().tolist(), key=_sort_key)
+    rows = []
+    for v in values:
+        rows.append((v, [mean_ci(d[d[by] == v]["v"].tolist()) for d in cols]))
+    return labels, rows
+
+
+def summary_lines(st: Store, by: str) -> list[str]:
+    """The summary as aligned text lines (mean ± 95% CI)."""
+    labels, rows = summary(st, by)
+    w = max([len(str(v)) for v, _ in rows] + [len(by)])
+    out = [f"{by:<{w}}  " + "  ".join(f"{lb[:22]:>22}" for lb in labels)]
+    for v, cells in rows:
+        out.append(f"{str(v):<{w}}  " + "  ".join(f"{_pm(m, h):>22}" for m, h, n in cells))
+    return out
+
+
+def _pm(m, h) -> str:
+    if m != m:
+        return "n/a"
+    return f"{m:.4g} ± {h:.2g}" if h == h else f"{m:.4g}"
+
+
 def write(dir_: str, out: str | None = None) -> str:
     """Write report.html for the sweep store ``dir_`` into ``out`` (default ``dir_``); its path."""
     st = Store(dir_)
@@ -183,13 +238,10 @@ def write(dir_: str, out: str | None = None) -> str:
     if not len(runs):
         raise InputError(st.path, None, message="the store holds no runs yet")
     panels = _panels(st, con, runs, axes)
-    link = None
-    if "link" in _columns(con, "links"):
-        r = con.execute("SELECT link FROM links LIMIT 1").fetchone()
-        link = r[0] if r else None
+    link = _bottleneck(con)
     figs = []
     for p in panels:
-        per = _per_run(con, p["view"], p["col"], p.get("link") or link)
+        per = _per_run(con, p["view"], p["col"], p.get("link") or link, p.get("flow"))
         d = runs[["key"] + axes].merge(per, on="key")
         d = d[d["v"].notna()]
         if not len(d):
@@ -213,7 +265,17 @@ def write(dir_: str, out: str | None = None) -> str:
              "<p>Each point is the mean over the runs of its cell (repetitions, and the values of axes not shown) "
              "with its 95% confidence interval (Student t); a point without a bar has one run. Bottleneck metrics "
              f"are those of link <code>{html.escape(str(link))}</code>.</p>",
-             "<h2>Panels</h2><div class='grid'>"]
+             ]
+    by = (st.meta.get("report") or {}).get("summary_by")
+    if by:
+        labels, rows = summary(st, by)
+        parts.append(f"<h2>Summary by {html.escape(by)}</h2><p>Mean ± half-width of the 95% confidence interval over "
+                     "the runs (seeds) of each value.</p><table><tr><th class='s'>" + html.escape(by) + "</th>" +
+                     "".join(f"<th>{html.escape(lb)}</th>" for lb in labels) + "</tr>" +
+                     "".join(f"<tr><td class='s'>{html.escape(str(v))}</td>" +
+                             "".join(f"<td>{html.escape(_pm(m, h))}</td>" for m, h, n in cells) + "</tr>"
+                             for v, cells in rows) + "</table>")
+    parts.append("<h2>Panels</h2><div class='grid'>")
     for p, svg in figs:
         parts.append(f"<div class='panel'><h3>{html.escape(p['title'])}</h3>{svg}<details><summary>numbers</summary>"
                      "<table><tr><th class='s'>group</th><th class='s'>x</th><th>mean</th><th>95% CI ±</th><th>n</th>"

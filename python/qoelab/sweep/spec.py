@@ -375,6 +375,9 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
     report = data.get("report", {})
     if not isinstance(report, dict):
         raise InputError(path, "report", "a table", type(report).__name__)
+    for k in report:
+        if k not in ("panel", "summary_by"):
+            raise InputError(path, f"report.{k}", message="unknown key (known: panel, summary_by)")
     columns = [ax.name for d in dims for ax in d] + [d.name for d in derived]
 
     # expand

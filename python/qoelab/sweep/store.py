@@ -26,6 +26,7 @@ from qoelab.errors import InputError
 
 STORE_FORMAT = 1
 VIEWS = ("runs", "clients", "flows", "links")
+ROW_GROUP = 131_072
 #: Columns that are text even when every value is null (other all-null columns are doubles).
 TEXT_COLUMNS = {"key", "status", "error", "client", "flow", "link", "name", "abr", "video", "kind", "cc", "aqm",
                 "src", "dst", "scenario", "network", "invariants", "core_version", "config_hash", "schema"}
@@ -102,6 +103,7 @@ class Store:
             elif st.meta.get("spec_id") != sweep.spec_id:
                 reason = "holds a different sweep (other axes, values, seeds or base scenario)"
             if reason is None:
+                st.clean_stale()
                 return st
             if not force:
                 raise InputError(path, None, message=f"the store {reason}; use another --out, or --force to "
@@ -120,6 +122,13 @@ class Store:
             with open(sweep.path, "rb") as f:
                 _atomic_write(os.path.join(path, "sweep.toml"), f.read())
         return cls(path)
+
+    def clean_stale(self) -> None:
+        """Remove temporary files left by killed writers (their process is gone)."""
+        for d, _, files in os.walk(self.path):
+            for n in files:
+                if n.startswith(_TMP):
+                    _remove_if_dead(os.path.join(d, n), n)
 
     # ------------------------------------------------------------------ records
     def record_path(self, key: str) -> str:
@@ -144,9 +153,10 @@ class Store:
 
     def failed_keys(self) -> set:
         out = set()
-        for rec in self.records():
-            if rec.get("status") != "ok":
-                out.add(rec["key"])
+        for key in self.done_keys():
+            rec = self._load(key)
+            if rec is not None and rec.get("status") != "ok":
+                out.add(key)
         return out
 
     def write_run(self, record: dict, tables: dict | None = None) -> None:
@@ -187,58 +197,179 @@ class Store:
             return False
         return m.get("keys_digest") == self._keys_digest(self.done_keys()) and m.get("store_format") == STORE_FORMAT
 
-    def compact(self) -> dict:
-        """Rebuild DIR/store/*.parquet from the records (rows sorted by index, rep): the same
-        records give the same files, whatever the order or the back end that produced them."""
+    def _rows(self, rec: dict, columns: list) -> dict:
+        """One record's rows of each view."""
+        ids = {"key": rec["key"], "index": rec.get("index"), "rep": rec.get("rep"), "seed": rec.get("seed")}
+        point = {c: rec.get("point", {}).get(c) for c in columns}
+        s = rec.get("summary") or {}
+        run = {**ids, **point, "status": rec.get("status"), "error": rec.get("error"), "wall_s": rec.get("wall_s")}
+        run.update(_flatten({k: v for k, v in s.items() if k not in ("flows", "links", "clients")}))
+        m = rec.get("metrics") or {}
+        run.update({k: v for k, v in _flatten(m.get("run") if isinstance(m.get("run"), dict) else {}).items()
+                    if k not in ids and k not in ("status", "error", "wall_s")})
+        out = {"runs": [run], "clients": [], "flows": [], "links": []}
+        cm = m.get("clients") if isinstance(m.get("clients"), list) else []
+        for i, c in enumerate(s.get("clients") or []):
+            row = {**ids, **point, "client": c.get("name"), **_flatten(c)}
+            row.pop("name", None)
+            if i < len(cm) and isinstance(cm[i], dict):
+                row.update(_flatten(cm[i]))     # an extract metric named like a summary key replaces it
+            out["clients"].append(row)
+        for view, items, idcol in (("flows", s.get("flows"), "flow"), ("links", s.get("links"), "link")):
+            for f in items or []:
+                row = {**ids, **point, idcol: f.get("name"), **_flatten(f)}
+                row.pop("name", None)
+                out[view].append(row)
+        return out
+
+    def _load(self, key: str) -> dict | None:
+        try:
+            with open(self.record_path(key)) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def compact(self, batch: int = 2000) -> dict:
+        """Rebuild DIR/store/*.parquet from the records (rows sorted by index, rep; the same records
+        give the same files, whatever the order or the back end that produced them), and merge each
+        per-run table into DIR/store/tables/<name>.parquet (with the run's columns). Two passes over
+        the records (types, then rows in batches), so memory does not grow with the sweep."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
-        recs = self.records()
+        # the system allocator returns freed memory; mimalloc/jemalloc keep it, and the driver's RSS
+        # would grow with the number of per-run tables read here
+        pa.set_memory_pool(pa.system_memory_pool())
         columns = self.meta.get("columns", [])
-        rows = {v: [] for v in VIEWS}
-        for rec in recs:
-            ids = {"key": rec["key"], "index": rec.get("index"), "rep": rec.get("rep"), "seed": rec.get("seed")}
-            point = {c: rec.get("point", {}).get(c) for c in columns}
-            s = rec.get("summary") or {}
-            run = {**ids, **point, "status": rec.get("status"), "error": rec.get("error"),
-                   "wall_s": rec.get("wall_s")}
-            run.update(_flatten({k: v for k, v in s.items() if k not in ("flows", "links", "clients")}))
-            m = rec.get("metrics") or {}
-            run.update({k: v for k, v in _flatten(m.get("run") if isinstance(m.get("run"), dict) else {}).items()
-                        if k not in ids and k not in ("status", "error", "wall_s")})
-            rows["runs"].append(run)
-            cm = m.get("clients") if isinstance(m.get("clients"), list) else []
-            for i, c in enumerate(s.get("clients") or []):
-                row = {**ids, **point, "client": c.get("name"), **_flatten(c)}
-                row.pop("name", None)
-                if i < len(cm) and isinstance(cm[i], dict):
-                    row.update(_flatten(cm[i]))     # an extract metric named like a summary key replaces it
-                rows["clients"].append(row)
-            for f in s.get("flows") or []:
-                row = {**ids, **point, "flow": f.get("name"), **_flatten(f)}
-                row.pop("name", None)
-                rows["flows"].append(row)
-            for ln in s.get("links") or []:
-                row = {**ids, **point, "link": ln.get("name"), **_flatten(ln)}
-                row.pop("name", None)
-                rows["links"].append(row)
+        for d in (os.path.join(self.path, "store"), os.path.join(self.path, "store", "tables")):
+            if os.path.isdir(d):
+                for n in os.listdir(d):
+                    if n.startswith(_TMP):
+                        _remove_if_dead(os.path.join(d, n), n)
+        first = list({"key": 0, "index": 0, "rep": 0, "seed": 0, **{c: 0 for c in columns}})
+        order, kinds, names, points = [], {v: {} for v in VIEWS}, {v: list(first) for v in VIEWS}, {}
+        for key in sorted(self.done_keys()):     # sorted: the same records give the same column order
+            rec = self._load(key)
+            if rec is None:
+                continue
+            order.append((rec.get("index", 0), rec.get("rep", 0), key))
+            points[key] = {**{c: (rec.get("point") or {}).get(c) for c in columns}, "rep": rec.get("rep"),
+                           "seed": rec.get("seed")}
+            for v, rows in self._rows(rec, columns).items():
+                kv, nv = kinds[v], names[v]
+                for row in rows:
+                    for k, val in row.items():
+                        if k not in kv:
+                            kv[k] = set()
+                            if k not in first:
+                                nv.append(k)
+                        if val is not None:
+                            kv[k].add(_kind(val))
+        order.sort()
         out = os.path.join(self.path, "store")
         os.makedirs(out, exist_ok=True)
+        schemas = {v: _schema(names[v], kinds[v]) for v in VIEWS}
+        tmps, writers, counts = {}, {}, {v: 0 for v in VIEWS}
+        try:
+            for v in VIEWS:
+                fd, tmps[v] = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=out)
+                os.close(fd)
+                writers[v] = pq.ParquetWriter(tmps[v], schemas[v], compression="zstd")
+            buf = {v: [] for v in VIEWS}
+
+            def flush(v):
+                if buf[v]:
+                    writers[v].write_table(_table(buf[v], schemas[v]))
+                    counts[v] += len(buf[v])
+                    buf[v] = []
+            for _, _, key in order:
+                rec = self._load(key)
+                for v, rows in self._rows(rec, columns).items():
+                    buf[v].extend(rows)
+                    if len(buf[v]) >= batch:
+                        flush(v)
+            for v in VIEWS:
+                flush(v)
+                writers[v].close()
+                os.chmod(tmps[v], 0o644)
+                os.replace(tmps[v], os.path.join(out, f"{v}.parquet"))
+        except BaseException:
+            for v, t in tmps.items():
+                with contextlib.suppress(Exception):
+                    writers[v].close()
+                with contextlib.suppress(OSError):
+                    os.unlink(t)
+            raise
+        counts.update({f"tables.{t}": n for t, n in self._compact_tables(out, columns, order, points).items()})
+        man = {"store_format": STORE_FORMAT, "keys_digest": self._keys_digest([k for _, _, k in order]),
+               "rows": counts}
+        _atomic_write(os.path.join(out, "manifest.json"), (json.dumps(man, indent=1) + "\n").encode())
+        return counts
+
+    def _compact_tables(self, out: str, columns: list, order: list, points: dict) -> dict:
+        """store/tables/<name>.parquet: every committed run's partition of table <name> in (index,
+        rep) order, with the run's key, columns, rep and seed in front; one run at a time, so memory
+        does not grow with the sweep."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        tdir = os.path.join(out, "tables")
+        names = self.table_names()
         counts = {}
-        for v in VIEWS:
-            t = _to_arrow(rows[v], list({"key": 0, "index": 0, "rep": 0, "seed": 0, **{c: 0 for c in columns}}))
-            fd, tmp = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=out)
+        if os.path.isdir(tdir):
+            for n in os.listdir(tdir):
+                if n.endswith(".parquet") and n[:-8] not in names:
+                    os.unlink(os.path.join(tdir, n))
+        if not names:
+            return counts
+        os.makedirs(tdir, exist_ok=True)
+        head_schema = pa.schema([f for f in _schema(["key"] + columns + ["rep", "seed"], {
+            "key": {"s"}, **{c: {_kind(p[c]) for p in points.values() if p.get(c) is not None} for c in columns},
+            "rep": {"i"}, "seed": {"i"}})])
+        for t in names:
+            files = [(key, os.path.join(self.path, "tables", t, f"key={key}", "part.parquet")) for _, _, key in order]
+            files = [(k, f) for k, f in files if os.path.exists(f)]
+            fields: dict = {}
+            for _, f in files:
+                for fld in pq.read_schema(f):
+                    if fld.name not in fields:
+                        fields[fld.name] = fld.type
+                    elif fields[fld.name] != fld.type:
+                        fields[fld.name] = pa.float64() if all(pa.types.is_integer(x) or pa.types.is_floating(x)
+                                                                for x in (fields[fld.name], fld.type)) else pa.string()
+            body = [pa.field(n, ty) for n, ty in fields.items() if n not in head_schema.names]
+            schema = pa.schema(list(head_schema) + body)
+            fd, tmp = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=tdir, suffix=".parquet")
             os.close(fd)
+            n = 0
+            pending, pending_rows = [], 0
             try:
-                pq.write_table(t, tmp, compression="zstd")
+                with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
+                    for i, (key, f) in enumerate(files):
+                        part = pq.read_table(f)
+                        p = points[key]
+                        cols = []
+                        for fld in schema:
+                            if fld.name in head_schema.names:
+                                v = key if fld.name == "key" else p.get(fld.name)
+                                cols.append(pa.array([v] * part.num_rows, type=fld.type) if not
+                                            (pa.types.is_string(fld.type) and v is not None and not isinstance(v, str))
+                                            else pa.array([json.dumps(v)] * part.num_rows, type=fld.type))
+                            elif fld.name in part.column_names:
+                                cols.append(part.column(fld.name).cast(fld.type))
+                            else:
+                                cols.append(pa.nulls(part.num_rows, type=fld.type))
+                        pending.append(pa.Table.from_arrays(cols, schema=schema))
+                        pending_rows += part.num_rows
+                        n += part.num_rows
+                        if pending_rows >= ROW_GROUP or i == len(files) - 1:     # row groups of ~128k rows
+                            w.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP)
+                            pending, pending_rows = [], 0
                 os.chmod(tmp, 0o644)
-                os.replace(tmp, os.path.join(out, f"{v}.parquet"))
+                os.replace(tmp, os.path.join(tdir, f"{t}.parquet"))
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
-            counts[v] = t.num_rows
-        man = {"store_format": STORE_FORMAT, "keys_digest": self._keys_digest([r["key"] for r in recs]),
-               "rows": counts}
-        _atomic_write(os.path.join(out, "manifest.json"), (json.dumps(man, indent=1) + "\n").encode())
+            counts[t] = n
         return counts
 
     def ensure_compacted(self) -> None:
@@ -262,13 +393,9 @@ class Store:
         tabs = self.table_names()
         if tabs:
             con.execute("CREATE SCHEMA tables")
-            cols = ", ".join(f'r."{c}"' for c in self.meta.get("columns", []))
             for t in tabs:
-                glob = os.path.join(self.path, "tables", t, "*", "*.parquet")
-                con.execute(
-                    f'CREATE VIEW tables."{t}" AS SELECT t.*{", " + cols if cols else ""}, r.rep, r.seed '
-                    f"FROM read_parquet('{_sql_str(glob)}', hive_partitioning = true, union_by_name = true) t "
-                    f"JOIN runs r USING (key)")
+                f = os.path.join(st, "tables", t + ".parquet")
+                con.execute(f"CREATE VIEW tables.\"{t}\" AS SELECT * FROM read_parquet('{_sql_str(f)}')")
         return con
 
     def sql(self, query: str):
@@ -347,35 +474,47 @@ def _flatten(d: dict, prefix: str = "") -> dict:
     return out
 
 
-def _to_arrow(rows: list[dict], first: list[str]):
-    """Rows -> an Arrow table with one type per column: int64 if every value is an integer, double
-    if numbers, bool if booleans, string otherwise (numbers in a text column are written as text);
-    missing values are nulls. Column order: ``first``, then first appearance."""
+def _kind(v) -> str:
+    if isinstance(v, bool):
+        return "b"
+    if isinstance(v, int):
+        return "i" if -2 ** 63 <= v < 2 ** 63 else "s"
+    return "f" if isinstance(v, float) else "s"
+
+
+def _schema(names: list, kinds: dict):
+    """One type per column: int64 if every value is an integer, double if numbers, bool if
+    booleans, string otherwise; a column with only nulls is text if it is a text column of the
+    schema, else double."""
     import pyarrow as pa
-    order = list(first)
-    seen = set(order)
-    for r in rows:
-        for k in r:
-            if k not in seen:
-                seen.add(k)
-                order.append(k)
-    arrays = []
-    for c in order:
-        vals = [r.get(c) for r in rows]
-        kinds = {("b" if isinstance(v, bool) else "i" if isinstance(v, int) else "f" if isinstance(v, float)
-                  else "s") for v in vals if v is not None}
-        if not kinds:   # only nulls: text for the text columns of the schema, else a number
-            arrays.append(pa.array(vals, type=pa.string() if c in TEXT_COLUMNS else pa.float64()))
-        elif kinds == {"b"}:
-            arrays.append(pa.array(vals, type=pa.bool_()))
-        elif kinds == {"i"} and all(v is None or -2 ** 63 <= v < 2 ** 63 for v in vals):
-            arrays.append(pa.array(vals, type=pa.int64()))
-        elif kinds <= {"i", "f"}:
-            arrays.append(pa.array([None if v is None else float(v) for v in vals], type=pa.float64()))
+    fields = []
+    for c in names:
+        k = kinds.get(c, set())
+        if not k:
+            t = pa.string() if c in TEXT_COLUMNS else pa.float64()
+        elif k == {"b"}:
+            t = pa.bool_()
+        elif k == {"i"}:
+            t = pa.int64()
+        elif k <= {"i", "f"}:
+            t = pa.float64()
         else:
-            arrays.append(pa.array([None if v is None else (v if isinstance(v, str) else json.dumps(v))
-                                    for v in vals], type=pa.string()))
-    return pa.Table.from_arrays(arrays, names=order) if order else pa.table({})
+            t = pa.string()
+        fields.append(pa.field(c, t))
+    return pa.schema(fields)
+
+
+def _table(rows: list[dict], schema):
+    import pyarrow as pa
+    arrays = []
+    for f in schema:
+        vals = [r.get(f.name) for r in rows]
+        if pa.types.is_floating(f.type):
+            vals = [None if v is None else float(v) for v in vals]
+        elif pa.types.is_string(f.type):
+            vals = [None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in vals]
+        arrays.append(pa.array(vals, type=f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def nan_to_none(x):
