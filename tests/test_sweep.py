@@ -321,3 +321,23 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
     assert "Summary by system" in page and page.count("<svg") >= 8
     r = qoelab_cli("compare", "--out", str(tmp_path / "x"), "--systems", "dash,quic")
     assert r.returncode == 2 and "--systems" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code):
+    long = BASE.replace('duration = "20s"', 'duration = "3000s"').replace('rate = "4Mbps"', 'rate = "100Mbps"')
+    p = write_sweep(tmp_path, SIMPLE, long)
+    proc = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "sweep", p, "--out", str(tmp_path / "o")],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3.0)                     # workers are simulating (each run takes minutes)
+    assert proc.poll() is None
+    t0 = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - t0 < 1.5, "stopped within a second"
+    assert proc.returncode == code, err
+    assert err.strip().splitlines()[-1].startswith("qoelab sweep: ")
+    assert "Traceback" not in err
+    # nothing half-written: no records (no run finished), no temporary files of live processes
+    recs = [f for _, _, fs in os.walk(tmp_path / "o" / "runs") for f in fs]
+    assert recs == []

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import random
-import sys
 import time
 from dataclasses import dataclass
 
@@ -323,11 +322,6 @@ def overlap_stats(bins, n: int, m: int, capacity_bps: float) -> dict:
 # Running one grid point
 
 
-def _run_real(scn: dict):
-    from qoelab import results
-    return results.run(scn)
-
-
 def extract(run: Run, summary: dict, tabs: dict) -> tuple[dict, "object", "object"]:
     """The run record, its steady-state chunk rows and its overlap bins (full-overlap runs only)."""
     import pandas as pd
@@ -394,41 +388,39 @@ def _collisions(summary: dict):
     return tot if found else None
 
 
-def execute(run: Run, runner=None) -> dict:
-    t0 = time.perf_counter()
-    st = bins = None
-    try:
-        res = (runner or _run_real)(scenario(run))
-        tabs = {}
-        for name in ("segments", "requests", "flows", "flow_info"):
-            try:
-                tabs[name] = res.table(name)
-            except KeyError:
-                tabs[name] = None
-        rec, st, bins = extract(run, res.summary, tabs)
-        err = None
-    except Exception as e:
-        rec = {"run_id": run.run_id, "exp": run.exp, "aqm": run.aqm, "n": run.n, "rep": run.rep, "seed": run.seed}
-        err = f"{type(e).__name__}: {e}".splitlines()[0]
-    rec["wall_s"] = round(time.perf_counter() - t0, 3)
-    rec["error"] = err
-    return {"run": rec, "chunks": st, "bins": bins}
-
-
-def _worker(run: Run) -> dict:
-    return execute(run)
-
+def sweep_extract(res, point: dict) -> dict:
+    """The sweep engine's extract hook: :func:`extract` of the run (``point["payload"]``); the chunk
+    and bin tables as lists of rows."""
+    run = point["payload"]
+    tabs = {}
+    for name in ("segments", "requests", "flows", "flow_info"):
+        try:
+            tabs[name] = res.table(name)
+        except KeyError:
+            tabs[name] = None
+    rec, st, bins = extract(run, res.summary, tabs)
+    rows = (lambda d: d.to_dict(orient="records") if d is not None and len(d) else [])
+    return {"run": rec, "chunks": rows(st), "bins": rows(bins)}
 
 
 def _cost(run: Run) -> float:
     return EXPERIMENTS[run.exp][1] * run.duration_s + run.n
 
 
-def run_grid(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[dict]:
-    """Every run, results in grid order; ``jobs`` worker processes (workers ignore SIGINT, the
-    parent's Ctrl-C terminates the pool and nothing is written)."""
-    serial = (lambda r: execute(r, runner)) if runner is not None else None
-    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
+def run_grid(runs: list[Run], store_dir: str, jobs: int = 0, runner=None, log=None) -> tuple[list[dict], dict]:
+    """Every run on the sweep engine into the resumable store ``store_dir``; results in grid order
+    ({"run": record, "chunks": DataFrame or None, "bins": DataFrame or None}) and the sweep's
+    counts. A custom ``runner`` runs everything in this process (tests)."""
+    import pandas as pd
+    recs, res = common.run_on_sweep(f"chunklets-{len(runs)}", runs, scenario,
+                                    "qoelab.reproduce.chunklets:sweep_extract", store_dir, jobs, runner, log, _cost)
+    out = []
+    for run, rec in zip(runs, recs):
+        r, m = common.record_metrics(rec, {"run_id": run.run_id, "exp": run.exp, "aqm": run.aqm, "n": run.n,
+                                           "rep": run.rep, "seed": run.seed})
+        out.append({"run": r, "chunks": pd.DataFrame(m["chunks"]) if m.get("chunks") else None,
+                    "bins": pd.DataFrame(m["bins"]) if m.get("bins") else None})
+    return out, res
 
 # ----------------------------------------------------------------------------------------------
 # Cell statistics (pooled steady-state chunks) and the verdict helpers of the claims file (sec. 3)
@@ -1120,8 +1112,9 @@ DEVIATIONS = [
 
 def reproduce(out_dir: str = "results/chunklets", quick: bool = False, jobs: int = 0, runner=None, log=None,
               spec: GridSpec | None = None) -> dict:
-    """Run the grid, evaluate C1-C13, write DIR/{runs,chunks,cells,bins}.parquet, claims.json,
-    meta.json, report.html, figures/ atomically. Returns the meta dict (with the claims)."""
+    """Run the grid on the sweep engine (resumable store DIR/sweep), evaluate C1-C13, write
+    DIR/{runs,chunks,cells,bins}.parquet, claims.json, meta.json, report.html, figures/ atomically
+    (the store moved in). Returns the meta dict (with the claims)."""
     import pandas as pd
 
     from qoelab.reproduce import chunklets_report as report
@@ -1133,16 +1126,9 @@ def reproduce(out_dir: str = "results/chunklets", quick: bool = False, jobs: int
     runs = spec.runs()
     log = log or (lambda msg: None)
     njobs = jobs or os.cpu_count() or 1
-    log(f"chunklets: {len(runs)} runs ({spec.name} grid), {njobs} worker process{'es' if njobs > 1 else ''}")
-    step = max(1, len(runs) // 10)
-
-    def progress(done, total, elapsed):
-        if done == total or done % step == 0:
-            log(f"chunklets: {done}/{total} runs, {elapsed:.0f} s elapsed, "
-                f"~{elapsed / done * (total - done):.0f} s left")
-
     t0 = time.perf_counter()
-    results = run_grid(runs, jobs=njobs, runner=runner, progress=progress)
+    store_dir = os.path.join(out_dir, "sweep")
+    results, sres = run_grid(runs, store_dir, jobs=njobs, runner=runner, log=log)
     wall_runs = time.perf_counter() - t0
     rdf = pd.DataFrame([r["run"] for r in results])
     chunks = [r["chunks"] for r in results if r["chunks"] is not None and len(r["chunks"])]
@@ -1158,7 +1144,8 @@ def reproduce(out_dir: str = "results/chunklets", quick: bool = False, jobs: int
                      "Retrieval (Chunklets), ICCCN 2017",
             "grid": spec.name, "grid_description": spec.description, "runs": len(runs), "failed": len(failures),
             "failures": failures[:50], "jobs": njobs, "seeds": spec.seeds, "duration_s": spec.duration_s,
-            "wall_s_runs": round(wall_runs, 2), "deviations": DEVIATIONS, "claims": claims}
+            "wall_s_runs": round(wall_runs, 2), "runs_executed": sres["ran"], "runs_resumed": sres["skipped"],
+            "deviations": DEVIATIONS, "claims": claims}
     with outdir.atomic_dir(out_dir) as tmp:
         for name, d in (("runs", rdf), ("chunks", cdf), ("bins", bdf)):
             d.to_parquet(os.path.join(tmp, f"{name}.parquet"), index=False)
@@ -1170,6 +1157,7 @@ def reproduce(out_dir: str = "results/chunklets", quick: bool = False, jobs: int
         common.write_claims_report_meta(tmp, claims, meta,
                                         lambda: report.write_report(tmp, rdf, cdf, stats, claims, meta), t0,
                                         json_default=float)
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
     meta["out_dir"] = out_dir
     return meta
 

@@ -113,3 +113,53 @@ def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, seria
             if progress:
                 progress(done, len(items), time.perf_counter() - t0)
     return out
+
+
+def run_on_sweep(name: str, items: list, scenario_of, extract: str, store_dir: str, jobs: int = 0, runner=None,
+                 log=None, cost=None) -> tuple[list, dict]:
+    """Run a reproduction's grid on the sweep engine (qoelab.sweep): one run per item (a frozen
+    dataclass with ``run_id``, ``rep``, ``seed``), its scenario ``scenario_of(item)``, the hook
+    ``extract`` ("module:function", called in the worker as ``function(result, point)`` with the
+    item as ``point["payload"]``) into the resumable store ``store_dir``; the most expensive items
+    (``cost``) run first. ``runner`` (tests) replaces the simulator in this process. Returns the
+    records in item order and the sweep's counts."""
+    from dataclasses import fields
+
+    from qoelab.sweep import runner as srunner
+    from qoelab.sweep import spec as sspec
+    from qoelab.sweep.store import Store
+
+    def point(it) -> dict:
+        p = {"run_id": it.run_id}
+        for f in fields(it):
+            v = getattr(it, f.name)
+            if f.name not in ("rep", "seed") and isinstance(v, (str, int, float, bool)):
+                p[f.name] = v
+        return p
+    runs = [sspec.Run(i, getattr(it, "rep", 0), it.seed, point(it), scenario_of(it), payload=it)
+            for i, it in enumerate(items)]
+    columns = list(dict.fromkeys(c for r in runs for c in r.point))
+    for r in runs:
+        for c in columns:
+            r.point.setdefault(c, None)
+    if cost is not None:
+        runs.sort(key=lambda r: -cost(r.payload))
+    sw = sspec.programmatic(name, runs, columns, base_src=f"<{name}>", tables=[], extract=extract)
+    res = srunner.run(sw, store_dir, jobs=jobs, force=True, log=log, sim=runner)
+    st = Store(store_dir)
+    by_index = {r.index: st._load(r.key) for r in sw.runs}
+    return [by_index[i] for i in range(len(items))], res
+
+
+def record_metrics(rec: dict | None, failed: dict) -> tuple[dict, dict]:
+    """(run record with ``wall_s`` and ``error``, the hook's other outputs) from a sweep record;
+    ``failed`` is the run record of a failed run (its identifiers)."""
+    if rec is None:
+        return {**failed, "wall_s": None, "error": "missing from the store"}, {}
+    m = rec.get("metrics") or {}
+    if rec.get("status") == "ok":
+        out = dict(m.get("run") or {})
+        out["wall_s"] = rec.get("wall_s")
+        out["error"] = None
+        return out, m
+    return {**failed, "wall_s": rec.get("wall_s"), "error": rec.get("error")}, {}

@@ -23,7 +23,6 @@ import json
 import math
 import os
 import random
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -570,54 +569,48 @@ def opt_rows(rate_mbps: float, videos: tuple, fro: dict) -> list[dict]:
 # Running
 
 
-def _run_real(scn: dict):
-    from qoelab import results
-    return results.run(scn)
-
-
-def execute(run: Run, runner=None) -> dict:
-    t0 = time.perf_counter()
-    try:
-        res = (runner or _run_real)(scenario(run))
-        tabs = {}
-        for name in ("flows", "flow_info", "segments", "weights"):
-            try:
-                tabs[name] = res.table(name)
-            except KeyError:
-                tabs[name] = None
-        rec = extract(run, res.summary, tabs)
-        err = None
-    except Exception as e:  # recorded, reported; the CLI exits non-zero
-        rec = {"run_id": run.run_id, "exp": run.exp, "scheme": run.scheme}
-        err = f"{type(e).__name__}: {e}".splitlines()[0]
-    rec["wall_s"] = round(time.perf_counter() - t0, 4)
-    rec["error"] = err
-    return rec
-
-
-def _worker(item):
-    kind, arg = item
-    if kind == "opt":
-        rate, videos, dur = arg
+def sweep_extract(res, point: dict) -> dict:
+    """The sweep engine's extract hook: :func:`extract` of the run (``point["payload"]``)."""
+    run = point["payload"]
+    tabs = {}
+    for name in ("flows", "flow_info", "segments", "weights"):
         try:
-            return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": opt_rows(rate, videos, opt_level(rate, videos, dur)),
-                    "error": None}
-        except Exception as e:
-            return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": [],
-                    "error": f"{type(e).__name__}: {e}".splitlines()[0]}
-    return execute(arg)
+            tabs[name] = res.table(name)
+        except KeyError:
+            tabs[name] = None
+    return {"run": extract(run, res.summary, tabs)}
 
 
+def _opt_worker(arg):
+    rate, videos, dur = arg
+    try:
+        return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": opt_rows(rate, videos, opt_level(rate, videos, dur)),
+                "error": None}
+    except Exception as e:
+        return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": [],
+                "error": f"{type(e).__name__}: {e}".splitlines()[0]}
 
-def run_all(items: list, jobs: int = 0, progress=None) -> list:
-    """Every item (("run", Run) or ("opt", (rate, videos, duration))), results in input order."""
-    return common.run_pool(items, _worker, jobs, _cost, progress)
+
+def run_all(runs: list, opt_cells: list, store_dir: str, jobs: int = 0, log=None) -> tuple[list, list, dict]:
+    """The fixed-rate optima (trace-mode searches, not scenario runs: a process pool) and then every
+    scenario run on the sweep engine into the resumable store ``store_dir``. Returns (opt results,
+    run records in input order, the sweep's counts)."""
+    log = log or (lambda m: None)
+    step = max(1, len(opt_cells) // 5)
+
+    def progress(done, total, elapsed):
+        if done == total or done % step == 0:
+            log(f"minerva: {done}/{total} fixed-rate optima, {elapsed:.0f} s elapsed")
+    opt = common.run_pool(opt_cells, _opt_worker, jobs, lambda c: c[0], progress) if opt_cells else []
+    recs, res = common.run_on_sweep(f"minerva-{len(runs)}", runs, scenario, "qoelab.reproduce.minerva:sweep_extract",
+                                    store_dir, jobs, None, log, _cost)
+    out = [common.record_metrics(rec, {"run_id": run.run_id, "exp": run.exp, "scheme": run.scheme})[0]
+           for run, rec in zip(runs, recs)]
+    return opt, out, res
 
 
-def _cost(it) -> float:
-    if it[0] == "opt":
-        return 1e9 + it[1][0]
-    return it[1].rate_mbps * it[1].duration_s
+def _cost(run) -> float:
+    return run.rate_mbps * run.duration_s
 
 # ----------------------------------------------------------------------------------------------
 # The whole reproduction
@@ -648,21 +641,16 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
     t0 = time.perf_counter()
     assets()       # videos and value functions, once, before the workers start
     cells = sorted({(r.rate_mbps, r.videos) for r in runs if r.exp == "bench"})
-    items = [("opt", (rate, vs, float(spec.duration_s))) for rate, vs in cells] + [("run", r) for r in runs]
     log(f"minerva: {len(runs)} runs + {len(cells)} x {OPT_GRID} fixed-rate runs (trace mode) "
         f"({spec.name}), {njobs} worker process{'es' if njobs > 1 else ''}")
-    step = max(1, len(items) // 10)
-
-    def progress(done, total, elapsed):
-        if done == total or done % step == 0:
-            log(f"minerva: {done}/{total} jobs, {elapsed:.0f} s elapsed, ~{elapsed / done * (total - done):.0f} s left")
-    results = run_all(items, jobs=njobs, progress=progress)
+    store_dir = os.path.join(out_dir, "sweep")
+    opt, recs, sres = run_all(runs, [(rate, vs, float(spec.duration_s)) for rate, vs in cells], store_dir,
+                              jobs=njobs, log=log)
     wall_runs = time.perf_counter() - t0
-    opt = [r for r in results if "opt" in r]
-    df = pd.DataFrame([r for r in results if "opt" not in r])
+    df = pd.DataFrame(recs)
     odf = pd.DataFrame([row for o in opt for row in o["rows"]])
     claims = minerva_claims.evaluate(df, odf, spec)
-    failures = [(r["run_id"], r["error"]) for r in results if "opt" not in r and r.get("error")]
+    failures = [(r["run_id"], r["error"]) for r in recs if r.get("error")]
     failures += [("opt-" + o["opt"], o["error"]) for o in opt if o.get("error")]
     meta = {"reproduction": "minerva",
             "paper": "Nathan, Sivaraman, Addanki, Khani, Goyal, Alizadeh: End-to-End Transport for Video QoE "
@@ -671,7 +659,7 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
             "opt_runs": len(cells) * OPT_GRID, "opt_cells": len(cells), "failed": len(failures),
             "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2),
             "norm": _norm_meta(assets()["norm"]), "alpha": ALPHA,
-            "claims": claims}
+            "runs_executed": sres["ran"], "runs_resumed": sres["skipped"], "claims": claims}
     with outdir.atomic_dir(out_dir) as tmp:
         for m, path in assets()["norm"].items():
             with open(path) as f, open(os.path.join(tmp, f"norm-{m}.json"), "w") as g:
@@ -680,6 +668,7 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
         odf.to_parquet(os.path.join(tmp, "opt.parquet"), index=False)
         common.write_claims_report_meta(tmp, claims, meta,
                                         lambda: minerva_report.write_report(tmp, df, odf, claims, meta), t0)
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
     meta["out_dir"] = out_dir
     return meta
 
@@ -717,6 +706,6 @@ def rewrite_report(out_dir: str) -> dict:
     return meta
 
 
-__all__ = ["Run", "Spec", "rewrite_report", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
+__all__ = ["Run", "Spec", "rewrite_report", "full_spec", "quick_spec", "scenario", "extract", "sweep_extract", "run_all", "reproduce",
            "chunk_qoe", "client_qoe", "gap_closure", "fixed_rate_opt", "fluid_iteration", "fluid_optimum",
            "group_share", "mean_abs_diff", "jfi", "bootstrap_mean_ci", "median_ci", "opt_level", "opt_rows"]

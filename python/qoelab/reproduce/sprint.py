@@ -20,7 +20,6 @@ import json
 import math
 import os
 import random
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 
@@ -538,44 +537,33 @@ def on_periods(tcp, seg, qb, rate_bps, n, base_rtt_s) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------
-# Running (process pool as in livi)
+# Running (on the sweep engine: qoelab.sweep)
 
 
-def _run_real(scn: dict):
-    from qoelab import results
-    return results.run(scn)
-
-
-def execute(run: Run, runner=None) -> dict:
-    t0 = time.perf_counter()
-    try:
-        res = (runner or _run_real)(scenario(run))
-        tabs = {}
-        for name in ("flows", "flow_info", "segments", "tcp", "queues", "link_info"):
-            try:
-                tabs[name] = res.table(name)
-            except KeyError:
-                tabs[name] = None
-        rec, minutes = extract(run, res.summary, tabs)
-        err = None
-    except Exception as e:  # recorded, reported; the CLI exits non-zero
-        rec, minutes = {"run_id": run.run_id, "exp": run.exp, "plane": run.plane}, []
-        err = f"{type(e).__name__}: {e}".splitlines()[0]
-    rec["wall_s"] = round(time.perf_counter() - t0, 4)
-    rec["error"] = err
+def sweep_extract(res, point: dict) -> dict:
+    """The sweep engine's extract hook: :func:`extract` of the run (``point["payload"]``)."""
+    run = point["payload"]
+    tabs = {}
+    for name in ("flows", "flow_info", "segments", "tcp", "queues", "link_info"):
+        try:
+            tabs[name] = res.table(name)
+        except KeyError:
+            tabs[name] = None
+    rec, minutes = extract(run, res.summary, tabs)
     return {"run": rec, "minutes": minutes}
 
 
-def _worker(run: Run) -> dict:
-    return execute(run)
-
-
-
-def run_all(runs: list[Run], jobs: int = 0, runner=None, progress=None) -> list[dict]:
-    """Every run, results in input order; ``jobs`` worker processes (workers ignore SIGINT: Ctrl-C
-    in the parent terminates the pool and nothing is written)."""
-    serial = (lambda r: execute(r, runner)) if runner is not None else None
-    return common.run_pool(runs, _worker, jobs, _cost, progress, serial)
+def run_all(runs: list[Run], store_dir: str, jobs: int = 0, runner=None, log=None) -> tuple[list[dict], dict]:
+    """Every run on the sweep engine into the resumable store ``store_dir``; results in input order
+    ({"run": record, "minutes": [...]}) and the sweep's counts. A custom ``runner`` (scenario dict ->
+    object with ``.summary`` and ``.table(name)``) runs everything in this process (tests)."""
+    recs, res = common.run_on_sweep(f"sprint-{len(runs)}", runs, scenario, "qoelab.reproduce.sprint:sweep_extract",
+                                    store_dir, jobs, runner, log, _cost)
+    out = []
+    for run, rec in zip(runs, recs):
+        r, m = common.record_metrics(rec, {"run_id": run.run_id, "exp": run.exp, "plane": run.plane})
+        out.append({"run": r, "minutes": m.get("minutes") or []})
+    return out, res
 
 
 def _cost(r: Run) -> float:
@@ -595,8 +583,9 @@ def check_out_dir(out_dir: str) -> str:
 
 def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 0, runner=None, log=None,
               spec: Spec | None = None) -> dict:
-    """Run, evaluate S1-S20, write DIR/{runs.parquet, minutes.parquet, claims.json, meta.json,
-    report.html, figures/*.png} atomically. Returns the meta dict (with the claims)."""
+    """Run on the sweep engine (resumable store DIR/sweep), evaluate S1-S20, write DIR/{runs.parquet,
+    minutes.parquet, claims.json, meta.json, report.html, figures/*.png} atomically (the store moved
+    in). Returns the meta dict (with the claims)."""
     import pandas as pd
 
     from qoelab.reproduce import sprint_claims, sprint_report
@@ -607,14 +596,9 @@ def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 
     runs = spec.runs()
     log = log or (lambda msg: None)
     njobs = jobs or os.cpu_count() or 1
-    log(f"sprint: {len(runs)} runs ({spec.name}), {njobs} worker process{'es' if njobs > 1 else ''}")
-    step = max(1, len(runs) // 10)
-
-    def progress(done, total, elapsed):
-        if done == total or done % step == 0:
-            log(f"sprint: {done}/{total} runs, {elapsed:.0f} s elapsed, ~{elapsed / done * (total - done):.0f} s left")
     t0 = time.perf_counter()
-    results = run_all(runs, jobs=njobs, runner=runner, progress=progress)
+    store_dir = os.path.join(out_dir, "sweep")
+    results, sres = run_all(runs, store_dir, jobs=njobs, runner=runner, log=log)
     wall_runs = time.perf_counter() - t0
     df = pd.DataFrame([r["run"] for r in results])
     mdf = pd.DataFrame([m for r in results for m in r["minutes"]])
@@ -624,13 +608,14 @@ def reproduce(out_dir: str = "results/sprint", quick: bool = False, jobs: int = 
             "paper": "Arye, Sen, Freedman: Poor Video Streaming Performance Explained (and Fixed), arXiv 1901.00038",
             "grid": spec.name, "grid_description": spec.description, "spec": asdict(spec), "runs": len(runs),
             "failed": len(failures), "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2),
-            "claims": claims}
+            "runs_executed": sres["ran"], "runs_resumed": sres["skipped"], "claims": claims}
     with outdir.atomic_dir(out_dir) as tmp:
         df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         if len(mdf):
             mdf.to_parquet(os.path.join(tmp, "minutes.parquet"), index=False)
         common.write_claims_report_meta(tmp, claims, meta, lambda: sprint_report.write_report(tmp, df, mdf, claims, meta),
                                         t0)
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
     meta["out_dir"] = out_dir
     return meta
 
@@ -657,6 +642,6 @@ def rewrite_report(out_dir: str) -> dict:
     return meta
 
 
-__all__ = ["Run", "rewrite_report", "Spec", "full_spec", "quick_spec", "scenario", "extract", "execute", "run_all", "reproduce",
+__all__ = ["Run", "rewrite_report", "Spec", "full_spec", "quick_spec", "scenario", "extract", "sweep_extract", "run_all", "reproduce",
            "flow_goodputs", "pct_fair_share", "jfi", "unfairness", "per_minute", "iws_onsets", "median_ci",
            "replace", "field"]

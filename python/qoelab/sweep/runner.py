@@ -25,12 +25,13 @@ def _extract_fn(ref: str | None):
 
 
 def execute(task: tuple, sim=None) -> tuple:
-    """Run one task ``(key, index, rep, seed, point, scenario dict, base_src, tables, extract)`` and
+    """Run one task ``(key, index, rep, seed, point, scenario dict, base_src, tables, extract[, payload])`` and
     return ``(record, {table: parquet bytes})``. Never raises for a failing run: the record says
     ``status = "error"`` with the error's first line. Module-level so that process pools and Ray
     can ship it. ``sim`` (tests) replaces the simulator: scenario dict -> an object with ``summary``
     and ``table(name)``."""
-    key, index, rep, seed, point, scen, base_src, keep, extract = task
+    key, index, rep, seed, point, scen, base_src, keep, extract = task[:9]
+    payload = task[9] if len(task) > 9 else None
     t0 = time.perf_counter()
     rec = {"key": key, "index": index, "rep": rep, "seed": seed, "point": point, "status": "ok", "error": None}
     tables = {}
@@ -45,7 +46,7 @@ def execute(task: tuple, sim=None) -> tuple:
         rec["sim_wall_s"] = (getattr(res, "perf", None) or {}).get("wall_s")
         fn = _extract_fn(extract)
         if fn is not None:
-            m = fn(res, {**point, "rep": rep, "seed": seed})
+            m = fn(res, {**point, "rep": rep, "seed": seed, **({"payload": payload} if payload is not None else {})})
             rec["metrics"] = m if isinstance(m, dict) and ("run" in m or "clients" in m) else {"run": m}
         names = res.tables if keep is None else [t for t in keep if t in res.tables]
         if names:
@@ -123,7 +124,7 @@ def _fmt_s(s: float) -> str:
 
 def tasks_for(sweep: Sweep, keys: set | None = None) -> list[tuple]:
     return [(r.key, r.index, r.rep, r.seed, r.point, r.scenario, sweep.base_src, sweep.tables, sweep.extract)
-            for r in sweep.runs if keys is None or r.key in keys]
+            + ((r.payload,) if r.payload is not None else ()) for r in sweep.runs if keys is None or r.key in keys]
 
 
 def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force: bool = False,

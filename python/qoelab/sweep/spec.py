@@ -54,6 +54,7 @@ class Run:
     point: dict
     scenario: dict
     key: str = ""
+    payload: object = None         # programmatic sweeps: an object handed to the extract hook as point["payload"]
 
 
 @dataclass

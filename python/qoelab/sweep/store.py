@@ -164,8 +164,8 @@ class Store:
         key = record["key"]
         for name, data in (tables or {}).items():
             _atomic_write(os.path.join(self.path, "tables", name, f"key={key}", "part.parquet"), data)
-        _atomic_write(self.record_path(key), (json.dumps(record, separators=(",", ":"), allow_nan=True)
-                                              + "\n").encode())
+        _atomic_write(self.record_path(key), (json.dumps(record, separators=(",", ":"), allow_nan=True,
+                                                         default=_json_default) + "\n").encode())
 
     def remove_runs(self, keys) -> None:
         for k in keys:
@@ -430,6 +430,15 @@ def open_store(path: str) -> Store:
 
 
 # ----------------------------------------------------------------------------------------------
+
+
+def _json_default(o):
+    """numpy scalars (extract hooks compute with pandas) as Python numbers; anything else as text."""
+    if hasattr(o, "item"):
+        return o.item()
+    if isinstance(o, (set, tuple)):
+        return list(o)
+    return str(o)
 
 
 def _sql_str(s: str) -> str:
