@@ -6,7 +6,6 @@ and what was expected, and exits with code 2; nothing half-written is left behin
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -15,6 +14,7 @@ import threading
 
 from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM
 from qoelab.cliutil import Parser as _Parser
+from qoelab.cliutil import int_at_least
 from qoelab.errors import InputError, Terminated
 
 
@@ -174,24 +174,8 @@ def build_parser():
     return p
 
 
-def _pos_int(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {s!r}") from None
-    if v < 20:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 20, found {s!r}")
-    return v
-
-
-def _nonneg_int(s):
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, found {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, found {s!r}")
-    return v
+_pos_int = int_at_least(20)
+_nonneg_int = int_at_least(0)
 
 
 def _version():

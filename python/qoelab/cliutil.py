@@ -15,3 +15,16 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def int_at_least(minimum: int, what: str = "an integer"):
+    """An argparse ``type``: an integer >= ``minimum``; otherwise one line naming what was expected."""
+    def conv(s):
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, found {s!r}") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, found {s!r}")
+        return v
+    return conv

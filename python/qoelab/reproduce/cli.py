@@ -8,21 +8,13 @@ Stand-alone: ``python -m qoelab.reproduce.cli livi --quick``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from qoelab.cliutil import EXIT_INPUT, Parser
+from qoelab.cliutil import EXIT_INPUT, Parser, int_at_least
 from qoelab.errors import InputError
 
 
-def _jobs(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}")
-    return v
+_jobs = int_at_least(1, "a number of worker processes")
 
 
 def _run_reproduction(name: str, args) -> int:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+from qoelab.cliutil import int_at_least
 
-def _jobs(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of worker processes >= 1, found {s!r}")
-    return v
+
+_jobs = int_at_least(1, "a number of worker processes")
 
 
 def _log(msg: str) -> None:

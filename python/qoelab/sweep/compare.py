@@ -89,16 +89,8 @@ def main(args) -> int:
 
 
 def add_parser(sub) -> None:
-    import argparse
-
-    def _jobs(s):
-        try:
-            v = int(s)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number >= 1, found {s!r}") from None
-        if v < 1:
-            raise argparse.ArgumentTypeError(f"expected a number >= 1, found {s!r}")
-        return v
+    from qoelab.cliutil import int_at_least
+    _jobs = int_at_least(1, "a number")
     c = sub.add_parser(
         "compare", help="the seed systems side by side on one bottleneck: DASH, Sprint, Sprint-x, Chunklets, Minerva",
         description="Run N video clients on one bottleneck with cross traffic, fetched with each system in turn "

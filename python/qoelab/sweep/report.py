@@ -91,7 +91,14 @@ def _panels(st: Store, con, runs, axes: list[str]) -> list[dict]:
                         "title": p.get("title") or f"{p['y']} vs {x}" + (f" by {g}" if g else ""),
                         "label": p["y"], "link": p.get("link"), "flow": p.get("flow")})
         return out
-    varying = [a for a in axes if runs[a].nunique(dropna=False) > 1]
+    points = runs["index"].nunique()
+
+    def axis_like(a) -> bool:
+        """Varies, is not an identifier (one value per point) and, if text, has at most 30 values."""
+        n = runs[a].nunique(dropna=False)
+        numeric = runs[a].dtype.kind in "fiu"
+        return n > 1 and not (n == points and points > 30 and not numeric) and (numeric or n <= 30)
+    varying = [a for a in axes if axis_like(a)]
     out = []
     for view, col, label in DEFAULT_METRICS:
         cols = _columns(con, view)
