@@ -8,7 +8,7 @@ PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.deps-stamp
 OUT    ?= results/demo
 
-.PHONY: help demo test lint venv build test-rust test-py bench clean
+.PHONY: help demo test lint venv build test-rust test-py bench clean setup-real
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -32,6 +32,10 @@ demo: build ## set up, then run the main job on built-in defaults
 test: build lint ## set up, then run every check (rustfmt, clippy, cargo test, pytest)
 	cargo test --workspace --exclude qoelab-py -q
 	$(PY) -m pytest -q
+
+setup-real: build ## real-network extras: Debian's Chromium (apt, as root) and the pinned dash.js + playwright-core (npm)
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -q && apt-get install -y -q chromium)
+	cd browser && npm ci --no-audit --no-fund
 
 lint: ## cargo fmt --check and clippy with warnings as errors
 	cargo fmt --all --check

@@ -1,0 +1,61 @@
+// qoelab: play one DASH stream with dash.js in headless Chromium and print its events as JSON lines.
+// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium)
+// Run by `qoelab dashjs` (python/qoelab/dashjs.py); not meant to be called by hand.
+import { chromium } from 'playwright-core';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const cfg = JSON.parse(process.argv[2]);
+const origin = new URL(cfg.mpd).origin;
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+const page_html = readFileSync(join(here, 'player.html'));
+const dash_js = readFileSync(join(here, 'node_modules', 'dashjs', 'dist', 'modern', 'umd', 'dash.all.min.js'));
+
+const browser = await chromium.launch({
+  executablePath: cfg.chromium,
+  args: ['--no-sandbox', '--autoplay-policy=no-user-gesture-required', '--disable-background-networking',
+         '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-default-apps',
+         '--disable-domain-reliability', '--disable-breakpad',
+         // the page is fulfilled by this script (no IP address: Chromium counts it as a public origin), so its
+         // same-origin requests to the server's private address would be blocked as local-network access
+         '--disable-features=MediaRouter,OptimizationHints,LocalNetworkAccessChecks,BlockInsecurePrivateNetworkRequests,' +
+           'PrivateNetworkAccessSendPreflights,PrivateNetworkAccessRespectPreflightResults'],
+});
+let done = false;
+const stop = async (code) => {
+  if (done) return;
+  done = true;
+  try { await browser.close(); } catch (e) { /* already gone */ }
+  process.exit(code);
+};
+process.on('SIGINT', () => stop(130));
+process.on('SIGTERM', () => stop(143));
+try {
+  const page = await browser.newPage();
+  // only the page and dash.js are served from here; everything else goes to the real server
+  await page.route(`${origin}/__qoelab/**`, (route) => {
+    const u = new URL(route.request().url());
+    if (u.pathname === '/__qoelab/player.html') return route.fulfill({ body: page_html, contentType: 'text/html' });
+    if (u.pathname === '/__qoelab/dash.all.min.js') return route.fulfill({ body: dash_js, contentType: 'text/javascript' });
+    return route.fulfill({ status: 404, body: '' });
+  });
+  let ended = false, ladder = false;
+  await page.exposeFunction('qoelabEvent', (ev) => {
+    out(ev);
+    if (ev.ev === 'ladder') ladder = true;
+    if (ev.ev === 'ended' || (ev.ev === 'error' && !ladder)) ended = true;   // no manifest: nothing to wait for
+  });
+  page.on('pageerror', (e) => out({ ev: 'error', error: String(e).slice(0, 300) }));
+  page.on('requestfailed', (r) => out({ ev: 'request_failed', url: r.url(), failure: (r.failure() || {}).errorText }));
+  const conf = { mpd: cfg.mpd, settings: cfg.settings, sample_ms: cfg.sample_ms };
+  await page.goto(`${origin}/__qoelab/player.html#${encodeURIComponent(JSON.stringify(conf))}`);
+  const deadline = Date.now() + cfg.duration_s * 1000;
+  while (Date.now() < deadline && !ended) await new Promise((r) => setTimeout(r, 100));
+  out({ ev: 'done', ended });
+  await stop(0);
+} catch (e) {
+  out({ ev: 'fatal', error: String(e).split('\n')[0] });
+  await stop(1);
+}

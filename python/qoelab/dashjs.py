@@ -1,0 +1,255 @@
+"""``qoelab dashjs``: dash.js 5 in headless Chromium as a real client (docs/realnet.md, "dash.js").
+
+``browser/play.mjs`` (playwright-core, pinned in ``browser/package.json``; ``make setup-real``
+installs it with Debian's Chromium) opens a page on the server's own origin (intercepted: only the
+MPD and the segments cross the network), plays the MPD with the scenario's ABR settings and prints
+dash.js's events as JSON lines; this module turns them into the simulator's schema: a client
+summary (docs/metrics.md) and a ``segments`` table (docs/tables.md), so that a dash.js session and a
+simulated one can be put side by side. Run it behind the emulated bottleneck with ``qoelab link``::
+
+    qoelab link --rate 4Mbps --rtt 40ms --server "qoelab serve out/enc --bind 10.77.0.1" -- \\
+        qoelab dashjs http://10.77.0.1:8000/manifest.mpd --duration 60 --out out/dashjs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from qoelab.errors import InputError
+
+#: --abr -> dash.js 5 ``streaming.abr.rules`` actives (the other rules keep their defaults).
+ABR = {
+    "dynamic": {"throughputRule": True, "bolaRule": True},     # dash.js's default: DYNAMIC switches between them
+    "bola": {"throughputRule": False, "bolaRule": True},
+    "throughput": {"throughputRule": True, "bolaRule": False},
+    "l2a": {"throughputRule": False, "bolaRule": False, "l2ARule": True},
+    "lolp": {"throughputRule": False, "bolaRule": False, "loLPRule": True},
+}
+
+
+def browser_dir() -> str:
+    """Where play.mjs and its node_modules are: $QOELAB_BROWSER_DIR, else browser/ of the checkout."""
+    env = os.environ.get("QOELAB_BROWSER_DIR")
+    if env:
+        return env
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "browser")
+
+
+def find_chromium() -> str | None:
+    for c in (os.environ.get("QOELAB_CHROMIUM"), "chromium", "chromium-browser", "google-chrome"):
+        if c and shutil.which(c):
+            return shutil.which(c)
+    return None
+
+
+def missing() -> str | None:
+    """Why dash.js in Chromium cannot run here (None if it can)."""
+    if not shutil.which("node"):
+        return "node is not installed"
+    if not find_chromium():
+        return "Chromium is not installed (make setup-real, or apt-get install chromium)"
+    d = browser_dir()
+    for need in ("play.mjs", "player.html", os.path.join("node_modules", "dashjs"),
+                 os.path.join("node_modules", "playwright-core")):
+        if not os.path.exists(os.path.join(d, need)):
+            return f"{os.path.join(d, need)} is missing (make setup-real installs the pinned dash.js and playwright-core)"
+    return None
+
+
+def settings(abr: str, buffer_s: float | None = None, stable_buffer_s: float | None = None) -> dict:
+    if abr not in ABR:
+        raise InputError(None, "--abr", "one of " + ", ".join(ABR), repr(abr))
+    rules = {k: {"active": v} for k, v in ABR[abr].items()}
+    s = {"streaming": {"abr": {"rules": rules},
+                       # static content: no clock synchronization (its default source is a public server)
+                       "utcSynchronization": {"enabled": False}}}
+    buf = {}
+    if buffer_s is not None:
+        buf["bufferTimeAtTopQuality"] = buffer_s
+        buf["bufferTimeAtTopQualityLongForm"] = buffer_s
+    if stable_buffer_s is not None:
+        buf["bufferTimeDefault"] = stable_buffer_s
+    if buf:
+        s["streaming"]["buffer"] = buf
+    return s
+
+
+def play(mpd: str, duration_s: float, abr: str = "dynamic", buffer_s: float | None = None,
+         stable_buffer_s: float | None = None, sample_ms: int = 250, log=None) -> list[dict]:
+    """Play ``mpd`` for at most ``duration_s`` (or to its end); dash.js's events, in order."""
+    why = missing()
+    if why:
+        raise InputError(None, None, message=f"dash.js in Chromium cannot run: {why}")
+    _wait_for_server(mpd)
+    cfg = {"mpd": mpd, "duration_s": duration_s, "settings": settings(abr, buffer_s, stable_buffer_s),
+           "sample_ms": sample_ms, "chromium": find_chromium()}
+    p = subprocess.Popen(["node", os.path.join(browser_dir(), "play.mjs"), json.dumps(cfg)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=browser_dir(), start_new_session=True)
+    events = []
+    try:
+        for line in p.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            events.append(ev)
+            if log and ev.get("ev") in ("startup", "stall_start", "error", "fatal"):
+                log(f"dash.js: {ev['ev']} at {ev.get('t', 0):.2f} s" + (f": {ev.get('error')}" if "error" in ev else ""))
+        p.wait(timeout=30)
+    except BaseException:
+        _stop(p)
+        raise
+    fatal = [e for e in events if e.get("ev") == "fatal"]
+    if fatal or p.returncode not in (0, None):
+        err = fatal[0]["error"] if fatal else (p.stderr.read().strip().splitlines() or ["?"])[-1]
+        raise RuntimeError(f"dash.js in Chromium failed: {err}")
+    return events
+
+
+def _wait_for_server(url: str, timeout_s: float = 15.0) -> None:
+    """Wait until the server's port accepts connections (a server started beside the client, as
+    under `qoelab link --server`, needs a moment); then dash.js's own retries are not spent on it."""
+    import socket
+    from urllib.parse import urlsplit
+    u = urlsplit(url)
+    host, port = u.hostname, u.port or (443 if u.scheme == "https" else 80)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return
+        except OSError as e:
+            if time.monotonic() > deadline:
+                raise InputError(None, "MPD", message=f"{host}:{port} does not accept connections after "
+                                                      f"{timeout_s:g} s: {e.strerror or e}") from None
+            time.sleep(0.1)
+
+
+def _stop(p) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=1.0)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def summarize(events: list[dict], name: str = "dashjs") -> tuple[dict, list[dict]]:
+    """(client summary with the keys of docs/metrics.md that a dash.js session defines, segments
+    rows). Rungs are ranked by bandwidth (0 = lowest), as in the simulator."""
+    ladder = next((e for e in events if e.get("ev") == "ladder"), None)
+    bitrates = sorted(ladder["bitrates"]) if ladder and ladder.get("bitrates") else []
+    rung_of = {b: i for i, b in enumerate(bitrates)}
+    t_load = next((e["t"] for e in events if e.get("ev") == "load"), 0.0)
+    t_start = next((e["t"] for e in events if e.get("ev") == "startup"), None)
+    t_end = max((e.get("t", 0.0) for e in events), default=0.0)
+    rows, samples = [], [(e["t"], e.get("buffer_s")) for e in events if e.get("ev") == "sample"]
+    for e in events:
+        if e.get("ev") not in ("segment", "abandoned") or e.get("type") != "MediaSegment":
+            continue
+        b = e.get("bandwidth")
+        tr, tf, tl = e.get("t_request"), e.get("t_first_byte"), e.get("t_end")
+        dur_req = (tl - tr) if tr is not None and tl is not None else None
+        dur_fb = (tl - tf) if tf is not None and tl is not None else None
+        nbytes = e.get("bytes") or 0
+        before = [v for t, v in samples if tr is not None and t <= tr]
+        rows.append({"client": name, "segment": e.get("index"), "rung": rung_of.get(b, -1),
+                     "bitrate_bps": float(b) if b else float("nan"), "bytes": int(nbytes),
+                     "t_request_s": tr, "t_first_byte_s": tf, "t_last_byte_s": tl,
+                     "tput_request_bps": nbytes * 8 / dur_req if dur_req else float("nan"),
+                     "tput_first_byte_bps": nbytes * 8 / dur_fb if dur_fb else float("nan"),
+                     "buffer_before_s": before[-1] if before else float("nan"),
+                     "buffer_after_s": e.get("buffer_s"), "abandoned": int(e["ev"] == "abandoned")})
+    stalls, open_at = [], None
+    for e in events:
+        if e.get("ev") == "stall_start":
+            open_at = e["t"]
+        elif e.get("ev") == "stall_end" and open_at is not None:
+            stalls.append(e["t"] - open_at)
+            open_at = None
+    if open_at is not None:
+        stalls.append(t_end - open_at)
+    played = [r for r in rows if not r["abandoned"]]
+    rungs = [r["rung"] for r in played]
+    switches = sum(1 for a, b in zip(rungs, rungs[1:]) if a != b)
+    startup = (t_start - t_load) if t_start is not None else None
+    stalled = sum(stalls)
+    session = max(0.0, t_end - t_load)
+    played_s = max(0.0, session - (startup or 0.0) - stalled)
+    n = len(played)
+    summary = {
+        "name": name, "abr": "dashjs", "segments": n, "abandoned": len(rows) - n,
+        "bytes": sum(r["bytes"] for r in rows),
+        "avg_bitrate_bps": sum(r["bitrate_bps"] for r in played) / n if n else None,
+        "quality_level_pct": 100.0 * sum(rungs) / n / len(bitrates) if n and bitrates else None,
+        "startup_s": startup, "rebuffer_s": stalled, "stall_count": len(stalls),
+        "rebuffer_ratio": stalled / (played_s + stalled) if played_s + stalled > 0 else None,
+        "rebuffer_ratio_with_startup": (stalled + (startup or 0.0)) / session if session > 0 else None,
+        "switches": switches, "instability_pct": 100.0 * switches / n if n else None,
+        "errors": [e.get("error") for e in events if e.get("ev") == "error"][:5],
+        "ended": any(e.get("ev") == "ended" for e in events),
+    }
+    return summary, rows
+
+
+def _cmd(args) -> int:
+    from qoelab import outdir
+    if not args.mpd.startswith(("http://", "https://")):
+        raise InputError(None, "MPD", "an http:// URL of a DASH manifest", repr(args.mpd))
+    if not 0 < args.duration <= 86400:
+        raise InputError(None, "--duration", "seconds in (0, 86400]", repr(args.duration))
+    out = outdir.check(args.out, force=args.force)
+    t0 = time.perf_counter()
+    events = play(args.mpd, args.duration, args.abr, args.buffer, args.stable_buffer,
+                  log=lambda m: print(m, file=sys.stderr, flush=True))
+    summary, rows = summarize(events)
+    summary["abr_settings"] = args.abr
+    import pandas as pd
+    with outdir.atomic_dir(out) as tmp:
+        with open(os.path.join(tmp, "events.jsonl"), "w") as f:
+            f.writelines(json.dumps(e) + "\n" for e in events)
+        doc = {"schema": "qoelab.dashjs", "mpd": args.mpd, "duration_s": args.duration,
+               "wall_s": round(time.perf_counter() - t0, 3), "clients": [summary]}
+        with open(os.path.join(tmp, "summary.json"), "w") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+        pd.DataFrame(rows).to_parquet(os.path.join(tmp, "segments.parquet"), index=False)
+    s = summary
+    fmt = (lambda v, f: "n/a" if v is None else f.format(v))
+    print(f"dash.js ({args.abr}): {s['segments']} segments, avg bitrate {fmt(s['avg_bitrate_bps'], '{:,.0f}')} bit/s, "
+          f"startup {fmt(s['startup_s'], '{:.2f}')} s, {s['stall_count']} stalls ({s['rebuffer_s']:.2f} s), "
+          f"{s['switches']} switches{'; errors: ' + '; '.join(s['errors']) if s['errors'] else ''}")
+    print(f"results: {out}/ (summary.json, segments.parquet, events.jsonl)")
+    return 0
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser(
+        "dashjs", help="play a DASH stream with dash.js in headless Chromium; its metrics in qoelab's schema",
+        description="Play MPD (an http:// URL, e.g. `qoelab serve` behind `qoelab link`) with dash.js 5 in headless "
+                    "Chromium for DURATION seconds or to its end, and write DIR/summary.json (the client metrics of "
+                    "docs/metrics.md), DIR/segments.parquet (docs/tables.md) and DIR/events.jsonl (dash.js's "
+                    "events). Needs `make setup-real` (Chromium, node, the pinned dash.js and playwright-core). See "
+                    "docs/realnet.md.")
+    d.add_argument("mpd", metavar="MPD")
+    d.add_argument("--out", required=True, metavar="DIR")
+    d.add_argument("--duration", type=float, default=60.0, help="seconds of playback at most (default 60)")
+    d.add_argument("--abr", default="dynamic", choices=list(ABR), help=f"dash.js ABR rules: {', '.join(ABR)} (default dynamic: dash.js's "
+                                                    "default, throughput and BOLA)")
+    d.add_argument("--buffer", type=float, default=None, metavar="S",
+                   help="buffer target at the top quality (dash.js bufferTimeAtTopQuality; default dash.js's 30)")
+    d.add_argument("--stable-buffer", type=float, default=None, metavar="S",
+                   help="buffer target below the top quality (dash.js bufferTimeDefault; default dash.js's 18)")
+    d.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    d.set_defaults(func=_cmd)
