@@ -80,14 +80,36 @@ def settings(abr: str, buffer_s: float | None = None, stable_buffer_s: float | N
     return s
 
 
+def apply_sets(s: dict, sets: list[str]) -> dict:
+    """``KEY=VALUE`` overrides of dash.js settings (dotted keys under the settings object, JSON values:
+    ``streaming.abr.throughput.useResourceTimingApi=false``)."""
+    for item in sets or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key or any(not p for p in key.split(".")):
+            raise InputError(None, "--set", "KEY=VALUE with a dotted dash.js settings key", repr(item))
+        try:
+            val = json.loads(raw)
+        except ValueError:
+            val = raw
+        node = s
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise InputError(None, "--set", f"{p} to be a settings object", repr(item))
+        node[parts[-1]] = val
+    return s
+
+
 def play(mpd: str, duration_s: float, abr: str = "dynamic", buffer_s: float | None = None,
-         stable_buffer_s: float | None = None, sample_ms: int = 250, log=None) -> list[dict]:
+         stable_buffer_s: float | None = None, sample_ms: int = 250, log=None, sets=None) -> list[dict]:
     """Play ``mpd`` for at most ``duration_s`` (or to its end); dash.js's events, in order."""
     why = missing()
     if why:
         raise InputError(None, None, message=f"dash.js in Chromium cannot run: {why}")
     _wait_for_server(mpd)
-    cfg = {"mpd": mpd, "duration_s": duration_s, "settings": settings(abr, buffer_s, stable_buffer_s),
+    cfg = {"mpd": mpd, "duration_s": duration_s,
+           "settings": apply_sets(settings(abr, buffer_s, stable_buffer_s), sets),
            "sample_ms": sample_ms, "chromium": find_chromium()}
     p = subprocess.Popen(["node", os.path.join(browser_dir(), "play.mjs"), json.dumps(cfg)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=browser_dir(), start_new_session=True)
@@ -211,10 +233,12 @@ def _cmd(args) -> int:
         raise InputError(None, "--duration", "seconds in (0, 86400]", repr(args.duration))
     out = outdir.check(args.out, force=args.force)
     t0 = time.perf_counter()
+    apply_sets({}, args.set)       # refuse a bad --set before starting anything
     events = play(args.mpd, args.duration, args.abr, args.buffer, args.stable_buffer,
-                  log=lambda m: print(m, file=sys.stderr, flush=True))
+                  log=lambda m: print(m, file=sys.stderr, flush=True), sets=args.set)
     summary, rows = summarize(events)
     summary["abr_settings"] = args.abr
+    summary["dashjs_set"] = list(args.set)
     import pandas as pd
     with outdir.atomic_dir(out) as tmp:
         with open(os.path.join(tmp, "events.jsonl"), "w") as f:
@@ -251,5 +275,8 @@ def add_parser(sub) -> None:
                    help="buffer target at the top quality (dash.js bufferTimeAtTopQuality; default dash.js's 30)")
     d.add_argument("--stable-buffer", type=float, default=None, metavar="S",
                    help="buffer target below the top quality (dash.js bufferTimeDefault; default dash.js's 18)")
+    d.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any dash.js setting, dotted, JSON value (repeatable), e.g. "
+                        "streaming.abr.throughput.useResourceTimingApi=false")
     d.add_argument("--force", action="store_true", help="replace DIR if it exists")
     d.set_defaults(func=_cmd)
