@@ -108,3 +108,33 @@ def test_bad_arguments_one_line_exit_2(tmp_path):
     r = qoelab_cli("dashjs", "http://127.0.0.1:9/manifest.mpd", "--abr", "nonesuch", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "--abr" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(_why_no_netns() is not None, reason=f"emulated link skipped: {_why_no_netns()}")
+def test_compare_sim_real(content, tmp_path):
+    """The same 2 Mbit/s session simulated (sans-IO dynamic) and played by dash.js (Resource Timing off)."""
+    sc = tmp_path / "sr.toml"
+    sc.write_text(f"""[scenario]
+name = "sr"
+duration = "30s"
+[topology]
+rate = "2Mbps"
+rtt = "40ms"
+aqm = "fq_codel"
+buffer = "1bdp"
+[[client]]
+name = "dash"
+abr = "dynamic"
+video = "{content}/manifest.mpd"
+""")
+    r = qoelab_cli("compare", "sim-real", str(sc), "--out", str(tmp_path / "o"), "--variants", "no-rt")
+    assert r.returncode == 0, r.stderr[-2000:]
+    table = json.load(open(tmp_path / "o" / "agreement.json"))
+    assert [t["run"] for t in table] == ["simulator", "dash.js (no-rt)"]
+    sim, real = table
+    assert sim["segments"] >= 12 and real["segments"] >= 12
+    # the issue's goal: average bitrate within 15%, stall count within 1
+    assert abs(real["bitrate_vs_sim"]) <= 0.15 and abs(real["stall_count"] - sim["stall_count"]) <= 1, table
+    assert real["goal_met"] is True and "lateness" in real["lateness"]
+    assert "<svg" in (tmp_path / "o" / "report.html").read_text()
+

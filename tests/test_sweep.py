@@ -341,3 +341,14 @@ def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code):
     # nothing half-written: no records (no run finished), no temporary files of live processes
     recs = [f for _, _, fs in os.walk(tmp_path / "o" / "runs") for f in fs]
     assert recs == []
+
+
+def test_sim_real_bad_scenarios_one_line_exit_2(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text('[scenario]\nname = "x"\nduration = "10s"\n[topology]\nrate = "2Mbps"\n[[client]]\nname = "c"\n'
+                  'video = "synthetic:has-testbed"\n')
+    r = qoelab_cli("compare", "sim-real", str(sc), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "client.0.video" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    sc.write_text(sc.read_text() + '[[flow]]\nkind = "bulk"\n')
+    r = qoelab_cli("compare", "sim-real", str(sc), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and ":flow:" in r.stderr

@@ -93,10 +93,12 @@ def add_parser(sub) -> None:
     _jobs = int_at_least(1, "a number")
     c = sub.add_parser(
         "compare", help="the seed systems side by side on one bottleneck: DASH, Sprint, Sprint-x, Chunklets, Minerva",
-        description="Run N video clients on one bottleneck with cross traffic, fetched with each system in turn "
+        description="Without a subcommand: run N video clients on one bottleneck with cross traffic, fetched with "
+                    "each system in turn "
                     "(sequential DASH, Sprint, Sprint-x, Chunklets, Minerva's weighted Cubic), same videos and seeds, "
                     "as a sweep into DIR; write DIR/report.html (each metric per system with 95%% CIs) and print the "
-                    "table. See docs/sweeps.md.")
+                    "table (docs/sweeps.md). `qoelab compare sim-real SCENARIO`: the same video session simulated "
+                    "and played for real by dash.js (docs/realnet.md).")
     c.add_argument("--out", default="results/compare", metavar="DIR", help="sweep directory (default results/compare)")
     c.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated, from {', '.join(SYSTEMS)}")
     c.add_argument("--clients", type=int, default=3, help="video clients (default 3)")
@@ -115,3 +117,7 @@ def add_parser(sub) -> None:
     c.add_argument("--ray", default=None, metavar="ADDRESS", help="run on Ray (see qoelab sweep --help)")
     c.add_argument("--force", action="store_true", help="replace DIR if it holds another sweep")
     c.set_defaults(func=main)
+    csub = c.add_subparsers(dest="compare_cmd", metavar="{sim-real}", required=False,
+                            parser_class=type(c))
+    from qoelab.simreal import add_sim_real
+    add_sim_real(csub)
