@@ -213,6 +213,122 @@ def _write(tmp: str, path: str, p: dict, rows: dict) -> list[dict]:
     return table
 
 
+# ----------------------------------------------------------------------------------------------
+# Network mode: bulk flows simulated and run for real by `qoelab run --real`
+
+#: The issue's matrix: {pfifo, codel, fq_codel, pie} x {reno, cubic, bbr} at 10 and 20 Mbit/s.
+MATRIX_AQMS = ("pfifo", "codel", "fq_codel", "pie")
+MATRIX_CCS = ("reno", "cubic", "bbr")
+MATRIX_RATES = ("10Mbps", "20Mbps")
+
+
+def matrix_scenario(aqm: str, cc: str, rate: str, duration: str = "30s") -> str:
+    """One cell: two bulk flows of ``cc`` (the second starts 5 s later) through a 2-BDP ``aqm``
+    bottleneck at ``rate``, 40 ms RTT. ``reno`` is the simulator's ``newreno`` (the kernel calls its
+    NewReno ``reno``)."""
+    cc = {"reno": "newreno"}.get(cc, cc)
+    return (f"# sim-real matrix cell\n[scenario]\nname = \"m-{aqm}-{cc}-{rate}\"\nduration = \"{duration}\"\n\n"
+            f"[topology]\nrate = \"{rate}\"\nrtt = \"40ms\"\naqm = \"{aqm}\"\nbuffer = \"2bdp\"\n\n"
+            f"[[flow]]\nname = \"a\"\nkind = \"bulk\"\ncc = \"{cc}\"\n\n"
+            f"[[flow]]\nname = \"b\"\nkind = \"bulk\"\ncc = \"{cc}\"\nstart = \"5s\"\n")
+
+
+def network_agreement(sim: dict, real: dict) -> dict:
+    """Goodput shares per flow and the bottleneck's mean queueing delay, simulated vs real, against
+    the goal: every share within 10% (relative) and the mean delay within 20%."""
+    def shares(s):
+        g = {f["name"]: f.get("goodput_bps") or 0.0 for f in s.get("flows", []) if f.get("kind") == "bulk"}
+        tot = sum(g.values())
+        return {k: (v / tot if tot else None) for k, v in g.items()}, g
+    s_sh, s_g = shares(sim)
+    r_sh, r_g = shares(real)
+    flows = []
+    ok = True
+    for k in s_sh:
+        a, b = s_sh[k], r_sh.get(k)
+        dev = (b / a - 1) if a and b is not None else None
+        ok = ok and dev is not None and abs(dev) <= 0.10
+        flows.append({"flow": k, "goodput_sim_bps": s_g[k], "goodput_real_bps": r_g.get(k), "share_sim": a,
+                      "share_real": b, "share_dev": dev})
+    qs = ((sim.get("links") or [{}])[0].get("queue_delay_ms") or {}).get("mean")
+    qr = ((real.get("links") or [{}])[0].get("queue_delay_ms") or {}).get("mean")
+    qdev = (qr / qs - 1) if qs and qr is not None else None
+    q_ok = qdev is not None and abs(qdev) <= 0.20
+    return {"flows": flows, "shares_ok": ok, "qdelay_sim_ms": qs, "qdelay_real_ms": qr, "qdelay_dev": qdev,
+            "qdelay_ok": q_ok, "util_sim": (sim.get("links") or [{}])[0].get("utilization"),
+            "util_real": (real.get("links") or [{}])[0].get("utilization")}
+
+
+def run_real_scenario(path: str, out: str, timeout_s: float) -> tuple[dict, dict]:
+    """`qoelab run --real` of a scenario: its summary and perf (timing quality)."""
+    r = subprocess.run([sys.executable, "-m", "qoelab.cli", "run", "--real", path, "--out", out, "--force"],
+                       capture_output=True, text=True, timeout=timeout_s)
+    if r.returncode != 0:
+        raise RuntimeError(f"qoelab run --real {os.path.basename(path)}: "
+                           f"{(r.stderr.strip().splitlines() or ['failed'])[-1]}")
+    summary = json.load(open(os.path.join(out, "summary.json")))
+    perf = {}
+    if os.path.exists(os.path.join(out, "perf.json")):
+        perf = json.load(open(os.path.join(out, "perf.json")))
+    return summary, perf
+
+
+def network_matrix(out: str, aqms=MATRIX_AQMS, ccs=MATRIX_CCS, rates=MATRIX_RATES, duration: str = "30s",
+                   force: bool = False, log=None) -> list[dict]:
+    """Every cell simulated and run for real; DIR/report.html, DIR/matrix.json."""
+    from qoelab import outdir, results
+    log = log or (lambda m: None)
+    if os.geteuid() != 0 or not os.path.exists("/dev/net/tun"):
+        raise InputError(None, None, message="sim-real --matrix cannot run here: needs root and /dev/net/tun")
+    out = outdir.check(out, force=force)
+    cells = []
+    with tempfile.TemporaryDirectory(prefix="qoelab-simreal-") as tmp:
+        n = len(aqms) * len(ccs) * len(rates)
+        for aqm in aqms:
+            for cc in ccs:
+                for rate in rates:
+                    path = os.path.join(tmp, f"{aqm}-{cc}-{rate}.toml")
+                    with open(path, "w") as f:
+                        f.write(matrix_scenario(aqm, cc, rate, duration))
+                    log(f"sim-real matrix: {len(cells) + 1}/{n} {aqm} {cc} {rate}")
+                    sim = results.run(path).summary
+                    real, perf = run_real_scenario(path, os.path.join(tmp, "real"), 300)
+                    a = network_agreement(sim, real)
+                    a.update({"aqm": aqm, "cc": cc, "rate": rate, "timing": perf.get("timing") or perf})
+                    cells.append(a)
+        with outdir.atomic_dir(out) as t:
+            with open(os.path.join(t, "matrix.json"), "w") as f:
+                json.dump(cells, f, indent=2, default=str)
+                f.write("\n")
+            _write_matrix(t, cells, duration)
+    return cells
+
+
+def _write_matrix(tmp: str, cells: list[dict], duration: str) -> None:
+    f = (lambda v, fmt: "n/a" if v is None else fmt.format(v))
+    trs = []
+    for c in cells:
+        sh = "; ".join(f"{x['flow']} {f(x['share_sim'], '{:.3f}')}/{f(x['share_real'], '{:.3f}')}" for x in c["flows"])
+        trs.append(f"<tr><td>{c['aqm']}</td><td>{c['cc']}</td><td>{c['rate']}</td><td>{html.escape(sh)}</td>"
+                   f"<td>{'met' if c['shares_ok'] else '<b>not met</b>'}</td>"
+                   f"<td>{f(c['qdelay_sim_ms'], '{:.1f}')} / {f(c['qdelay_real_ms'], '{:.1f}')} "
+                   f"({f(c['qdelay_dev'], '{:+.0%}')})</td><td>{'met' if c['qdelay_ok'] else '<b>not met</b>'}</td>"
+                   f"<td>{f(c['util_sim'], '{:.3f}')} / {f(c['util_real'], '{:.3f}')}</td>"
+                   f"<td>{html.escape(json.dumps(c.get('timing'))[:160])}</td></tr>")
+    met = sum(1 for c in cells if c["shares_ok"] and c["qdelay_ok"])
+    page = ("<!doctype html><html><head><meta charset='utf-8'><title>sim vs real: network matrix</title><style>"
+            "body{font-family:system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px}"
+            "td,th{border:1px solid #ccc;padding:3px 7px}</style></head><body><h1>Simulated vs real: the network "
+            f"matrix</h1><p>Two bulk flows of each congestion controller (the second from 5 s), 40 ms RTT, a 2-BDP "
+            f"buffer, {html.escape(duration)}; the simulator's TCP vs the Linux kernel's behind qoelab's emulator "
+            "(the same link and AQM code). Goal (issue 10): goodput shares within 10% and the mean queueing delay "
+            f"within 20%. {met} of {len(cells)} cells meet both.</p><table><tr><th>AQM</th><th>CC</th><th>rate</th>"
+            "<th>goodput share sim / real</th><th>shares</th><th>mean queue delay sim / real (ms)</th><th>delay</th>"
+            "<th>utilization sim / real</th><th>timing quality</th></tr>" + "".join(trs) + "</table></body></html>\n")
+    with open(os.path.join(tmp, "report.html"), "w") as fh:
+        fh.write(page)
+
+
 def add_sim_real(csub) -> None:
     s = csub.add_parser(
         "sim-real", help="one video session simulated and played for real by dash.js behind the emulator",
@@ -221,13 +337,25 @@ def add_sim_real(csub) -> None:
                     "once per dash.js settings variant; write DIR/report.html (agreement table, per-segment "
                     "bitrate and buffer), agreement.json and the segments of each run. Linux, root, make "
                     "setup-real. See docs/realnet.md.")
-    s.add_argument("scenario", metavar="SCENARIO")
+    s.add_argument("scenario", metavar="SCENARIO", nargs="?", default=None)
+    s.add_argument("--matrix", action="store_true",
+                   help="instead of SCENARIO: the network matrix {pfifo, codel, fq_codel, pie} x {reno, cubic, bbr} x "
+                        "{10, 20} Mbit/s, two bulk flows each, simulated and run for real (qoelab run --real)")
+    s.add_argument("--duration", default="30s", help="matrix cells' length (default 30s)")
     s.add_argument("--out", dest="sr_out", default="results/sim-real", metavar="DIR")
     s.add_argument("--variants", default="default,no-rt",
                    help=f"dash.js settings variants, comma-separated from {', '.join(VARIANTS)}")
     s.add_argument("--force", dest="sr_force", action="store_true", help="replace DIR if it exists")
 
     def run(args) -> int:
+        log = (lambda m: print(m, file=sys.stderr, flush=True))
+        if args.matrix:
+            cells = network_matrix(args.sr_out, duration=args.duration, force=args.sr_force, log=log)
+            print(f"{sum(1 for c in cells if c['shares_ok'] and c['qdelay_ok'])} of {len(cells)} cells meet the goal; "
+                  f"report: {os.path.join(os.path.abspath(args.sr_out), 'report.html')}")
+            return 0
+        if args.scenario is None:
+            raise InputError(None, "SCENARIO", "a scenario file (or --matrix)", "nothing")
         path = compare(args.scenario, args.sr_out, [v.strip() for v in args.variants.split(",") if v.strip()],
                        force=args.sr_force, log=lambda m: print(m, file=sys.stderr, flush=True))
         print(f"report: {path}")
