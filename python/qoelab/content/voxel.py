@@ -1,0 +1,217 @@
+"""VOXEL's frame importance and extended manifest (Palmer's dissertation, ch. 5 and §6.1; the model is
+restated in ../shared/reference/claims/voxel.md §1-2). Pure functions, no media: the content pipeline
+feeds them a segment's frame graph and per-prefix SSIM curve.
+
+* :func:`chained_weights` — Algorithm 1 (§5.1.3): weight(f) = WALK(f, +inf) over the reference DAG,
+  with both readings of its cap (``"branch"``: each successor's cap is min(inherited, edge), as the
+  prose says; ``"literal"``: the printed pseudo-code, where a small edge also caps the siblings after
+  it), memoised on (node, cap).
+* :func:`summed_weights` — order ③: the number of macroblocks, in all frames, that reference f.
+* :func:`candidate_orders` — the four drop orders ①-④ (the tail is dropped first; the I-frame is always
+  first; ties keep the original order).
+* :func:`ssim_levels` — the ``ssims`` entries of one (segment, rung): one per distinct 3-decimal SSIM
+  value from the bound up, with the smallest prefix (k frames, n unreliable bytes) that reaches it.
+* :func:`voxel_attributes` / :func:`parse_voxel_attributes` — the ``SegmentURL`` attributes of
+  Listing 6.1 (``reliable``, ``unreliable``, ``reliableSize``, ``ssims``), written and read back with
+  their consistency checks (``n`` counts unreliable bytes only: n + reliableSize = the segment when
+  every frame is kept).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from qoelab.errors import InputError
+
+#: THRESHOLD of Algorithm 1: 1% of the frame's macroblocks (324 at 4K, ~81 at 1080p, ~9 at 360p).
+THRESHOLD_FRACTION = 0.01
+
+
+def threshold_mbs(width: int, height: int) -> int:
+    """Algorithm 1's THRESHOLD: 1% of the macroblocks of a frame (16x16, coded height rounded up)."""
+    mbs = math.ceil(width / 16) * math.ceil(height / 16)
+    return max(1, round(THRESHOLD_FRACTION * mbs))
+
+
+def _successors(edges: dict) -> dict:
+    succ: dict = {}
+    for (x, y), w in edges.items():
+        if w < 0:
+            raise ValueError(f"edge {x}->{y}: a negative macroblock count ({w})")
+        if x == y:
+            raise ValueError(f"edge {x}->{y}: a frame cannot reference itself")
+        succ.setdefault(x, []).append((y, w))
+    return succ
+
+
+def chained_weights(frames: list, edges: dict, threshold: float, variant: str = "branch") -> dict:
+    """Algorithm 1's weight of every frame. ``edges[(x, y)]`` = the number of y's macroblocks that
+    reference x (y references x); successors are visited in the order of ``frames`` (the literal
+    variant depends on it). Raises ValueError on a cycle (references form a DAG)."""
+    if variant not in ("branch", "literal"):
+        raise ValueError(f"variant: expected 'branch' or 'literal', found {variant!r}")
+    succ = _successors(edges)
+    pos = {f: i for i, f in enumerate(frames)}
+    for x in succ:
+        succ[x].sort(key=lambda e: pos.get(e[0], len(pos)))
+    memo: dict = {}
+    active: set = set()
+
+    def walk(node, cap):
+        key = (node, cap)
+        if key in memo:
+            return memo[key]
+        if node in active:
+            raise ValueError(f"the reference graph has a cycle through frame {node}")
+        active.add(node)
+        w = 0.0
+        c = cap
+        for suc, ew in succ.get(node, ()):
+            if variant == "branch":
+                c = min(cap, ew)
+            elif ew < c:
+                c = ew
+            w += c                                    # line 8: always counted
+            if c < threshold:                         # line 10: do not descend
+                continue
+            w += walk(suc, c)                         # line 13
+        active.discard(node)
+        memo[key] = w
+        return w
+    return {f: walk(f, math.inf) for f in frames}
+
+
+def summed_weights(frames: list, edges: dict) -> dict:
+    """Order ③'s weight: the total number of macroblocks that reference each frame."""
+    out = {f: 0 for f in frames}
+    for (x, _y), w in edges.items():
+        out[x] = out.get(x, 0) + w
+    return out
+
+
+def candidate_orders(frames: list, edges: dict, threshold: float, i_frame=None, variant: str = "branch") -> dict:
+    """The four drop orders of ch. 5 (most important first; the tail is dropped first):
+    ``original`` (decode order), ``grouped`` (frames nobody references moved to the end),
+    ``summed`` (order ③), ``chained`` (order ④, Algorithm 1). The I-frame (default: the first frame) is
+    always first; ties keep the original order."""
+    i_frame = frames[0] if i_frame is None else i_frame
+    rest = [f for f in frames if f != i_frame]
+    referenced = {x for (x, _y), w in edges.items() if w > 0}
+    summed = summed_weights(frames, edges)
+    chained = chained_weights(frames, edges, threshold, variant)
+    pos = {f: i for i, f in enumerate(frames)}
+    return {
+        "original": [i_frame] + rest,
+        "grouped": [i_frame] + [f for f in rest if f in referenced] + [f for f in rest if f not in referenced],
+        "summed": [i_frame] + sorted(rest, key=lambda f: (-summed[f], pos[f])),
+        "chained": [i_frame] + sorted(rest, key=lambda f: (-chained[f], pos[f])),
+    }
+
+
+def ssim_levels(curve: list, bound: float, decimals: int = 3) -> list[tuple]:
+    """The ``ssims`` entries of one (segment, rung) from its prefix curve ``[(k, n, ssim), ...]`` (k
+    droppable frames kept in the chosen order, n their bytes, the decoded segment's SSIM; k = 0 is the
+    I-frame alone): one entry (q, k, n) per distinct ``decimals``-rounded SSIM q >= ``bound``, with
+    the smallest prefix that reaches it, ascending. Levels a smaller prefix already exceeds are
+    dropped, so entries grow in q, k and n together."""
+    best: dict = {}
+    for k, n, s in sorted(curve):
+        q = round(s, decimals)
+        if q + 1e-12 < bound:
+            continue
+        if q not in best:
+            best[q] = (q, k, n)
+    out = []
+    for q in sorted(best):
+        e = best[q]
+        while out and (out[-1][1] >= e[1] or out[-1][2] >= e[2]):
+            out.pop()                                 # a higher level with a smaller or equal prefix wins
+        out.append(e)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# The extended manifest (Listing 6.1)
+
+def _ranges(rs) -> str:
+    return ",".join(f"{a}-{b}" for a, b in rs)
+
+
+def voxel_attributes(media: tuple, reliable: list, unreliable: list, ssims: list) -> dict:
+    """The extended ``SegmentURL`` attributes of one segment: ``mediaRange`` (inclusive byte range),
+    ``reliable`` and ``unreliable`` ranges (absolute in the rung's file; unreliable in importance
+    order), ``reliableSize`` and ``ssims="q:k:n,..."``. Checks that the ranges lie in the segment, do
+    not overlap, cover it exactly, and that each entry's n is the bytes of its first k unreliable
+    ranges."""
+    a, b = media
+    allr = sorted(list(reliable) + list(unreliable))
+    at = a
+    for x, y in allr:
+        if x != at or y < x:
+            raise ValueError(f"ranges must tile mediaRange {a}-{b} without gaps or overlaps (at byte {at}: {x}-{y})")
+        at = y + 1
+    if at != b + 1:
+        raise ValueError(f"ranges end at byte {at - 1}, mediaRange at {b}")
+    sizes = [y - x + 1 for x, y in unreliable]
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + s)
+    for q, k, n in ssims:
+        if not 0 <= k <= len(unreliable) or prefix[k] != n:
+            raise ValueError(f"ssims entry {q}:{k}:{n}: the first {k} unreliable ranges hold "
+                             f"{prefix[k] if 0 <= k <= len(unreliable) else '?'} bytes")
+    return {"mediaRange": f"{a}-{b}", "reliable": _ranges(reliable), "unreliable": _ranges(unreliable),
+            "reliableSize": str(sum(y - x + 1 for x, y in reliable)),
+            "ssims": ",".join(f"{_q(q)}:{k}:{n}" for q, k, n in ssims)}
+
+
+def _q(q: float) -> str:
+    s = f"{q:.3f}".rstrip("0")
+    return s + "0" if s.endswith(".") else s
+
+
+_RANGE = re.compile(r"^(\d+)-(\d+)$")
+
+
+def _parse_ranges(text: str, where: str) -> list:
+    out = []
+    for part in [p for p in text.split(",") if p.strip()]:
+        m = _RANGE.match(part.strip())
+        if not m or int(m.group(2)) < int(m.group(1)):
+            raise InputError(None, where, "byte ranges a-b,c-d,... with a <= b", repr(part))
+        out.append((int(m.group(1)), int(m.group(2))))
+    return out
+
+
+def parse_voxel_attributes(attrs: dict, where: str = "SegmentURL") -> dict:
+    """Read the attributes back: ``{"media": (a, b), "reliable": [...], "unreliable": [...],
+    "reliable_size": int, "ssims": [(q, k, n), ...]}``, checked as :func:`voxel_attributes` writes
+    them (one line naming the attribute otherwise)."""
+    media = _parse_ranges(attrs.get("mediaRange", ""), f"{where}@mediaRange")
+    if len(media) != 1:
+        raise InputError(None, f"{where}@mediaRange", "one byte range", repr(attrs.get("mediaRange")))
+    rel = _parse_ranges(attrs.get("reliable", ""), f"{where}@reliable")
+    unr = _parse_ranges(attrs.get("unreliable", ""), f"{where}@unreliable")
+    try:
+        rsize = int(attrs.get("reliableSize", ""))
+    except ValueError:
+        raise InputError(None, f"{where}@reliableSize", "an integer", repr(attrs.get("reliableSize"))) from None
+    ssims = []
+    for part in [p for p in attrs.get("ssims", "").split(",") if p.strip()]:
+        bits = part.split(":")
+        try:
+            q, k, n = float(bits[0]), int(bits[1]), int(bits[2])
+            if len(bits) != 3:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise InputError(None, f"{where}@ssims", "entries q:k:n", repr(part)) from None
+        ssims.append((q, k, n))
+    if rsize != sum(y - x + 1 for x, y in rel):
+        raise InputError(None, f"{where}@reliableSize", f"{sum(y - x + 1 for x, y in rel)} (the reliable ranges' "
+                                                        "bytes)", str(rsize))
+    try:
+        voxel_attributes(media[0], rel, unr, ssims)
+    except ValueError as e:
+        raise InputError(None, where, message=str(e)) from None
+    return {"media": media[0], "reliable": rel, "unreliable": unr, "reliable_size": rsize, "ssims": ssims}

@@ -1,0 +1,116 @@
+"""VOXEL frame importance (Algorithm 1, the four orders), SSIM levels and the extended manifest
+attributes, on the dissertation's worked numbers (claims file voxel.md §1.3, §2; claim V11)."""
+
+import pytest
+
+from qoelab.content import voxel
+from qoelab.errors import InputError
+
+# Figs. 5.7/5.8: frame 2 references frame 1 with 9 MBs; frames 3, 4, 5 reference frame 2 with 30, 45, 8
+FRAMES = [1, 2, 3, 4, 5]
+EDGES = {(1, 2): 9, (2, 3): 30, (2, 4): 45, (2, 5): 8}
+
+
+@pytest.mark.parametrize("variant", ["branch", "literal"])
+def test_algorithm_1_worked_example(variant):
+    w = voxel.chained_weights(FRAMES, EDGES, threshold=1, variant=variant)
+    assert w[1] == 35                                      # both readings of the cap (V11)
+    assert w[2] == {"branch": 83, "literal": 68}[variant]  # branch-local = frame 2's direct references
+    assert w[3] == w[4] == w[5] == 0
+
+
+def test_threshold_stops_the_descent_but_small_edges_still_count():
+    # at 4K the threshold is 324 MBs: the 9-MB edge is counted, the walk does not go below it
+    assert voxel.threshold_mbs(3840, 2160) == 324
+    assert voxel.threshold_mbs(1920, 1080) == 82           # 120 x 68 MBs (1088 coded lines)
+    w = voxel.chained_weights(FRAMES, EDGES, threshold=324)
+    assert w[1] == 9 and w[2] == 83                        # 30, 45, 8 are all below 324: counted, not descended
+    w = voxel.chained_weights(FRAMES, EDGES, threshold=20)  # 9 < 20: stop at frame 2
+    assert w[1] == 9 and w[2] == 83
+
+
+def test_cycles_and_bad_edges_are_refused():
+    with pytest.raises(ValueError, match="cycle"):
+        voxel.chained_weights([1, 2], {(1, 2): 5, (2, 1): 5}, threshold=1)
+    with pytest.raises(ValueError, match="negative"):
+        voxel.chained_weights([1, 2], {(1, 2): -1}, threshold=1)
+
+
+def test_a_dense_pyramid_is_fast_with_memoisation():
+    # 96 frames, every frame referenced by the next 4 (a dense DAG): unmemoised, the walk is exponential
+    frames = list(range(96))
+    edges = {(i, j): 100 + (i * 7 + j) % 50 for i in frames for j in range(i + 1, min(96, i + 5))}
+    w = voxel.chained_weights(frames, edges, threshold=1)
+    assert w[95] == 0 and w[0] > w[90] > 0
+
+
+def test_candidate_orders():
+    # frame 1 = I; 3, 4, 5 are unreferenced (weight 0): ties keep the original order
+    o = voxel.candidate_orders(FRAMES, EDGES, threshold=1)
+    assert o["original"] == [1, 2, 3, 4, 5]
+    assert o["grouped"] == [1, 2, 3, 4, 5]
+    assert o["summed"] == [1, 2, 3, 4, 5] and o["chained"] == [1, 2, 3, 4, 5]
+    # an IBBP-like segment: P frames (2, 5) referenced, B frames (3, 4) not; frame 5 referenced most
+    edges = {(1, 2): 300, (2, 3): 200, (5, 3): 150, (2, 4): 100, (5, 4): 250, (2, 5): 400, (5, 6): 380}
+    o = voxel.candidate_orders([1, 2, 3, 4, 5, 6], edges, threshold=10)
+    assert o["grouped"] == [1, 2, 5, 3, 4, 6]
+    # summed: frame 5 has 780 referencing MBs, frame 2 700; chained: frame 2 also carries frame 5's subtree
+    assert o["summed"][:3] == [1, 5, 2] and o["chained"][:3] == [1, 2, 5]
+    w = voxel.chained_weights([1, 2, 3, 4, 5, 6], edges, threshold=10)
+    assert w[5] == 780 and w[2] == 200 + 100 + 400 + 780
+    assert set(o["chained"][3:]) == {3, 4, 6}
+
+
+def test_ssim_levels_keep_the_smallest_prefix_per_level():
+    # (k kept droppable frames, n unreliable bytes, SSIM of the decoded segment)
+    curve = [(0, 0, 0.80), (1, 100, 0.9871), (2, 180, 0.9879), (3, 260, 0.9904), (4, 300, 0.9903),
+             (5, 400, 1.0)]
+    lv = voxel.ssim_levels(curve, bound=0.988)
+    assert lv == [(0.988, 2, 180), (0.99, 3, 260), (1.0, 5, 400)]
+    # the prefix of 4 frames reaches 0.990 too but 3 frames already do; entries rise in q, k and n
+    assert all(a[0] < b[0] and a[1] < b[1] and a[2] < b[2] for a, b in zip(lv, lv[1:]))
+
+
+def _listing_6_1():
+    """A segment with Listing 6.1's numbers: mediaRange 367,500,239-374,182,132; reliable 1,371,846 B
+    (the I-frame, 95 frame headers, the last a 15-B range); 95 unreliable frames of 5,310,048 B."""
+    a, b = 367_500_239, 374_182_132
+    i_frame = 1_371_846 - 95 * 15
+    reliable, unreliable = [(a, a + i_frame - 1)], []
+    at = a + i_frame
+    payload = [5_310_048 // 95] * 95
+    payload[0] += 5_310_048 - sum(payload)
+    for p in payload:
+        reliable.append((at, at + 14))
+        unreliable.append((at + 15, at + 15 + p - 1))
+        at += 15 + p
+    assert at == b + 1
+    return (a, b), reliable, unreliable, payload
+
+
+def test_listing_6_1_numbers_round_trip():
+    media, rel, unr, payload = _listing_6_1()
+    k49 = sum(payload[:49])
+    ssims = [(0.988, 49, k49), (1.0, 95, 5_310_048)]
+    attrs = voxel.voxel_attributes(media, rel, unr, ssims)
+    assert attrs["mediaRange"] == "367500239-374182132"
+    assert attrs["reliableSize"] == "1371846"
+    assert attrs["ssims"].endswith("1.0:95:5310048")
+    assert int(attrs["reliableSize"]) + 5_310_048 == 374_182_132 - 367_500_239 + 1 == 6_681_894
+    back = voxel.parse_voxel_attributes(attrs)
+    assert back["reliable"] == rel and back["unreliable"] == unr and back["ssims"] == ssims
+    assert rel[-1][1] - rel[-1][0] + 1 == 15
+
+
+def test_inconsistent_attributes_are_one_line_errors():
+    media, rel, unr, payload = _listing_6_1()
+    attrs = voxel.voxel_attributes(media, rel, unr, [(1.0, 95, 5_310_048)])
+    bad = dict(attrs, ssims="1.0:95:5310047")
+    with pytest.raises(InputError, match="first 95 unreliable ranges hold 5310048"):
+        voxel.parse_voxel_attributes(bad)
+    with pytest.raises(InputError, match="reliableSize"):
+        voxel.parse_voxel_attributes(dict(attrs, reliableSize="7"))
+    with pytest.raises(InputError, match="@unreliable"):
+        voxel.parse_voxel_attributes(dict(attrs, unreliable="5-3"))
+    with pytest.raises(ValueError, match="tile"):
+        voxel.voxel_attributes(media, rel[:-1], unr, [])
