@@ -114,3 +114,69 @@ def test_inconsistent_attributes_are_one_line_errors():
         voxel.parse_voxel_attributes(dict(attrs, unreliable="5-3"))
     with pytest.raises(ValueError, match="tile"):
         voxel.voxel_attributes(media, rel[:-1], unr, [])
+
+
+@pytest.fixture(scope="module")
+def bframes_mp4(tmp_path_factory):
+    import subprocess
+    import imageio_ffmpeg
+    out = tmp_path_factory.mktemp("vx") / "b.mp4"
+    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc2=size=320x180:rate=24", "-t", "1", "-c:v", "libx264", "-preset", "veryfast",
+                    "-x264-params", "bframes=2:b-pyramid=0:b-adapt=0:ref=1:keyint=24:min-keyint=24:scenecut=0",
+                    "-pix_fmt", "yuv420p", str(out)], check=True)
+    return str(out)
+
+
+def test_frame_graph_read_from_the_decoder(bframes_mp4):
+    g = voxel.frame_graph(bframes_mp4)
+    fr = g["frames"]
+    types = "".join(f["type"] for f in sorted(fr, key=lambda f: f["display"]))
+    assert len(fr) == 24 and types[0] == "I" and "B" in types and "P" in types
+    # with two B frames between anchors in display order: I B B P B B P ...
+    assert types[:7] == "IBBPBBP", types
+    referenced = {x for (x, _y) in g["edges"]}
+    by_id = {f["id"]: f for f in fr}
+    assert all(by_id[x]["type"] in ("I", "P") for x in referenced), "B frames are never referenced here"
+    # every P frame after the first references the anchor before it, every B both neighbouring anchors
+    for f in fr:
+        ins = [x for (x, y) in g["edges"] if y == f["id"]]
+        if f["type"] == "P":
+            assert len(ins) == 1 and by_id[ins[0]]["display"] < f["display"]
+        if f["type"] == "B":
+            assert ins and all(by_id[x]["type"] in ("I", "P") for x in ins)
+    assert sum(f["bytes"] for f in fr) > 0 and max(g["edges"].values()) <= (320 // 16) * (192 // 16)
+    # orders: the chained order puts the anchors first, earliest (longest chain) first; B frames last
+    ids = [f["id"] for f in fr]
+    i_frame = next(f["id"] for f in fr if f["type"] == "I")
+    o = voxel.candidate_orders(ids, g["edges"], voxel.threshold_mbs(320, 180), i_frame=i_frame)
+    anchors = [f for f in fr if f["type"] in ("I", "P")]
+    head = o["chained"][:len(anchors)]
+    assert [by_id[x]["type"] for x in head].count("B") == 0
+    assert [by_id[x]["display"] for x in head[1:]] == sorted(by_id[x]["display"] for x in head[1:])
+    assert o["grouped"][-1] in {f["id"] for f in fr if f["type"] == "B"}
+
+
+def test_prefix_curves_by_decoding_with_drops(bframes_mp4):
+    """Dropping frames for real: the whole segment decodes to itself (SSIM 1); dropping B frames (never
+    referenced) costs less SSIM per byte than dropping the anchors they and later frames depend on."""
+    g = voxel.frame_graph(bframes_mp4)
+    fr = g["frames"]
+    ref = voxel.decode_with_drops(bframes_mp4)
+    assert len(ref) == 24 and voxel.ssim_y(ref[0], ref[0]) == pytest.approx(1.0)
+    ids = [f["id"] for f in fr]
+    i_frame = next(f["id"] for f in fr if f["type"] == "I")
+    orders = voxel.candidate_orders(ids, g["edges"], voxel.threshold_mbs(320, 180), i_frame=i_frame)
+    grouped = voxel.prefix_curve(bframes_mp4, orders["grouped"], fr, ref)
+    original = voxel.prefix_curve(bframes_mp4, orders["original"], fr, ref)
+    assert grouped[-1][2] == pytest.approx(1.0, abs=1e-9) and original[-1][2] == pytest.approx(1.0, abs=1e-9)
+    assert grouped[0][1] == 0 and grouped[-1][1] == sum(f["bytes"] for f in fr if f["id"] != i_frame)
+    # keeping every anchor and no B frame (grouped order) beats keeping the same number of frames in
+    # decode order (which loses later anchors and freezes the tail)
+    n_anchors = sum(1 for f in fr if f["type"] == "P")
+    assert grouped[n_anchors][2] > original[n_anchors][2]
+    # SSIM rises (weakly) as frames are added in the grouped order once the anchors are in
+    tail = [s for _, _, s in grouped[n_anchors:]]
+    assert tail[-1] >= tail[0]
+    lv = voxel.ssim_levels(grouped, bound=0.9)
+    assert lv[-1][0] == 1.0 and all(a[2] < b[2] for a, b in zip(lv, lv[1:]))

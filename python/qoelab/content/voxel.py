@@ -132,6 +132,170 @@ def ssim_levels(curve: list, bound: float, decimals: int = 3) -> list[tuple]:
 
 
 # ----------------------------------------------------------------------------------------------
+# The frame graph, read from the decoder
+
+_TYPES = {1: "I", 2: "P", 3: "B"}
+
+
+def frame_graph(path: str, max_frames: int | None = None) -> dict:
+    """A video file's frames and reference graph, read from the decoder (FFmpeg's exported motion
+    vectors, ``flags2 +export_mvs``): ``frames`` in decode order (``id`` = decode index, ``pts``,
+    ``type`` I/P/B, ``bytes`` of its packet, ``display`` index), ``edges[(x, y)]`` = how many of frame
+    y's macroblocks reference frame x, as 16x16-macroblock equivalents of the predicted blocks' areas
+    (a bi-predicted block counts for both of its references), and the frame size. A motion vector's
+    ``source`` (-1 past, +1 future) names the nearest I/P frame before or after y in display order:
+    exact for encodes with one reference frame and no B-pyramid (the content pipeline's VOXEL encodes),
+    an approximation otherwise (then a reference further back is attributed to the nearest one)."""
+    import av
+    c = av.open(path)
+    try:
+        st = c.streams.video[0]
+        st.codec_context.options = {"flags2": "+export_mvs"}
+        pkts, decoded = [], []
+        for pkt in c.demux(st):
+            if pkt.size:
+                pkts.append((pkt.pts, pkt.size))
+            for fr in pkt.decode():
+                decoded.append(_frame_info(fr))
+            if max_frames is not None and len(pkts) >= max_frames and len(decoded) >= max_frames:
+                break
+        w, h = st.codec_context.width, st.codec_context.height
+    finally:
+        c.close()
+    by_pts = {d["pts"]: d for d in decoded}
+    pkts = [(pts, size) for pts, size in pkts if pts in by_pts]
+    if max_frames is not None:
+        pkts = pkts[:max_frames]
+    keep = {pts for pts, _ in pkts}
+    display = sorted(keep)
+    disp_idx = {pts: i for i, pts in enumerate(display)}
+    frames = [{"id": i, "pts": pts, "type": by_pts[pts]["type"], "bytes": size, "display": disp_idx[pts]}
+              for i, (pts, size) in enumerate(pkts)]
+    id_of = {f["pts"]: f["id"] for f in frames}
+    anchors = [pts for pts in display if by_pts[pts]["type"] in ("I", "P")]
+    edges: dict = {}
+    for pts in display:
+        d = by_pts[pts]
+        prev = next((a for a in reversed(anchors) if a < pts), None)
+        nxt = next((a for a in anchors if a > pts), None)
+        for src, area in d["areas"].items():
+            ref = prev if src < 0 else nxt
+            if ref is None or ref not in id_of:
+                continue
+            e = (id_of[ref], id_of[pts])
+            edges[e] = edges.get(e, 0) + area
+    edges = {k: round(v / 256) for k, v in edges.items() if round(v / 256) > 0}
+    return {"frames": frames, "edges": edges, "width": w, "height": h}
+
+
+def _frame_info(fr) -> dict:
+    areas: dict = {}
+    mv = fr.side_data.get("MOTION_VECTORS") if hasattr(fr.side_data, "get") else None
+    if mv is not None:
+        arr = mv.to_ndarray()
+        for src in (-1, 1):
+            sel = arr[arr["source"] == src]
+            if len(sel):
+                areas[src] = int((sel["w"].astype("int64") * sel["h"].astype("int64")).sum())
+    t = int(fr.pict_type) if not isinstance(fr.pict_type, str) else {"I": 1, "P": 2, "B": 3}.get(fr.pict_type, 0)
+    return {"pts": fr.pts, "type": _TYPES.get(t, "?"), "areas": areas}
+
+
+# ----------------------------------------------------------------------------------------------
+# Decoding with frames dropped, and the prefix curve
+
+def decode_with_drops(path: str, keep: set | None = None) -> list:
+    """The luma planes of a file's frames in display order, decoded with only the frames whose decode
+    index is in ``keep`` (None: all). A frame that is not decoded (dropped, or lost to a dropped
+    reference) is replaced by the previous one shown (frame freeze, as a player repeats the last
+    frame); frames that reference a dropped frame are decoded from whatever the decoder holds (its
+    own concealment), so errors propagate as in a real player."""
+    import av
+    c = av.open(path)
+    try:
+        st = c.streams.video[0]
+        order = []
+        shown: dict = {}
+        dec = av.CodecContext.create(st.codec_context.name, "r")
+        dec.extradata = st.codec_context.extradata
+        i = 0
+        for pkt in c.demux(st):
+            if not pkt.size:
+                continue
+            order.append(pkt.pts)
+            if keep is None or i in keep:
+                try:
+                    for fr in dec.decode(pkt):
+                        shown[fr.pts] = fr.to_ndarray(format="gray")
+                except av.error.InvalidDataError:
+                    pass
+            i += 1
+        try:
+            for fr in dec.decode(None):
+                shown[fr.pts] = fr.to_ndarray(format="gray")
+        except (av.error.EOFError, av.error.InvalidDataError):
+            pass
+    finally:
+        c.close()
+    out, last = [], None
+    for pts in sorted(order):
+        if pts in shown:
+            last = shown[pts]
+        out.append(last)
+    first = next((x for x in out if x is not None), None)
+    return [x if x is not None else first for x in out]
+
+
+def ssim_y(a, b) -> float:
+    """SSIM of two luma planes: 8x8 windows every 4 pixels, C1 = (0.01 x 255)^2, C2 = (0.03 x 255)^2,
+    averaged (the windowing of FFmpeg's ``ssim`` filter)."""
+    import numpy as np
+    if a is None or b is None:
+        return 0.0
+    x = a.astype("float64")
+    y = b.astype("float64")
+
+    def box(z):
+        c = np.pad(z, ((1, 0), (1, 0))).cumsum(0).cumsum(1)
+        s = c[8:, 8:] - c[:-8, 8:] - c[8:, :-8] + c[:-8, :-8]
+        return s[::4, ::4] / 64.0
+    mx, my = box(x), box(y)
+    vx = box(x * x) - mx * mx
+    vy = box(y * y) - my * my
+    cxy = box(x * y) - mx * my
+    c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
+    m = ((2 * mx * my + c1) * (2 * cxy + c2)) / ((mx * mx + my * my + c1) * (vx + vy + c2))
+    return float(m.mean())
+
+
+def prefix_curve(path: str, order: list, frames: list, reference: list) -> list[tuple]:
+    """``[(k, n, ssim), ...]`` for k = 0 .. len(order) - 1: the segment decoded with the I-frame (order[0])
+    and the first k droppable frames of ``order``, n = those k frames' bytes, ssim = the mean SSIM of
+    its shown frames against ``reference`` (luma planes in display order, e.g. the pristine decode or
+    the source at this resolution)."""
+    import numpy as np
+    size = {f["id"]: f["bytes"] for f in frames}
+    out = []
+    n = 0
+    for k in range(len(order)):
+        if k:
+            n += size[order[k]]
+        shown = decode_with_drops(path, set(order[:k + 1]))
+        memo: dict = {}
+        tot = 0.0
+        for i, (a, b) in enumerate(zip(shown, reference)):
+            if a is not None and b is not None and a.shape == b.shape and np.array_equal(a, b):
+                tot += 1.0                          # decoded exactly as the reference: skip the windows
+                continue
+            key = (id(a), id(b))                    # a frozen frame repeats the same array
+            if key not in memo:
+                memo[key] = ssim_y(a, b)
+            tot += memo[key]
+        out.append((k, n, tot / max(1, len(reference))))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
 # The extended manifest (Listing 6.1)
 
 def _ranges(rs) -> str:
