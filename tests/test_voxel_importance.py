@@ -180,3 +180,18 @@ def test_prefix_curves_by_decoding_with_drops(bframes_mp4):
     assert tail[-1] >= tail[0]
     lv = voxel.ssim_levels(grouped, bound=0.9)
     assert lv[-1][0] == 1.0 and all(a[2] < b[2] for a, b in zip(lv, lv[1:]))
+
+
+def test_segment_ranges_tile_the_segment():
+    # a fragment at 1000: 120 B of moof + mdat header, then I (500 B), P (300 B), B (40 B), B (10 B)
+    frames = [{"id": 0, "offset": 1120, "bytes": 500}, {"id": 1, "offset": 1620, "bytes": 300},
+              {"id": 2, "offset": 1920, "bytes": 40}, {"id": 3, "offset": 1960, "bytes": 10}]
+    media = (1000, 1969)
+    rel, unr = voxel.segment_ranges(media, frames, [0, 1, 2, 3])
+    assert unr == [(1635, 1919), (1935, 1959)]          # frame 3 is all header: nothing to drop
+    assert rel == [(1000, 1634), (1920, 1934), (1960, 1969)]
+    attrs = voxel.voxel_attributes(media, rel, unr, [(0.9, 1, 285), (1.0, 2, 310)])
+    assert int(attrs["reliableSize"]) + 285 + 25 == 970
+    # the unreliable list follows the order: the B frame first if it is more important
+    _, unr2 = voxel.segment_ranges(media, frames, [0, 2, 1, 3])
+    assert unr2 == [(1935, 1959), (1635, 1919)]

@@ -298,6 +298,39 @@ def prefix_curve(path: str, order: list, frames: list, reference: list) -> list[
 # ----------------------------------------------------------------------------------------------
 # The extended manifest (Listing 6.1)
 
+#: Bytes of each droppable frame kept reliable: the 4-byte NAL length prefix, the NAL header and the
+#: slice header, as the 15-byte last reliable range of Listing 6.1 (a fixed length, not parsed).
+HEADER_BYTES = 15
+
+
+def segment_ranges(media: tuple, frames: list, order: list, header_bytes: int = HEADER_BYTES) -> tuple[list, list]:
+    """(reliable, unreliable) byte ranges of one segment (``media`` = its inclusive byte range in the
+    rung's file; ``frames``: ``id``, ``offset`` (absolute), ``bytes``; ``order``: most important first,
+    order[0] the I-frame). Reliable: everything that is not a droppable frame's payload — the container
+    boxes, the I-frame, and the first ``header_bytes`` of every other frame; unreliable: one range per
+    droppable frame's payload, in ``order``. Together they tile ``media``."""
+    a, b = media
+    by_id = {f["id"]: f for f in frames}
+    payload = {}
+    for fid in order[1:]:
+        f = by_id[fid]
+        h = min(header_bytes, f["bytes"])
+        if f["bytes"] > h:
+            payload[fid] = (f["offset"] + h, f["offset"] + f["bytes"] - 1)
+    cut = sorted(payload.values())
+    reliable, at = [], a
+    for x, y in cut:
+        if x < a or y > b:
+            raise ValueError(f"frame bytes {x}-{y} outside the segment {a}-{b}")
+        if x > at:
+            reliable.append((at, x - 1))
+        at = y + 1
+    if at <= b:
+        reliable.append((at, b))
+    unreliable = [payload[fid] for fid in order[1:] if fid in payload]
+    return reliable, unreliable
+
+
 def _ranges(rs) -> str:
     return ",".join(f"{a}-{b}" for a, b in rs)
 
