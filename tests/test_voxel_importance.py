@@ -195,3 +195,13 @@ def test_segment_ranges_tile_the_segment():
     # the unreliable list follows the order: the B frame first if it is more important
     _, unr2 = voxel.segment_ranges(media, frames, [0, 2, 1, 3])
     assert unr2 == [(1935, 1959), (1635, 1919)]
+
+
+def test_order_choice_and_mos():
+    curves = {"original": [(0, 0, 0.6), (1, 100, 0.9), (2, 250, 0.99)],
+              "chained": [(0, 0, 0.6), (1, 180, 0.985), (2, 250, 0.99)]}
+    assert voxel.choose_order(curves, 0.98) == ("chained", 180)
+    assert voxel.choose_order(curves, 0.85) == ("original", 100)
+    assert voxel.choose_order(curves, 0.995) == ("original", None)      # fetch the rung below
+    assert [voxel.mos_of_ssim(x) for x in (0.995, 0.99, 0.96, 0.9, 0.6, 0.2)] == \
+        ["Excellent", "Excellent", "Good", "Fair", "Poor", "Bad"]

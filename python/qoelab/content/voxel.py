@@ -131,6 +131,27 @@ def ssim_levels(curve: list, bound: float, decimals: int = 3) -> list[tuple]:
     return out
 
 
+def choose_order(curves: dict, bound: float) -> tuple[str, int | None]:
+    """§1.4: the order that needs the fewest bytes at this rung to reach an SSIM of at least ``bound``
+    (the pristine SSIM of the rung below): ``(name, bytes)``; ties go to the first name in ``curves``'
+    order. If no prefix of any order reaches the bound, ``(first name, None)``: the client should fetch
+    the rung below."""
+    best, best_n = None, None
+    for name, curve in curves.items():
+        n = min((n for _k, n, s in curve if s + 1e-12 >= bound), default=None)
+        if n is not None and (best_n is None or n < best_n):
+            best, best_n = name, n
+    return (best, best_n) if best is not None else (next(iter(curves)), None)
+
+
+#: SSIM -> MOS (Table 5.1, after Zinner et al.): lower bounds.
+MOS_SSIM = (("Excellent", 0.99), ("Good", 0.95), ("Fair", 0.88), ("Poor", 0.5), ("Bad", -1.0))
+
+
+def mos_of_ssim(ssim: float) -> str:
+    return next(label for label, lo in MOS_SSIM if ssim >= lo)
+
+
 # ----------------------------------------------------------------------------------------------
 # The frame graph, read from the decoder
 
