@@ -352,3 +352,22 @@ def test_sim_real_bad_scenarios_one_line_exit_2(tmp_path):
     sc.write_text(sc.read_text() + '[[flow]]\nkind = "bulk"\n')
     r = qoelab_cli("compare", "sim-real", str(sc), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and ":flow:" in r.stderr
+
+
+def test_task_runs_are_stored_resumed_and_queried(tmp_path):
+    from qoelab.sweep import runner, spec
+    import qoelab
+
+    def sweep():
+        runs = [spec.Run(i, 0, 0, {"x": x}, None, task="qoelab.sweep.selftest:square_task") for i, x in
+                enumerate([2, 3, 5])]
+        return spec.programmatic("tasks", runs, ["x"])
+    a = runner.run(sweep(), str(tmp_path / "t"), jobs=2, quiet=True)
+    assert a["ran"] == 3 and a["failed"] == 0
+    again = runner.run(sweep(), str(tmp_path / "t"), jobs=2, quiet=True)
+    assert again["ran"] == 0 and again["skipped"] == 3
+    st = qoelab.open_store(str(tmp_path / "t"))
+    assert st.sql("SELECT x, sq FROM runs ORDER BY x").values.tolist() == [[2, 4], [3, 9], [5, 25]]
+    assert st.sql("SELECT sum(v) AS s FROM tables.powers WHERE x = 3")["s"][0] == 3 + 9 + 27
+    rec = st._load(sweep().runs[1].key)
+    assert rec["metrics"]["note"] == "x = 3"

@@ -116,13 +116,16 @@ def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, seria
 
 
 def run_on_sweep(name: str, items: list, scenario_of, extract: str, store_dir: str, jobs: int = 0, runner=None,
-                 log=None, cost=None) -> tuple[list, dict]:
+                 log=None, cost=None, task_of=None) -> tuple[list, dict]:
     """Run a reproduction's grid on the sweep engine (qoelab.sweep): one run per item (a frozen
     dataclass with ``run_id``, ``rep``, ``seed``), its scenario ``scenario_of(item)``, the hook
     ``extract`` ("module:function", called in the worker as ``function(result, point)`` with the
     item as ``point["payload"]``) into the resumable store ``store_dir``; the most expensive items
     (``cost``) run first. ``runner`` (tests) replaces the simulator in this process. Returns the
-    records in item order and the sweep's counts."""
+    records in item order and the sweep's counts. ``task_of(item)``, when it returns "module:function",
+    makes that item a computation rather than a scenario run (the function gets the point, with the
+    item as ``point["payload"]``, and returns {"run": {...}, other keys kept in the record, "tables":
+    {...}})."""
     from dataclasses import fields
 
     from qoelab.sweep import runner as srunner
@@ -136,8 +139,11 @@ def run_on_sweep(name: str, items: list, scenario_of, extract: str, store_dir: s
             if f.name not in ("rep", "seed") and isinstance(v, (str, int, float, bool)):
                 p[f.name] = v
         return p
-    runs = [sspec.Run(i, getattr(it, "rep", 0), it.seed, point(it), scenario_of(it), payload=it)
-            for i, it in enumerate(items)]
+    runs = []
+    for i, it in enumerate(items):
+        task = task_of(it) if task_of else None
+        runs.append(sspec.Run(i, getattr(it, "rep", 0), getattr(it, "seed", 0), point(it),
+                              None if task else scenario_of(it), payload=it, task=task))
     columns = list(dict.fromkeys(c for r in runs for c in r.point))
     for r in runs:
         for c in columns:

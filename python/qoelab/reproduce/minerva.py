@@ -581,36 +581,49 @@ def sweep_extract(res, point: dict) -> dict:
     return {"run": extract(run, res.summary, tabs)}
 
 
-def _opt_worker(arg):
-    rate, videos, dur = arg
-    try:
-        return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": opt_rows(rate, videos, opt_level(rate, videos, dur)),
-                "error": None}
-    except Exception as e:
-        return {"opt": f"{rate:g}-{'.'.join(videos)}", "rows": [],
-                "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+@dataclass(frozen=True)
+class OptCell:
+    """One Fixed-Rate-Optimal computation (trace-mode searches over constant rates): a task of the sweep."""
+    rate_mbps: float
+    videos: tuple
+    duration_s: float
+    seed: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return f"opt-{self.rate_mbps:g}-{'.'.join(self.videos)}"
+
+
+def opt_task(point: dict) -> dict:
+    """The sweep engine's task for an :class:`OptCell` (``point["payload"]``): its opt.parquet rows."""
+    c = point["payload"]
+    return {"rows": opt_rows(c.rate_mbps, c.videos, opt_level(c.rate_mbps, c.videos, c.duration_s))}
 
 
 def run_all(runs: list, opt_cells: list, store_dir: str, jobs: int = 0, log=None) -> tuple[list, list, dict]:
-    """The fixed-rate optima (trace-mode searches, not scenario runs: a process pool) and then every
-    scenario run on the sweep engine into the resumable store ``store_dir``. Returns (opt results,
+    """The fixed-rate optima (trace-mode computations: tasks of the sweep) and every scenario run, in
+    one sweep into the resumable store ``store_dir``. Returns (opt results {"opt", "rows", "error"},
     run records in input order, the sweep's counts)."""
-    log = log or (lambda m: None)
-    step = max(1, len(opt_cells) // 5)
-
-    def progress(done, total, elapsed):
-        if done == total or done % step == 0:
-            log(f"minerva: {done}/{total} fixed-rate optima, {elapsed:.0f} s elapsed")
-    opt = common.run_pool(opt_cells, _opt_worker, jobs, lambda c: c[0], progress) if opt_cells else []
-    recs, res = common.run_on_sweep(f"minerva-{len(runs)}", runs, scenario, "qoelab.reproduce.minerva:sweep_extract",
-                                    store_dir, jobs, None, log, _cost)
+    cells = [OptCell(rate, tuple(vs), dur) for rate, vs, dur in opt_cells]
+    items = cells + list(runs)
+    recs, res = common.run_on_sweep(f"minerva-{len(runs)}", items, scenario, "qoelab.reproduce.minerva:sweep_extract",
+                                    store_dir, jobs, None, log, _cost,
+                                    task_of=lambda it: "qoelab.reproduce.minerva:opt_task" if isinstance(it, OptCell)
+                                    else None)
+    opt = []
+    for c, rec in zip(cells, recs[:len(cells)]):
+        ok = rec is not None and rec.get("status") == "ok"
+        opt.append({"opt": c.run_id[4:], "rows": (rec.get("metrics") or {}).get("rows", []) if ok else [],
+                    "error": None if ok else (rec or {}).get("error", "missing from the store")})
     out = [common.record_metrics(rec, {"run_id": run.run_id, "exp": run.exp, "scheme": run.scheme})[0]
-           for run, rec in zip(runs, recs)]
+           for run, rec in zip(runs, recs[len(cells):])]
     return opt, out, res
 
 
-def _cost(run) -> float:
-    return run.rate_mbps * run.duration_s
+def _cost(it) -> float:
+    if isinstance(it, OptCell):
+        return 1e9 + it.rate_mbps            # the searches are the longest: first
+    return it.rate_mbps * it.duration_s
 
 # ----------------------------------------------------------------------------------------------
 # The whole reproduction

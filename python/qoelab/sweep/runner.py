@@ -24,37 +24,44 @@ def _extract_fn(ref: str | None):
         raise InputError(None, "sweep.extract", message=f"cannot import {ref!r}: {e}") from None
 
 
-def execute(task: tuple, sim=None) -> tuple:
-    """Run one task ``(key, index, rep, seed, point, scenario dict, base_src, tables, extract[, payload])`` and
-    return ``(record, {table: parquet bytes})``. Never raises for a failing run: the record says
-    ``status = "error"`` with the error's first line. Module-level so that process pools and Ray
-    can ship it. ``sim`` (tests) replaces the simulator: scenario dict -> an object with ``summary``
-    and ``table(name)``."""
-    key, index, rep, seed, point, scen, base_src, keep, extract = task[:9]
-    payload = task[9] if len(task) > 9 else None
+def execute(task: dict, sim=None) -> tuple:
+    """Run one task (a dict: ``key``, ``index``, ``rep``, ``seed``, ``point``, and either ``scenario``
+    (a scenario dict, with ``base_src``, ``tables``, ``extract``) or ``task`` ("module:function", a
+    computation that is not a scenario run), and ``payload``) and return ``(record, {table: parquet
+    bytes})``. Never raises for a failing run: the record says ``status = "error"`` with the error's
+    first line. Module-level so that process pools and Ray can ship it. ``sim`` (tests) replaces the
+    simulator: scenario dict -> an object with ``summary`` and ``table(name)``."""
+    key, index, rep, seed, point = task["key"], task["index"], task["rep"], task["seed"], task["point"]
+    payload = task.get("payload")
+    hook_point = {**point, "rep": rep, "seed": seed, **({"payload": payload} if payload is not None else {})}
     t0 = time.perf_counter()
     rec = {"key": key, "index": index, "rep": rep, "seed": seed, "point": point, "status": "ok", "error": None}
     tables = {}
     try:
-        if sim is not None:
-            res = sim(scen)
+        if task.get("task"):
+            # a computation: fn(point) -> {"run": {metrics}, "tables": {name: DataFrame | Arrow table | rows}}
+            out = _extract_fn(task["task"])(hook_point) or {}
+            rec["summary"] = {}
+            rec["metrics"] = {"run": {}, **{k: v for k, v in out.items() if k != "tables"}}
+            for n, t in (out.get("tables") or {}).items():
+                tables[n] = _parquet(t)
         else:
-            from qoelab import results
-            from qoelab import scenario as scn
-            res = results.run(scn.from_dict(scen, base_src, check=False))
-        rec["summary"] = res.summary
-        rec["sim_wall_s"] = (getattr(res, "perf", None) or {}).get("wall_s")
-        fn = _extract_fn(extract)
-        if fn is not None:
-            m = fn(res, {**point, "rep": rep, "seed": seed, **({"payload": payload} if payload is not None else {})})
-            rec["metrics"] = m if isinstance(m, dict) and ("run" in m or "clients" in m) else {"run": m}
-        names = res.tables if keep is None else [t for t in keep if t in res.tables]
-        if names:
-            import pyarrow.parquet as pq
+            if sim is not None:
+                res = sim(task["scenario"])
+            else:
+                from qoelab import results
+                from qoelab import scenario as scn
+                res = results.run(scn.from_dict(task["scenario"], task.get("base_src", "<sweep>"), check=False))
+            rec["summary"] = res.summary
+            rec["sim_wall_s"] = (getattr(res, "perf", None) or {}).get("wall_s")
+            fn = _extract_fn(task.get("extract"))
+            if fn is not None:
+                m = fn(res, hook_point)
+                rec["metrics"] = m if isinstance(m, dict) and ("run" in m or "clients" in m) else {"run": m}
+            keep = task.get("tables")
+            names = res.tables if keep is None else [t for t in keep if t in res.tables]
             for n in names:
-                buf = io.BytesIO()
-                pq.write_table(res.arrow(n), buf, compression="zstd")
-                tables[n] = buf.getvalue()
+                tables[n] = _parquet(res.arrow(n))
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # a failing run is recorded, not fatal (PanicException is a BaseException)
@@ -65,6 +72,19 @@ def execute(task: tuple, sim=None) -> tuple:
         tables = {}
     rec["wall_s"] = round(time.perf_counter() - t0, 6)
     return rec, tables
+
+
+def _parquet(t) -> bytes:
+    """A table (pyarrow Table, pandas DataFrame or list of row dicts) as zstd Parquet bytes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    if isinstance(t, list):
+        t = pa.Table.from_pylist(t)
+    elif not isinstance(t, pa.Table):
+        t = pa.Table.from_pandas(t, preserve_index=False)
+    buf = io.BytesIO()
+    pq.write_table(t, buf, compression="zstd")
+    return buf.getvalue()
 
 
 def _ignore_sigint():
@@ -122,9 +142,20 @@ def _fmt_s(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def tasks_for(sweep: Sweep, keys: set | None = None) -> list[tuple]:
-    return [(r.key, r.index, r.rep, r.seed, r.point, r.scenario, sweep.base_src, sweep.tables, sweep.extract)
-            + ((r.payload,) if r.payload is not None else ()) for r in sweep.runs if keys is None or r.key in keys]
+def tasks_for(sweep: Sweep, keys: set | None = None) -> list[dict]:
+    out = []
+    for r in sweep.runs:
+        if keys is not None and r.key not in keys:
+            continue
+        t = {"key": r.key, "index": r.index, "rep": r.rep, "seed": r.seed, "point": r.point}
+        if r.task:
+            t["task"] = r.task
+        else:
+            t.update(scenario=r.scenario, base_src=sweep.base_src, tables=sweep.tables, extract=sweep.extract)
+        if r.payload is not None:
+            t["payload"] = r.payload
+        out.append(t)
+    return out
 
 
 def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force: bool = False,
@@ -144,7 +175,7 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
         failed = store.failed_keys() & wanted
         store.remove_runs(failed)
         done -= failed
-    todo = [t for t in tasks_for(sweep) if t[0] not in done]
+    todo = [t for t in tasks_for(sweep) if t["key"] not in done]
     if max_runs is not None:
         todo = todo[:max_runs]
     skipped = len(wanted & done)

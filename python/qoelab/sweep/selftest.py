@@ -19,3 +19,10 @@ def segment_count(result, point):
     total = sum(c.get("segments", 0) for c in result.summary.get("clients", []))
     return {"run": {"segments_total": total},
             "clients": [{"segments_downloaded": c.get("segments", 0)} for c in result.summary.get("clients", [])]}
+
+
+def square_task(point):
+    """A task (not a scenario run): run metric ``sq`` = x^2 and a table ``powers`` of x^1..x^3."""
+    x = point["x"]
+    return {"run": {"sq": x * x}, "note": f"x = {x}",
+            "tables": {"powers": [{"p": p, "v": x ** p} for p in (1, 2, 3)]}}

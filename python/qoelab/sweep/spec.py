@@ -55,6 +55,7 @@ class Run:
     scenario: dict
     key: str = ""
     payload: object = None         # programmatic sweeps: an object handed to the extract hook as point["payload"]
+    task: str | None = None        # programmatic sweeps: "module:function" computed instead of a scenario run
 
 
 @dataclass
@@ -495,6 +496,22 @@ def _core_version() -> str:
     return _core.version()
 
 
+def _canonical(x):
+    """A JSON-able, deterministic form of a task's payload (dataclasses, tuples, sets, numbers)."""
+    import dataclasses
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return {"__type": type(x).__name__, **{f.name: _canonical(getattr(x, f.name)) for f in dataclasses.fields(x)}}
+    if isinstance(x, dict):
+        return {str(k): _canonical(v) for k, v in sorted(x.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(x, (list, tuple)):
+        return [_canonical(v) for v in x]
+    if isinstance(x, (set, frozenset)):
+        return sorted(_canonical(v) for v in x)
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    return repr(x)
+
+
 def run_key(config: dict, core_version: str) -> str:
     """SHA-256 of the normalized configuration (seed included) and the core version."""
     h = hashlib.sha256()
@@ -511,6 +528,11 @@ def programmatic(name: str, runs: list[Run], columns: list, base_src: str = "<pr
     from qoelab import scenario as scn
     core_version = _core_version()
     for r in runs:
+        if r.task:
+            # a computation: its identity is the function, its column values and its payload
+            r.key = run_key({"task": r.task, "point": r.point, "seed": r.seed, "rep": r.rep,
+                             "payload": _canonical(r.payload)}, core_version)
+            continue
         sc = scn.from_dict(r.scenario, base_src, check=False)
         r.key = run_key(sc.config, core_version)
     return Sweep(base_src, name, base_src, list(columns), runs, tables, extract, {}, description,
