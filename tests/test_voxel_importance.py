@@ -205,3 +205,33 @@ def test_order_choice_and_mos():
     assert voxel.choose_order(curves, 0.995) == ("original", None)      # fetch the rung below
     assert [voxel.mos_of_ssim(x) for x in (0.995, 0.99, 0.96, 0.9, 0.6, 0.2)] == \
         ["Excellent", "Excellent", "Good", "Fair", "Poor", "Bad"]
+
+
+def test_extended_mpd_round_trip(tmp_path):
+    """VOXEL attributes added to a pipeline-style MPD and read back; a VOXEL-unaware reader still sees
+    the plain SegmentList."""
+    from qoelab.content import mpd
+    reps = [{"id": 0, "file": "r0.mp4", "width": 320, "height": 180, "codec": "avc1.42c00c", "timescale": 90000,
+             "init_end": 800, "ranges": [(800, 1770), (1770, 2740)], "bandwidth": 100000}]
+    src = tmp_path / "m.mpd"
+    mpd.write(str(src), reps, 8.0, 96, 24, 2.0)
+    frames0 = [{"id": 0, "offset": 920, "bytes": 500}, {"id": 1, "offset": 1420, "bytes": 300},
+               {"id": 2, "offset": 1720, "bytes": 40}]
+    rel, unr = voxel.segment_ranges((800, 1769), frames0, [0, 1, 2])
+    n1 = unr[0][1] - unr[0][0] + 1
+    entries = {(0, 0): {"reliable": rel, "unreliable": unr, "ssims": [(0.95, 1, n1), (1.0, 2, n1 + 25)]}}
+    out = tmp_path / "v.mpd"
+    voxel.write_mpd(str(src), str(out), entries, avg_ssim={0: 0.9731})
+    back = voxel.read_mpd(str(out))
+    r0 = back["representations"][0]
+    assert r0["avg_ssim"] == pytest.approx(0.9731) and r0["segments"][1] is None
+    assert r0["segments"][0]["unreliable"] == unr and r0["segments"][0]["ssims"][-1] == (1.0, 2, n1 + 25)
+    plain = mpd.read(str(out))["representations"][0]
+    assert plain["segments"] == [(800, 1770), (1770, 2740)]
+    bad = {(0, 0): dict(entries[(0, 0)], ssims=[(1.0, 2, 7)])}
+    with pytest.raises(InputError, match=r"SegmentURL\[0\]"):
+        voxel.write_mpd(str(src), str(tmp_path / "x.mpd"), bad)
+    text = out.read_text().replace('ssims="0.95:1:', 'ssims="0.95:1x:')
+    (tmp_path / "broken.mpd").write_text(text)
+    with pytest.raises(InputError, match=r"broken.mpd:Representation\[0\].SegmentURL\[0\]@ssims"):
+        voxel.read_mpd(str(tmp_path / "broken.mpd"))

@@ -433,3 +433,78 @@ def parse_voxel_attributes(attrs: dict, where: str = "SegmentURL") -> dict:
     except ValueError as e:
         raise InputError(None, where, message=str(e)) from None
     return {"media": media[0], "reliable": rel, "unreliable": unr, "reliable_size": rsize, "ssims": ssims}
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole manifests
+
+def write_mpd(mpd_in: str, mpd_out: str, entries: dict, avg_ssim: dict | None = None) -> None:
+    """Write ``mpd_out``: ``mpd_in`` (a single-file, byte-ranged SegmentList MPD such as `qoelab video
+    prepare` writes) with the VOXEL attributes of Listing 6.1 on every ``SegmentURL`` that has an entry.
+    ``entries[(rung, segment)]`` = ``{"reliable": [...], "unreliable": [...], "ssims": [(q, k, n), ...]}``
+    (``rung`` = the Representation's position, 0 first); ``avg_ssim[rung]`` sets
+    ``Representation@avgSSIM`` (the public client's BOLA utility). Unknown to VOXEL-unaware players,
+    which fetch ``mediaRange`` as before. Every entry is checked (:func:`voxel_attributes`)."""
+    import xml.etree.ElementTree as ET
+    from qoelab.content import mpd as mpdmod
+    ET.register_namespace("", mpdmod.NS)
+    try:
+        tree = ET.parse(mpd_in)
+    except (OSError, ET.ParseError) as e:
+        raise InputError(mpd_in, None, "a DASH MPD (XML)", str(e)) from None
+    ns = {"d": mpdmod.NS}
+    used = set()
+    for r, rep in enumerate(tree.getroot().findall(".//d:Representation", ns)):
+        if avg_ssim and r in avg_ssim:
+            rep.set("avgSSIM", f"{avg_ssim[r]:.6f}")
+        for t, u in enumerate(rep.findall("d:SegmentList/d:SegmentURL", ns)):
+            e = entries.get((r, t))
+            if e is None:
+                continue
+            media = _parse_ranges(u.get("mediaRange", ""), f"Representation[{r}].SegmentURL[{t}]@mediaRange")
+            if len(media) != 1:
+                raise InputError(mpd_in, f"Representation[{r}].SegmentURL[{t}]@mediaRange", "one byte range",
+                                 repr(u.get("mediaRange")))
+            try:
+                attrs = voxel_attributes(media[0], e["reliable"], e["unreliable"], e["ssims"])
+            except ValueError as err:
+                raise InputError(mpd_in, f"Representation[{r}].SegmentURL[{t}]", message=str(err)) from None
+            for k in ("reliable", "unreliable", "reliableSize", "ssims"):
+                u.set(k, attrs[k])
+            used.add((r, t))
+    missing = set(entries) - used
+    if missing:
+        raise InputError(mpd_in, None, message=f"no SegmentURL for entries {sorted(missing)[:3]} (rung, segment)")
+    ET.indent(tree)
+    tree.write(mpd_out, xml_declaration=True, encoding="utf-8")
+
+
+def read_mpd(path: str) -> dict:
+    """The VOXEL view of an MPD: per Representation (in order) its ``avg_ssim`` (or None) and per
+    segment the parsed attributes (:func:`parse_voxel_attributes`) or None where a SegmentURL has
+    none. Errors name the file and the SegmentURL."""
+    import xml.etree.ElementTree as ET
+    from qoelab.content import mpd as mpdmod
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError) as e:
+        raise InputError(path, None, "a DASH MPD (XML)", str(e)) from None
+    ns = {"d": mpdmod.NS}
+    reps = []
+    for r, rep in enumerate(root.findall(".//d:Representation", ns)):
+        segs = []
+        for t, u in enumerate(rep.findall("d:SegmentList/d:SegmentURL", ns)):
+            if u.get("ssims") is None and u.get("unreliable") is None:
+                segs.append(None)
+                continue
+            try:
+                segs.append(parse_voxel_attributes(dict(u.attrib), f"Representation[{r}].SegmentURL[{t}]"))
+            except InputError as e:
+                raise InputError(path, e.where, message=e.message, expected=e.expected, found=e.found) from None
+        a = rep.get("avgSSIM")
+        try:
+            avg = float(a) if a is not None else None
+        except ValueError:
+            raise InputError(path, f"Representation[{r}]@avgSSIM", "a number", repr(a)) from None
+        reps.append({"id": rep.get("id"), "avg_ssim": avg, "segments": segs})
+    return {"representations": reps}
