@@ -235,3 +235,32 @@ def test_extended_mpd_round_trip(tmp_path):
     (tmp_path / "broken.mpd").write_text(text)
     with pytest.raises(InputError, match=r"broken.mpd:Representation\[0\].SegmentURL\[0\]@ssims"):
         voxel.read_mpd(str(tmp_path / "broken.mpd"))
+
+
+def test_qoelab_video_voxel_end_to_end(tmp_path):
+    """prepare with B frames, then `qoelab video voxel`: an extended MPD whose entries are consistent,
+    chosen against the rung below's pristine SSIM, and the measured curves of the orders."""
+    import json
+    from conftest import qoelab_cli
+    d = tmp_path / "enc"
+    r = qoelab_cli("video", "prepare", "gen:testsrc2", "--out", str(d), "--duration", "2", "--ladder",
+                   "192x108@150k,320x180@400k", "--segment", "2s", "--preset", "ultrafast", "--metrics", "ssim",
+                   "--bframes", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr
+    r = qoelab_cli("video", "voxel", str(d), "--prefixes", "6")
+    assert r.returncode == 0, r.stderr
+    m = voxel.read_mpd(str(d / "manifest-voxel.mpd"))          # parses and re-checks every entry
+    reps = m["representations"]
+    assert len(reps) == 2 and all(rp["segments"][0] is not None for rp in reps)
+    assert 0 < reps[0]["avg_ssim"] < reps[1]["avg_ssim"] <= 1
+    rep = json.load(open(d / "voxel.json"))
+    top = next(s for s in rep["segments"] if s["rung"] == 1)
+    assert top["b_frames"] > 0 and top["frames"] == 48
+    assert top["bound"] == pytest.approx(json.load(open(d / "table.json"))["video"]["quality"]["ssim"][0][0])
+    lv = reps[1]["segments"][0]["ssims"]
+    assert lv[-1][1] == len(reps[1]["segments"][0]["unreliable"])      # the last level keeps every frame
+    # unreferenced B frames first out: the grouped order's curve is at least the original's at equal k
+    g, o = top["curves"]["grouped"], top["curves"]["original"]
+    assert all(a[2] >= b[2] - 1e-9 for a, b in zip(g[1:-1], o[1:-1]))
+    r = qoelab_cli("video", "voxel", str(tmp_path))
+    assert r.returncode == 2 and "table.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -75,8 +75,25 @@ def add_parser(subparsers) -> None:
                     help="compute VMAF on every N-th frame only (default 1 = every frame); SSIM/PSNR use every frame")
     pr.add_argument("--preset", default="medium", help="x264 preset (default medium)")
     pr.add_argument("--name", default=None, help="video name in the table (default: from SOURCE)")
+    pr.add_argument("--bframes", type=int, default=0, metavar="N",
+                    help="N B frames between anchors, no pyramid (VOXEL's droppable frames; default 0: I/P only)")
     _common(pr)
     pr.set_defaults(func=cmd_prepare)
+
+    vx = vsub.add_parser(
+        "voxel", help="VOXEL: frame importance and per-prefix SSIM of a prepared video; the extended MPD",
+        description="For every segment of every rung of DIR (the output of `qoelab video prepare --bframes N "
+                    "--metrics ssim,...`): the frame graph from the decoder, the four drop orders, each order's "
+                    "prefix SSIM by decoding the segment with frames dropped, the order needing the fewest bytes to "
+                    "reach the rung below's pristine SSIM, and the ssims levels; writes DIR/manifest-voxel.mpd "
+                    "(Listing 6.1's reliable, unreliable, reliableSize, ssims; Representation@avgSSIM) and "
+                    "DIR/voxel.json. See docs/content.md.")
+    vx.add_argument("dir", metavar="DIR")
+    vx.add_argument("--prefixes", type=int, default=16, metavar="K",
+                    help="prefix lengths decoded per order (evenly spread, plus the whole segment; default 16)")
+    vx.add_argument("--variant", choices=("branch", "literal"), default="branch",
+                    help="Algorithm 1's cap: branch-local (default) or the printed pseudo-code")
+    vx.set_defaults(func=cmd_voxel)
 
     co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
                          description="The committed corpus (python/qoelab/corpus/, shipped in the package): quality tables of built-in generated clips.")
@@ -145,7 +162,9 @@ def cmd_prepare(a) -> int:
         raise InputError(None, "--fps", "an integer >= 1", str(a.fps))
     p = pl.Params(width=w, height=h, fps=a.fps, segment_s=a.segment, duration_s=a.duration, ladder=rungs,
                   metrics=meas.parse_metrics(a.metrics), vmaf_subsample=a.vmaf_subsample, preset=a.preset,
-                  jobs=a.jobs, nice=a.nice, ffmpeg=a.ffmpeg, cache=a.cache)
+                  jobs=a.jobs, nice=a.nice, ffmpeg=a.ffmpeg, cache=a.cache, bframes=a.bframes)
+    if not 0 <= a.bframes <= 16:
+        raise InputError(None, "--bframes", "an integer in 0..16", str(a.bframes))
     doc = pl.prepare(a.source, a.out, p, name=a.name, progress=not a.no_progress)
     v, m = doc["video"], doc["meta"]
     print(f"{a.out}: {len(v['sizes'])} segments x {len(v['bitrates_bps'])} rungs, "
@@ -153,6 +172,17 @@ def cmd_prepare(a) -> int:
     for step, t in m["timing"].items():
         print(f"  {step:9s} {t['frames']:7d} frames {t['seconds']:8.1f} s  "
               f"{(t['fps'] or 0):7.1f} frames/s{'  (cached)' if t['cached'] else ''}")
+    return 0
+
+
+def cmd_voxel(a) -> int:
+    from qoelab.content import voxel_prepare
+    if not 2 <= a.prefixes <= 1000:
+        raise InputError(None, "--prefixes", "an integer in 2..1000", str(a.prefixes))
+    res = voxel_prepare.annotate(a.dir, prefixes=a.prefixes, variant=a.variant,
+                                 log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(f"{a.dir}: {res['segments']} segments x {res['rungs']} rungs annotated in {res['wall_s']:.1f} s; orders chosen: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(res["orders"].items())) + f"; {res['mpd']}")
     return 0
 
 

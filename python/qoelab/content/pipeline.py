@@ -49,6 +49,7 @@ class Params:
     nice: int = 0
     ffmpeg: str | None = None
     cache: str | None = None
+    bframes: int = 0  # > 0: B frames without pyramid (VOXEL's droppable frames); 0: the I/P-only default
 
     @property
     def seg_frames(self) -> int:
@@ -155,7 +156,8 @@ def encode_args(ref: str, rung: lad.Rung, p: Params, out: str) -> list[str]:
             "-fps_mode", "passthrough",
             "-c:v", "libx264", "-preset", p.preset, "-profile:v", "high",
             "-b:v", str(rung.bitrate), "-maxrate", str(peak), "-bufsize", str(peak),
-            "-x264-params", f"keyint={s}:min-keyint={s}:scenecut=0:bframes=0:ref=1:open-gop=0:threads=1",
+            "-x264-params", f"keyint={s}:min-keyint={s}:scenecut=0:bframes={p.bframes}:ref=1:open-gop=0:threads=1"
+            + (":b-pyramid=none:b-adapt=0" if p.bframes else ""),
             "-force_key_frames", f"expr:eq(mod(n,{s}),0)", "-video_track_timescale", str(ts),
             "-movflags", "+frag_keyframe+empty_moov+default_base_moof+skip_trailer", "-f", "mp4", out]
 
@@ -215,7 +217,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
     def do_rung(i: int, rung: lad.Rung):
         px = rung.width * rung.height / disp_px
         enc_key = _key({"ref": ref_key, "rung": asdict(rung), "preset": p.preset, "peak": p.peak_ratio,
-                        "seg": S, "fps": p.fps, "ff": ffver, "v": 2})
+                        "seg": S, "fps": p.fps, "ff": ffver, "v": 2, **({"bf": p.bframes} if p.bframes else {})})
 
         def make_enc(tmp):
             out_mp4 = os.path.join(tmp, "rung.mp4")

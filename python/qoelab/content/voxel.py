@@ -161,7 +161,7 @@ _TYPES = {1: "I", 2: "P", 3: "B"}
 def frame_graph(path: str, max_frames: int | None = None) -> dict:
     """A video file's frames and reference graph, read from the decoder (FFmpeg's exported motion
     vectors, ``flags2 +export_mvs``): ``frames`` in decode order (``id`` = decode index, ``pts``,
-    ``type`` I/P/B, ``bytes`` of its packet, ``display`` index), ``edges[(x, y)]`` = how many of frame
+    ``type`` I/P/B, ``bytes`` and file ``offset`` of its packet, ``display`` index), ``edges[(x, y)]`` = how many of frame
     y's macroblocks reference frame x, as 16x16-macroblock equivalents of the predicted blocks' areas
     (a bi-predicted block counts for both of its references), and the frame size. A motion vector's
     ``source`` (-1 past, +1 future) names the nearest I/P frame before or after y in display order:
@@ -175,7 +175,7 @@ def frame_graph(path: str, max_frames: int | None = None) -> dict:
         pkts, decoded = [], []
         for pkt in c.demux(st):
             if pkt.size:
-                pkts.append((pkt.pts, pkt.size))
+                pkts.append((pkt.pts, pkt.size, pkt.pos))
             for fr in pkt.decode():
                 decoded.append(_frame_info(fr))
             if max_frames is not None and len(pkts) >= max_frames and len(decoded) >= max_frames:
@@ -184,14 +184,14 @@ def frame_graph(path: str, max_frames: int | None = None) -> dict:
     finally:
         c.close()
     by_pts = {d["pts"]: d for d in decoded}
-    pkts = [(pts, size) for pts, size in pkts if pts in by_pts]
+    pkts = [(pts, size, pos) for pts, size, pos in pkts if pts in by_pts]
     if max_frames is not None:
         pkts = pkts[:max_frames]
-    keep = {pts for pts, _ in pkts}
+    keep = {pts for pts, _, _ in pkts}
     display = sorted(keep)
     disp_idx = {pts: i for i, pts in enumerate(display)}
-    frames = [{"id": i, "pts": pts, "type": by_pts[pts]["type"], "bytes": size, "display": disp_idx[pts]}
-              for i, (pts, size) in enumerate(pkts)]
+    frames = [{"id": i, "pts": pts, "type": by_pts[pts]["type"], "bytes": size, "offset": pos,
+               "display": disp_idx[pts]} for i, (pts, size, pos) in enumerate(pkts)]
     id_of = {f["pts"]: f["id"] for f in frames}
     anchors = [pts for pts in display if by_pts[pts]["type"] in ("I", "P")]
     edges: dict = {}
@@ -289,18 +289,19 @@ def ssim_y(a, b) -> float:
     return float(m.mean())
 
 
-def prefix_curve(path: str, order: list, frames: list, reference: list) -> list[tuple]:
+def prefix_curve(path: str, order: list, frames: list, reference: list, ks=None) -> list[tuple]:
     """``[(k, n, ssim), ...]`` for k = 0 .. len(order) - 1: the segment decoded with the I-frame (order[0])
     and the first k droppable frames of ``order``, n = those k frames' bytes, ssim = the mean SSIM of
     its shown frames against ``reference`` (luma planes in display order, e.g. the pristine decode or
-    the source at this resolution)."""
+    the source at this resolution). ``ks``: only these prefix lengths (default: all)."""
     import numpy as np
     size = {f["id"]: f["bytes"] for f in frames}
     out = []
-    n = 0
-    for k in range(len(order)):
-        if k:
-            n += size[order[k]]
+    cum = [0]
+    for fid in order[1:]:
+        cum.append(cum[-1] + size[fid])
+    for k in (range(len(order)) if ks is None else ks):
+        n = cum[k]
         shown = decode_with_drops(path, set(order[:k + 1]))
         memo: dict = {}
         tot = 0.0
