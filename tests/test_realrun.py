@@ -237,3 +237,35 @@ def test_unsupported_scenarios_exit_2_with_one_line(tmp_path, body, what):
     if _reason is None:
         assert what in lines[0] and str(sc) in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+@real
+def test_driver_without_privileges_one_line_exit_2(tmp_path):
+    """The driver run as `nobody` cannot create the namespaces: one line naming that, exit 2."""
+    import shutil
+    import tempfile
+
+    from qoelab import realrun
+    from qoelab import scenario as scmod
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.skip("needs runuser to drop privileges")
+    sc = tmp_path / "s.toml"
+    sc.write_text(VIDEO_BULK.format(duration="5s", aqm="pfifo"))
+    d = tempfile.mkdtemp(prefix="qoelab-real-")   # readable by nobody, unlike pytest's tmp_path
+    try:
+        os.chmod(d, 0o755)
+        plan = realrun.plan_for(scmod.load(str(sc)), d, d)
+        del plan["parent_pid"]
+        with open(os.path.join(d, "plan.json"), "w") as f:
+            json.dump(plan, f)
+        os.chmod(os.path.join(d, "plan.json"), 0o644)
+        exe = os.path.join(d, "qoelab-netemu")
+        shutil.copy(realrun.find_driver(), exe)
+        os.chmod(exe, 0o755)
+        r = subprocess.run([runuser, "-u", "nobody", "--", exe, "run", "--plan", os.path.join(d, "plan.json")],
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        shutil.rmtree(d)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "network namespace" in r.stderr, r.stderr
