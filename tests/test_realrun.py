@@ -71,10 +71,12 @@ def qoelab(*args, timeout=120):
 
 
 def key_paths(x, p=""):
-    """Every key path of a JSON document (list elements share the path `[]`)."""
+    """Every key path of a JSON document (list elements share the path `[]`; the keys of a link's
+    `drops` are data, the reasons that dropped, and become `*`)."""
     out = set()
     if isinstance(x, dict):
         for k, v in x.items():
+            k = "*" if p.endswith(".drops") else k
             out.add(f"{p}.{k}")
             out |= key_paths(v, f"{p}.{k}")
     elif isinstance(x, list):
@@ -146,6 +148,66 @@ def test_video_and_bulk_run_has_the_simulated_schema(tmp_path):
         lat = perf[d]["lateness_us"]
         print(d, "lateness us", lat)
         assert lat["count"] > 1000 and lat["p50"] < 1000
+
+
+PLANES = """
+[scenario]
+name = "real-planes"
+duration = "12s"
+seed = 1
+
+[topology]
+rate = "10Mbps"
+rtt = "40ms"
+buffer = "100pkts"
+aqm = "fq_codel"
+
+[[client]]
+name = "chunk"
+abr = "dynamic"
+video = "synthetic:sabre-bbb"
+video_duration = "30s"
+[client.data_plane]
+kind = "chunklets"
+n = 3
+
+[[client]]
+name = "sprint"
+abr = "dynamic"
+video = "synthetic:sprint"
+video_duration = "30s"
+[client.data_plane]
+kind = "sprint"
+"""
+
+
+@real
+def test_chunklets_and_sprint_data_planes_on_real_connections(tmp_path):
+    import pandas as pd
+    sc = tmp_path / "s.toml"
+    sc.write_text(PLANES)
+    r = qoelab("run", str(sc), "--out", str(tmp_path / "sim"))
+    assert r.returncode == 0, r.stderr
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "real"))
+    assert r.returncode == 0, r.stderr
+    print(r.stdout)
+    s = json.loads((tmp_path / "real" / "summary.json").read_text())
+    s_sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert key_paths(s) == key_paths(s_sim), (key_paths(s) ^ key_paths(s_sim))
+    req = pd.read_parquet(tmp_path / "real" / "requests.parquet")
+    chunk, sprint = s["clients"]
+    # Chunklets: each segment as 3 byte ranges at once, one per connection.
+    k = req[req["client"] == 0]
+    assert set(k["kind"]) == {"chunklet"} and set(k["conn"]) == {0, 1, 2}
+    assert chunk["segments"] >= 3 and chunk["http"]["data_plane"] == "chunklets"
+    assert chunk["http"]["requests"] == len(k)
+    # Sprint: segments pipelined on connection 0, RTT probes on connection 1 (a `probe` flow).
+    k = req[req["client"] == 1]
+    assert set(k["kind"]) == {"segment", "probe"} and set(k[k["kind"] == "probe"]["conn"]) == {1}
+    assert sprint["segments"] >= 3 and sprint["http"]["max_pipeline"] >= 2
+    assert any(f["kind"] == "probe" and f["name"] == "sprint/c1/resp" for f in s["flows"])
+    perf = json.loads((tmp_path / "real" / "perf.json").read_text())["realnet"]
+    assert all(c["pattern_mismatches"] == 0 for c in perf["clients"])
 
 
 @real
@@ -225,7 +287,7 @@ def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
     ('[scenario]\nname="w"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nkind="cbr"\nname="a"\n'
      'rate="1Mbps"\n', "'cbr' flows"),
     ('[scenario]\nname="d"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[client]]\nname="v"\n'
-     'video="synthetic:sprint"\nvideo_duration="20s"\n[client.data_plane]\nkind="pipelined"\n', "data_plane"),
+     'video="synthetic:sprint"\nvideo_duration="20s"\narrival_rate=0.5\n', "arrival_rate"),
 ])
 def test_unsupported_scenarios_exit_2_with_one_line(tmp_path, body, what):
     sc = tmp_path / "s.toml"

@@ -122,9 +122,6 @@ def plan_for(sc, work: str, out: str) -> dict:
             raise Unsupported(f"{where}.arrival_rate: session arrivals do not run on the real network yet")
         if c["abr"].startswith("python:"):
             raise Unsupported(f"{where}.abr: Python ABRs do not run on the real network yet")
-        kind = (c.get("data_plane") or {}).get("kind", "sequential")
-        if kind != "sequential":
-            raise Unsupported(f"{where}.data_plane: {kind!r} does not run on the real network yet (sequential only)")
         if (c.get("http") or {}).get("think", 0):
             raise Unsupported(f"{where}.http.think: the real server has no think time")
         _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)

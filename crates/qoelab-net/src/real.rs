@@ -448,12 +448,16 @@ impl App<'_> {
             rtt_samples: Vec::new(),
         };
         let req = mk(format!("{}{slot}/req{suffix}", cfg.name), "http_req", cfg.client, cfg.server);
-        let resp = mk(format!("{}{slot}/resp{suffix}", cfg.name), "video", cfg.server, cfg.client);
+        let probe = c.session.probe_slot() == Some(k as u32);
+        let kind = if probe { "probe" } else { "video" };
+        let resp = mk(format!("{}{slot}/resp{suffix}", cfg.name), kind, cfg.server, cfg.client);
         let conn = &mut c.conns[k];
         conn.sock = Some(sock);
         conn.req_flow = self.flows.len();
         conn.resp_flow = self.flows.len() + 1;
-        c.resp_flows.push(conn.resp_flow);
+        if !probe {
+            c.resp_flows.push(conn.resp_flow);
+        }
         c.opened += 1;
         self.flows.push(req);
         self.flows.push(resp);
@@ -489,7 +493,12 @@ impl App<'_> {
                 if r.cancelled {
                     continue;
                 }
-                let off = r.offset.ok_or_else(|| fatal("a request without a byte range (the video has no layout)"))?;
+                // An RTT probe (Sprint) asks for the first bytes of rung 0 (the init segment).
+                let off = match (r.offset, r.kind) {
+                    (Some(o), _) => o,
+                    (None, "probe") => 0,
+                    _ => return Err(fatal("a request without a byte range (the video has no layout)")),
+                };
                 let rung_path = format!("{}{}.mp4", c.path, r.rung);
                 let bytes = reader::request(&c.server.to_string(), &rung_path, off, r.body);
                 let conn = &mut c.conns[r.conn as usize];
@@ -722,9 +731,6 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
         let p = format!("clients[{i}]");
         let (video, abr, pcfg, plane) =
             session_parts(&p, c, cfg, None).map_err(|e| fatal(format!("{}: {}", e.path, e.msg)))?;
-        if plane.name() != "sequential" {
-            return Err(fatal(format!("{p}.data_plane: only \"sequential\" runs on the real network yet")));
-        }
         let player = Player::new(pcfg, video, abr, c.start);
         sessions.push(VideoSession::with_plane(c.name.clone(), c.abr.clone(), player, c.http.clone(), plane, c.rtt));
     }
@@ -1163,7 +1169,10 @@ fn read_server_logs(plan: &Plan, app: &mut App, tcp: &mut Table, t0: u64) {
             let Some(port) = peer.rsplit_once(':').and_then(|(_, p)| p.parse::<u16>().ok()) else { continue };
             let Some(mono) = v.get("mono_s").and_then(|m| m.as_f64()) else { continue };
             let t = mono - t0_s;
-            let Some(fid) = app.flows.iter().rposition(|f| f.kind == "video" && f.port == port) else { continue };
+            let Some(fid) = app.flows.iter().rposition(|f| matches!(f.kind, "video" | "probe") && f.port == port)
+            else {
+                continue;
+            };
             let x = TcpInfo::from_json(&v);
             if x.snd_mss == 0 {
                 continue;
@@ -1333,6 +1342,9 @@ fn finish(
     }
     if want("segments") && !views.is_empty() {
         tables.push(rep::segments_table(&views));
+        if views.iter().any(|v| v.data_plane != "sequential") {
+            tables.push(rep::requests_table(&views));
+        }
     }
     for t in &tables {
         t.check().map_err(Fatal)?;
