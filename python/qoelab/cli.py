@@ -19,6 +19,9 @@ from qoelab.errors import InputError, Terminated
 
 
 def _cmd_run(args):
+    if args.real:
+        from qoelab import realrun
+        return realrun.main(args)
     from qoelab import outdir, results
     outdir.check(args.out, force=args.force)     # refuse before simulating, not after
     res = results.run(args.scenario, seed=args.seed, progress=True)
@@ -137,6 +140,10 @@ def build_parser():
     r.add_argument("--seed", type=_nonneg_int, default=None, help="override the scenario's seed")
     r.add_argument("--json", action="store_true", help="print summary.json to stdout")
     r.add_argument("--force", action="store_true", help="replace DIR if it exists")
+    r.add_argument("--real", action="store_true",
+                   help="run on a real network instead of simulating it (Linux, root): the bottleneck emulated on "
+                        "real packets between two network namespaces, kernel TCP, `qoelab serve` and the sans-IO "
+                        "player; dumbbell scenarios (docs/realnet.md)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check scenario files without running them")

@@ -775,7 +775,8 @@ class Server:
             raw = c.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_LEN)
         except OSError:
             return
-        rec = {"t_s": round(now - self._t_start, 6), "conn": c.id, "peer": f"{c.peer[0]}:{c.peer[1]}", "cc": c.cc}
+        rec = {"t_s": round(now - self._t_start, 6), "mono_s": round(now, 6), "conn": c.id,
+               "peer": f"{c.peer[0]}:{c.peer[1]}", "cc": c.cc}
         rec.update(parse_tcp_info(raw))
         line = json.dumps(rec) + "\n"
         with self._log_lock:

@@ -36,6 +36,37 @@ pub struct Direction {
     out: Vec<IpPacket>,
     /// Mahimahi-format event log (`--downlink-log`/`--uplink-log`).
     log: Option<MmLog>,
+    /// TCP packets to or from these server ports, as they reach the queue or are dropped (the
+    /// loss-phase classification of `qoelab run --real`).
+    pub capture_ports: Vec<u16>,
+    pub captured: Vec<Captured>,
+}
+
+/// A TCP packet of a captured connection at the bottleneck's ingress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Captured {
+    pub time: Ns,
+    /// The port of the side that is not the server (names the connection).
+    pub client_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    pub payload: u32,
+    /// Dropped (by the queue discipline or the loss model) rather than queued.
+    pub dropped: bool,
+}
+
+/// (source port, destination port, seq, ack, payload bytes) of an IPv4 TCP packet.
+pub fn tcp_fields(b: &[u8]) -> Option<(u16, u16, u32, u32, u32)> {
+    if b.len() < 20 || b[9] != 6 {
+        return None;
+    }
+    let ihl = (b[0] & 15) as usize * 4;
+    let total = u16::from_be_bytes([b[2], b[3]]) as usize;
+    let t = b.get(ihl..ihl + 20)?;
+    let be32 = |x: &[u8]| u32::from_be_bytes([x[0], x[1], x[2], x[3]]);
+    let doff = (t[12] >> 4) as usize * 4;
+    let payload = total.saturating_sub(ihl + doff) as u32;
+    Some((u16::from_be_bytes([t[0], t[1]]), u16::from_be_bytes([t[2], t[3]]), be32(&t[4..8]), be32(&t[8..12]), payload))
 }
 
 /// A log in mm-link's format (so that mm-throughput-graph and mm-delay-graph read it): header
@@ -139,7 +170,31 @@ pub fn build_direction(o: &Options, uplink: bool) -> Result<Direction, String> {
         write_errors: 0,
         out: Vec::new(),
         log: None,
+        capture_ports: Vec::new(),
+        captured: Vec::new(),
     })
+}
+
+impl Direction {
+    /// A direction around a link built elsewhere (`qoelab run --real` builds it from the
+    /// scenario's link with `net::world::build_link`, as the simulator does).
+    pub fn from_link(name: &'static str, link: Link<IpPacket>) -> Direction {
+        Direction {
+            name,
+            link,
+            lateness: LogHistogram::new(),
+            read_pkts: 0,
+            non_ipv4: 0,
+            malformed: 0,
+            written_pkts: 0,
+            written_bytes: 0,
+            write_errors: 0,
+            out: Vec::new(),
+            log: None,
+            capture_ports: Vec::new(),
+            captured: Vec::new(),
+        }
+    }
 }
 
 /// Open the direction's Mahimahi-format log if asked for (the link then records its events).
@@ -197,6 +252,27 @@ impl Direction {
     /// Write the link's recorded events to the log (if any) and forget them.
     fn drain_events(&mut self, now: Ns) {
         use qoelab_core::net::link::LinkEventKind;
+        if !self.capture_ports.is_empty() {
+            for e in &self.link.events {
+                let dropped = match e.kind {
+                    LinkEventKind::Enqueue => false,
+                    LinkEventKind::Drop(_) | LinkEventKind::Lost => true,
+                    _ => continue,
+                };
+                let Some((sp, dp, seq, ack, payload)) = tcp_fields(&e.pkt.buf) else { continue };
+                let client_port = if self.capture_ports.contains(&sp) {
+                    dp
+                } else if self.capture_ports.contains(&dp) {
+                    sp
+                } else {
+                    continue;
+                };
+                self.captured.push(Captured { time: e.time, client_port, seq, ack, payload, dropped });
+            }
+            if self.log.is_none() {
+                self.link.events.clear();
+            }
+        }
         let Some(log) = &mut self.log else { return };
         log.opportunities(&self.link.service, now);
         for e in self.link.events.drain(..) {

@@ -9,5 +9,8 @@
 pub mod emu;
 pub mod ip;
 pub mod opts;
+pub mod reader;
+pub mod real;
 pub mod run;
 pub mod sys;
+pub mod tcpinfo;

@@ -1,9 +1,14 @@
 //! `qoelab-netemu`: the binary behind `qoelab link` (the Python CLI execs it). Exit status:
-//! COMMAND's; 2 for option errors and missing prerequisites (one line on stderr).
+//! COMMAND's; 2 for option errors and missing prerequisites (one line on stderr). `qoelab-netemu run
+//! --plan FILE` is the real-network driver behind `qoelab run --real` (see `real`).
 
 #[cfg(target_os = "linux")]
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("run") {
+        // `qoelab run --real` (the Python front writes the plan and reads the results).
+        std::process::exit(qoelab_net::real::main(&args[1..]));
+    }
     if args.iter().take_while(|a| *a != "--").any(|a| a == "--help" || a == "-h") {
         println!("{}", qoelab_net::opts::USAGE);
         return;

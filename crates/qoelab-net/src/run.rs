@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 pub const SERVER_ADDR: &str = "10.77.0.1";
 pub const CLIENT_ADDR: &str = "10.77.1.1";
-const SERVER_NET: &str = "10.77.0.0/24";
-const CLIENT_NET: &str = "10.77.1.0/24";
+pub const SERVER_NET: &str = "10.77.0.0/24";
+pub const CLIENT_NET: &str = "10.77.1.0/24";
 const SERVER_TUN: &str = "qls0";
 const CLIENT_TUN: &str = "qlc0";
 
@@ -20,13 +20,13 @@ const CLIENT_TUN: &str = "qlc0";
 pub struct Fatal(pub String);
 
 /// One endpoint namespace: its ns file (to enter) and its TUN device.
-struct Side {
-    ns: File,
-    tun: File,
+pub struct Side {
+    pub ns: File,
+    pub tun: File,
 }
 
 /// Create a namespace, its TUN device, addresses and routes. Leaves the calling thread inside it.
-fn make_side(tun_name: &str, addr: &str, peer_net: &str, default_route: bool) -> Result<Side, Fatal> {
+pub fn make_side(tun_name: &str, addr: &str, peer_net: &str, default_route: bool) -> Result<Side, Fatal> {
     sys::unshare_net().map_err(|e| {
         Fatal(format!("cannot create a network namespace (needs root or CAP_SYS_ADMIN; unshare(CLONE_NEWNET): {e})"))
     })?;
@@ -84,7 +84,7 @@ fn spawn(argv: &[String], ns: &File, pid_ns: &File, group: bool, env: &[(&str, &
 /// Stop a child: SIGTERM (to its process group if it leads one; as the init of its PID
 /// namespace it ignores signals it has no handler for), then SIGKILL after `grace`, which ends
 /// every process of its PID namespace.
-fn stop(child: &mut Child, group: bool, grace: Duration) {
+pub fn stop(child: &mut Child, group: bool, grace: Duration) {
     if matches!(child.try_wait(), Ok(Some(_))) {
         return;
     }

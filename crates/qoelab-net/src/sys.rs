@@ -128,6 +128,13 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
 
 /// Block `sigs` in the calling thread and return a non-blocking signalfd that reports them.
 pub fn signalfd_for(sigs: &[i32]) -> io::Result<File> {
+    for &s in sigs {
+        // A signal ignored since exec (a command started in the background by a non-interactive
+        // shell ignores SIGINT) would never reach the signalfd: back to the default action, which
+        // cannot run while the signal is blocked.
+        // SAFETY: SIG_DFL is a valid disposition for these signals; no handler code is installed.
+        unsafe { libc::signal(s, libc::SIG_DFL) };
+    }
     let set = sigset(sigs);
     // SAFETY: `set` is an initialized sigset_t; the old mask is not asked for (null allowed).
     cvt(unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) })?;
@@ -202,4 +209,111 @@ pub fn cpu_seconds() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// CPU time (user + system) of the calling thread, seconds.
+pub fn thread_cpu_seconds() -> f64 {
+    // SAFETY: rusage is plain data; all-zero is valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Wait until one of `fds` has an event it asks for or `timeout_ms` passes (EINTR: no event).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<()> {
+    // SAFETY: `fds` points to `fds.len()` valid pollfd structs, alive and exclusively ours during
+    // the call.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            fds.iter_mut().for_each(|p| p.revents = 0);
+            return Ok(());
+        }
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// Set the congestion controller of a TCP socket (`TCP_CONGESTION`).
+pub fn set_tcp_congestion(fd: RawFd, cc: &str) -> io::Result<()> {
+    // SAFETY: the option value is `cc.len()` readable bytes that outlive the call; `fd` is an
+    // open socket (an invalid fd only makes the call fail).
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            cc.as_ptr() as *const libc::c_void,
+            cc.len() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// A non-blocking TCP socket (in the calling thread's network namespace), its congestion
+/// controller set to `cc` before the handshake, connecting to `addr` (the connect completes
+/// later: poll for writability).
+pub fn tcp_connect_nb(addr: std::net::SocketAddrV4, cc: &str) -> io::Result<std::net::TcpStream> {
+    // SAFETY: socket takes only integers; on success the fd is new and ours alone.
+    let fd =
+        cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else; the stream closes it.
+    let s = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    set_tcp_congestion(fd, cc)?;
+    let sa = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: addr.port().to_be(),
+        sin_addr: libc::in_addr { s_addr: u32::from(*addr.ip()).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: `sa` is a valid sockaddr_in whose size is passed; it outlives the call.
+    let r = unsafe {
+        libc::connect(fd, &sa as *const libc::sockaddr_in as *const libc::sockaddr, std::mem::size_of_val(&sa) as u32)
+    };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINPROGRESS) {
+            return Err(e);
+        }
+    }
+    Ok(s)
+}
+
+/// `getsockopt(TCP_INFO)` of a TCP socket into `buf`; returns the bytes the kernel filled in.
+pub fn tcp_info_raw(fd: RawFd, buf: &mut [u8; 232]) -> io::Result<usize> {
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: `buf` is writable for `len` bytes and `len` is a valid, writable socklen_t; both
+    // outlive the call.
+    cvt(unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+    })?;
+    Ok(len as usize)
+}
+
+/// Set an integer TCP-level socket option (e.g. `TCP_NOTSENT_LOWAT`).
+pub fn set_tcp_int(fd: RawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    // SAFETY: the option value is one readable c_int that outlives the call; `fd` is an open
+    // socket (an invalid fd only makes the call fail).
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            opt,
+            &v as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// Ask for `sig` when the parent process (the thread that started this one) dies; false if the
+/// parent is no longer `parent` (it died before the request took effect).
+pub fn die_with_parent(parent: u32, sig: i32) -> bool {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number; no memory is passed.
+    let ok = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) } == 0;
+    // SAFETY: getppid has no preconditions and cannot fail.
+    ok && unsafe { libc::getppid() } as u32 == parent
 }

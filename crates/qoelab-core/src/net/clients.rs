@@ -29,12 +29,12 @@ use crate::time::Ns;
 use std::sync::Arc;
 
 /// A client's video, ABR, player configuration and data plane.
-pub(crate) type SessionParts =
+pub type SessionParts =
     (Arc<crate::video::Video>, Box<dyn crate::abr::Abr>, PlayerConfig, Box<dyn crate::session::dataplane::DataPlane>);
 
 /// The parts of a client's session, checked: (video, ABR, player configuration, data plane). Randomized
 /// ABRs get a seed derived from the scenario seed and the client's name.
-pub(crate) fn session_parts(
+pub fn session_parts(
     p: &str,
     c: &ClientCfg,
     cfg: &super::SimConfig,

@@ -1,9 +1,10 @@
 //! The packet driver's part of the run summary: flows, monitored links, packet counts, and the
 //! clients through the driver-neutral [`crate::report`] functions.
 
+use super::link::Link;
 use super::world::World;
 use crate::aqm::DropReason;
-use crate::ids::{FlowId, Id, LinkId};
+use crate::ids::{FlowId, Id};
 use crate::report::summary::{r6, FlowSummary, LinkSummary, PacketCounts, QueueDelay, Summary};
 use crate::time::secs;
 
@@ -11,6 +12,54 @@ use crate::time::secs;
 /// metrics' version reports 1).
 pub fn jain(x: &[f64]) -> Option<f64> {
     x.iter().any(|v| *v != 0.0).then(|| crate::metrics::jain(x))
+}
+
+/// Queueing delay of a queue (ms): mean (exact) and percentiles (from the sojourn histogram).
+pub fn queue_delay(q: &crate::aqm::Queue) -> QueueDelay {
+    let mut d = QueueDelay::default();
+    if q.stats.dequeued_pkts > 0 {
+        d.mean = r6(q.stats.sojourn_sum as f64 / q.stats.dequeued_pkts as f64 / 1e6);
+    }
+    if let Some(h) = &q.sojourn_hist {
+        d.p50 = h.quantile(50.0).and_then(|x| r6(x / 1e6));
+        d.p95 = h.quantile(95.0).and_then(|x| r6(x / 1e6));
+        d.p99 = h.quantile(99.0).and_then(|x| r6(x / 1e6));
+        d.max = h.max().and_then(|x| r6(x as f64 / 1e6));
+    }
+    d
+}
+
+/// The summary of a monitored link after `dur` ns, whatever drives it (the packet simulator or
+/// the real-network emulator).
+pub fn link_summary<P>(l: &Link<P>, dur: u64) -> LinkSummary {
+    let q = &l.queue.stats;
+    let cap = l.capacity_bytes(dur);
+    let util = if cap > 0 { l.stats.tx_bytes as f64 / cap as f64 } else { f64::NAN };
+    let mut drops = std::collections::BTreeMap::new();
+    for r in DropReason::ALL {
+        let n = q.dropped_at_enqueue_pkts[r.index()] + q.dropped_later_pkts[r.index()];
+        if n > 0 {
+            drops.insert(r.name(), n);
+        }
+    }
+    if l.stats.lost_pkts > 0 {
+        drops.insert("link_loss", l.stats.lost_pkts);
+    }
+    LinkSummary {
+        name: l.name.clone(),
+        aqm: l.queue.kind,
+        rate_bps: r6(l.nominal_rate_bps()),
+        utilization: r6(util),
+        tx_packets: l.stats.tx_pkts,
+        tx_bytes: l.stats.tx_bytes,
+        queue_delay_ms: queue_delay(&l.queue),
+        drops,
+        dropped_packets: q.dropped_pkts() + l.stats.lost_pkts,
+        marked_packets: q.marked_pkts,
+        max_queue_packets: q.max_len_pkts,
+        max_queue_bytes: q.max_len_bytes,
+        fq_collisions: l.queue.flow_collisions(),
+    }
 }
 
 impl World {
@@ -23,22 +72,6 @@ impl World {
             stop = stop.min(d);
         }
         (f.start.min(end), stop.max(f.start.min(end)))
-    }
-
-    /// Queueing delay of a link's queue (ms).
-    fn queue_delay(&self, li: LinkId) -> QueueDelay {
-        let q = &self.links[li].queue;
-        let mut d = QueueDelay::default();
-        if q.stats.dequeued_pkts > 0 {
-            d.mean = r6(q.stats.sojourn_sum as f64 / q.stats.dequeued_pkts as f64 / 1e6);
-        }
-        if let Some(h) = &q.sojourn_hist {
-            d.p50 = h.quantile(50.0).and_then(|x| r6(x / 1e6));
-            d.p95 = h.quantile(95.0).and_then(|x| r6(x / 1e6));
-            d.p99 = h.quantile(99.0).and_then(|x| r6(x / 1e6));
-            d.max = h.max().and_then(|x| r6(x as f64 / 1e6));
-        }
-        d
     }
 
     /// The typed run summary; `config_hash` identifies the configuration.
@@ -70,36 +103,9 @@ impl World {
         }
         out.jain_index = jain(&goodputs).and_then(r6);
         let mut monitored_pkts = 0u64;
-        for (li, l) in self.links.iter_enumerated().filter(|(_, l)| l.monitor) {
-            let q = &l.queue.stats;
+        for l in self.links.iter().filter(|l| l.monitor) {
             monitored_pkts += l.stats.tx_pkts;
-            let cap = l.capacity_bytes(dur);
-            let util = if cap > 0 { l.stats.tx_bytes as f64 / cap as f64 } else { f64::NAN };
-            let mut drops = std::collections::BTreeMap::new();
-            for r in DropReason::ALL {
-                let n = q.dropped_at_enqueue_pkts[r.index()] + q.dropped_later_pkts[r.index()];
-                if n > 0 {
-                    drops.insert(r.name(), n);
-                }
-            }
-            if l.stats.lost_pkts > 0 {
-                drops.insert("link_loss", l.stats.lost_pkts);
-            }
-            out.links.push(LinkSummary {
-                name: l.name.clone(),
-                aqm: l.queue.kind,
-                rate_bps: r6(l.nominal_rate_bps()),
-                utilization: r6(util),
-                tx_packets: l.stats.tx_pkts,
-                tx_bytes: l.stats.tx_bytes,
-                queue_delay_ms: self.queue_delay(li),
-                drops,
-                dropped_packets: q.dropped_pkts() + l.stats.lost_pkts,
-                marked_packets: q.marked_pkts,
-                max_queue_packets: q.max_len_pkts,
-                max_queue_bytes: q.max_len_bytes,
-                fq_collisions: l.queue.flow_collisions(),
-            });
+            out.links.push(link_summary(&l.link, dur));
         }
         out.packets = PacketCounts {
             bottleneck: self.links.iter().find(|l| l.monitor).map(|l| l.stats.tx_pkts).unwrap_or(0),

@@ -4,7 +4,7 @@
 //! [`crate::sim::Engine`], calls the sans-IO components (queue disciplines, TCP, applications)
 //! with `now`, forwards the packets they emit, and schedules their next wake-ups.
 
-use super::config::{FlowCfg, SimConfig};
+use super::config::{FlowCfg, LinkCfg, SimConfig};
 use super::link::{Link, LinkEventKind, Service, SimLink};
 use super::loss::Loss;
 use super::trace::{Opportunities, RateSchedule, TraceCfg};
@@ -156,63 +156,7 @@ impl World {
             if l.from >= n || l.to >= n || l.from == l.to {
                 return Err(serr(format!("{p}.from"), "expected two different existing nodes"));
             }
-            let service = match &l.trace {
-                Some(t) => {
-                    t.validate().map_err(|e| serr(format!("{p}.trace"), e))?;
-                    match t {
-                        TraceCfg::Opportunities { period_ns, times_ns, bytes_per_opportunity, once } => {
-                            Service::Opportunities(Opportunities {
-                                period: *period_ns,
-                                times: times_ns.clone(),
-                                bytes_per_opp: *bytes_per_opportunity,
-                                once: *once,
-                            })
-                        }
-                        TraceCfg::Rates { segments, looping } => {
-                            Service::Schedule(RateSchedule::new(segments, *looping))
-                        }
-                    }
-                }
-                None => {
-                    if l.rate_bps == 0 {
-                        return Err(serr(format!("{p}.rate"), "expected a rate > 0 (or a trace)"));
-                    }
-                    Service::Fixed(l.rate_bps)
-                }
-            };
-            let params = Params::from_value(&l.aqm_params).map_err(|e| serr(format!("{p}.aqm_params"), e.msg))?;
-            let ctx = AqmBuildCtx {
-                limit_packets: l.buffer_packets,
-                limit_bytes: l.buffer_bytes,
-                link_rate_bps: l.rate_bps,
-                seed: Rng::for_component(seed, &format!("link/{}/aqm", l.name)).next_u64(),
-            };
-            let mut queue = Queue::build(&l.aqm, &params, &ctx).map_err(|e| {
-                if e.param == "kind" {
-                    serr(format!("{p}.aqm"), e.msg)
-                } else {
-                    serr(format!("{p}.aqm_params.{}", e.param), e.msg)
-                }
-            })?;
-            if l.monitor {
-                queue.record_sojourns();
-            }
-            let loss = match &l.loss {
-                Some(lc) => {
-                    lc.validate().map_err(|e| serr(format!("{p}.loss.{e}"), ""))?;
-                    Some(Loss::new(lc.clone(), Rng::for_component(seed, &format!("link/{}/loss", l.name))))
-                }
-                None => None,
-            };
-            let mut link = Link::new(
-                l.name.clone(),
-                NodeId::from_index(l.from),
-                NodeId::from_index(l.to),
-                service,
-                l.delay,
-                queue,
-                loss,
-            );
+            let mut link = build_link(&p, l, seed)?;
             link.record = l.packet_log || l.pcap;
             if !l.monitor {
                 // Unmonitored plain FIFOs at a fixed rate (access links) are served analytically;
@@ -1294,4 +1238,58 @@ fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
     } else {
         serr(format!("{p}.cc_params.{}", e.param), e.msg)
     }
+}
+
+/// Build the sans-IO link of config entry `p` = `links[i]` (service from the rate or trace, the AQM
+/// through `Queue::build` with its seed stream `link/<name>/aqm`, loss with `link/<name>/loss`,
+/// sojourn recording on monitored links). Shared by the packet simulator and the real-network
+/// emulator (`qoelab-net`), so both run the same link for the same scenario.
+pub fn build_link<P: crate::net::link::LinkPacket>(p: &str, l: &LinkCfg, seed: u64) -> Result<Link<P>, SimError> {
+    let service = match &l.trace {
+        Some(t) => {
+            t.validate().map_err(|e| serr(format!("{p}.trace"), e))?;
+            match t {
+                TraceCfg::Opportunities { period_ns, times_ns, bytes_per_opportunity, once } => {
+                    Service::Opportunities(Opportunities {
+                        period: *period_ns,
+                        times: times_ns.clone(),
+                        bytes_per_opp: *bytes_per_opportunity,
+                        once: *once,
+                    })
+                }
+                TraceCfg::Rates { segments, looping } => Service::Schedule(RateSchedule::new(segments, *looping)),
+            }
+        }
+        None => {
+            if l.rate_bps == 0 {
+                return Err(serr(format!("{p}.rate"), "expected a rate > 0 (or a trace)"));
+            }
+            Service::Fixed(l.rate_bps)
+        }
+    };
+    let params = Params::from_value(&l.aqm_params).map_err(|e| serr(format!("{p}.aqm_params"), e.msg))?;
+    let ctx = AqmBuildCtx {
+        limit_packets: l.buffer_packets,
+        limit_bytes: l.buffer_bytes,
+        link_rate_bps: l.rate_bps,
+        seed: Rng::for_component(seed, &format!("link/{}/aqm", l.name)).next_u64(),
+    };
+    let mut queue = Queue::build(&l.aqm, &params, &ctx).map_err(|e| {
+        if e.param == "kind" {
+            serr(format!("{p}.aqm"), e.msg)
+        } else {
+            serr(format!("{p}.aqm_params.{}", e.param), e.msg)
+        }
+    })?;
+    if l.monitor {
+        queue.record_sojourns();
+    }
+    let loss = match &l.loss {
+        Some(lc) => {
+            lc.validate().map_err(|e| serr(format!("{p}.loss.{e}"), ""))?;
+            Some(Loss::new(lc.clone(), Rng::for_component(seed, &format!("link/{}/loss", l.name))))
+        }
+        None => None,
+    };
+    Ok(Link::new(l.name.clone(), NodeId::from_index(l.from), NodeId::from_index(l.to), service, l.delay, queue, loss))
 }

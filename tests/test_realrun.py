@@ -1,0 +1,333 @@
+"""Real-network tier, part 2: `qoelab run --real SCENARIO` (crates/qoelab-net/src/real.rs and
+python/qoelab/realrun.py): a dumbbell scenario on the emulated bottleneck with kernel TCP bulk flows,
+`qoelab serve` and the core's sans-IO video sessions over real sockets. Skipped, with the reason,
+where the machine cannot create network namespaces or TUN devices (the refusal tests run everywhere).
+Traffic stays inside the test's own namespaces (10.77.0.1 <-> 10.77.1.1). About 55 s.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from test_realnet import _children, _holders, _netns, _reason
+
+real = pytest.mark.skipif(_reason is not None, reason=f"real-network tier skipped: {_reason}")
+
+VIDEO_BULK = """
+[scenario]
+name = "real-video-bulk"
+duration = "{duration}"
+seed = 1
+
+[topology]
+rate = "10Mbps"
+rtt = "40ms"
+buffer = "100pkts"
+aqm = "{aqm}"
+
+[[client]]
+name = "viewer"
+abr = "dynamic"
+video = "synthetic:sabre-bbb"
+video_duration = "30s"
+
+[[flow]]
+kind = "bulk"
+name = "download"
+start = "6s"
+stop = "14s"
+
+[output]
+loss_phases = true
+"""
+
+BULK_ALONE = """
+[scenario]
+name = "real-bulk"
+duration = "7s"
+seed = 1
+
+[topology]
+rate = "10Mbps"
+rtt = "40ms"
+buffer = "100pkts"
+
+[[flow]]
+kind = "bulk"
+name = "bulk"
+cc = "cubic"
+"""
+
+
+def qoelab(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "qoelab.cli", *args], capture_output=True, text=True, cwd=REPO,
+                          timeout=timeout)
+
+
+def key_paths(x, p=""):
+    """Every key path of a JSON document (list elements share the path `[]`; the keys of a link's
+    `drops` are data, the reasons that dropped, and become `*`)."""
+    out = set()
+    if isinstance(x, dict):
+        for k, v in x.items():
+            k = "*" if p.endswith(".drops") else k
+            out.add(f"{p}.{k}")
+            out |= key_paths(v, f"{p}.{k}")
+    elif isinstance(x, list):
+        for v in x:
+            out |= key_paths(v, p + "[]")
+    return out
+
+
+@real
+def test_video_and_bulk_run_has_the_simulated_schema(tmp_path):
+    import pandas as pd
+    sc = tmp_path / "s.toml"
+    sc.write_text(VIDEO_BULK.format(duration="16s", aqm="pfifo"))
+    sim, rl = tmp_path / "sim", tmp_path / "real"
+    r = qoelab("run", str(sc), "--out", str(sim))
+    assert r.returncode == 0, r.stderr
+    t = time.monotonic()
+    r = qoelab("run", "--real", str(sc), "--out", str(rl))
+    wall = time.monotonic() - t
+    assert r.returncode == 0, r.stderr
+    print(r.stdout)
+    s_sim = json.loads((sim / "summary.json").read_text())
+    s = json.loads((rl / "summary.json").read_text())
+    # Same keys, recursively (flows, links and clients included), as the simulated run.
+    assert key_paths(s) == key_paths(s_sim), (key_paths(s) ^ key_paths(s_sim))
+    assert s["network"] == "real" and s_sim["network"] == "packet"
+    assert s["config_hash"] == s_sim["config_hash"]
+    assert 16 <= wall < 36
+    # The same tables, with the same columns.
+    for name in ("flow_info", "link_info", "flows", "tcp", "queues", "segments"):
+        a, b = pd.read_parquet(sim / f"{name}.parquet"), pd.read_parquet(rl / f"{name}.parquet")
+        assert list(a.columns) == list(b.columns), name
+        if name != "flow_info":
+            assert len(b) > 0, name
+    # The DASH session: the core's player and ABR over real HTTP/1.1 against `qoelab serve`:
+    # segments completed in order, every body byte equal to the synthetic pattern.
+    c = s["clients"][0]
+    seg = pd.read_parquet(rl / "segments.parquet")
+    assert c["segments"] >= 5 and len(seg) == c["segments"] + c["abandoned"]
+    assert list(seg["segment"][seg["abandoned"] == 0]) == list(range(c["segments"]))
+    assert 0.08 < c["startup_s"] < 2.0           # >= 2 RTTs: handshake + request
+    assert c["stall_count"] == 0
+    # Minerva's B/T/C classes of the video's drops, from the packets captured at the ingress.
+    lp = c["loss_phases"]
+    print("loss phases", lp, "bottleneck drops", s["links"][0]["dropped_packets"])
+    assert 0 <= lp["B"] + lp["T"] + lp["C"] <= s["links"][0]["dropped_packets"]
+    perf = json.loads((rl / "perf.json").read_text())["realnet"]
+    assert perf["clients"][0]["pattern_mismatches"] == 0
+    assert perf["clients"][0]["responses"] >= c["segments"]
+    # Bulk flow from the kernel: bytes in its active span, TCP_INFO fields, and the video's
+    # server-side TCP_INFO (from `qoelab serve`'s log) in the tcp table.
+    bulk = next(f for f in s["flows"] if f["kind"] == "bulk")
+    assert bulk["active_s"] == 8.0 and bulk["goodput_bps"] > 1e6 and bulk["cc"] == "cubic"
+    # It starts with the video's queue built up: at least the configured RTT, at most that plus
+    # a full 100-packet buffer (120 ms).
+    assert 40 <= bulk["min_rtt_ms"] < 40 + 120 + 5
+    video = next(f for f in s["flows"] if f["kind"] == "video")
+    # The video connection starts on an idle path: its minimum RTT is the configured 40 ms.
+    assert 40 <= video["min_rtt_ms"] < 42
+    tcp = pd.read_parquet(rl / "tcp.parquet")
+    assert (tcp["flow"] == video["id"]).sum() > 50 and (tcp["flow"] == bulk["id"]).sum() > 50
+    # The bottleneck from the emulator: the 100-packet FIFO filled (10 Mbit/s = 1.2 ms per packet).
+    down = s["links"][0]
+    assert down["name"] == "bottleneck" and down["max_queue_packets"] == 100
+    assert 0.85 < down["utilization"] <= 1.0
+    assert 60 < down["queue_delay_ms"]["p50"] < 125
+    # Timing quality.
+    for d in ("downlink", "uplink"):
+        lat = perf[d]["lateness_us"]
+        print(d, "lateness us", lat)
+        assert lat["count"] > 1000 and lat["p50"] < 1000
+
+
+PLANES = """
+[scenario]
+name = "real-planes"
+duration = "10s"
+seed = 1
+
+[topology]
+rate = "10Mbps"
+rtt = "40ms"
+buffer = "100pkts"
+aqm = "fq_codel"
+
+[[client]]
+name = "chunk"
+abr = "dynamic"
+video = "synthetic:sabre-bbb"
+video_duration = "30s"
+[client.data_plane]
+kind = "chunklets"
+n = 3
+
+[[client]]
+name = "sprint"
+abr = "dynamic"
+video = "synthetic:sprint"
+video_duration = "30s"
+[client.data_plane]
+kind = "sprint"
+"""
+
+
+@real
+def test_chunklets_and_sprint_data_planes_on_real_connections(tmp_path):
+    import pandas as pd
+    sc = tmp_path / "s.toml"
+    sc.write_text(PLANES)
+    r = qoelab("run", str(sc), "--out", str(tmp_path / "sim"))
+    assert r.returncode == 0, r.stderr
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "real"))
+    assert r.returncode == 0, r.stderr
+    print(r.stdout)
+    s = json.loads((tmp_path / "real" / "summary.json").read_text())
+    s_sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert key_paths(s) == key_paths(s_sim), (key_paths(s) ^ key_paths(s_sim))
+    req = pd.read_parquet(tmp_path / "real" / "requests.parquet")
+    chunk, sprint = s["clients"]
+    # Chunklets: each segment as 3 byte ranges at once, one per connection.
+    k = req[req["client"] == 0]
+    assert set(k["kind"]) == {"chunklet"} and set(k["conn"]) == {0, 1, 2}
+    assert chunk["segments"] >= 3 and chunk["http"]["data_plane"] == "chunklets"
+    assert chunk["http"]["requests"] == len(k)
+    # Sprint: segments pipelined on connection 0, RTT probes on connection 1 (a `probe` flow).
+    k = req[req["client"] == 1]
+    assert set(k["kind"]) == {"segment", "probe"} and set(k[k["kind"] == "probe"]["conn"]) == {1}
+    assert sprint["segments"] >= 3 and sprint["http"]["max_pipeline"] >= 2
+    assert any(f["kind"] == "probe" and f["name"] == "sprint/c1/resp" for f in s["flows"])
+    perf = json.loads((tmp_path / "real" / "perf.json").read_text())["realnet"]
+    assert all(c["pattern_mismatches"] == 0 for c in perf["clients"])
+
+
+@real
+def test_kernel_cubic_alone_reaches_90_percent_of_the_link_rate(tmp_path):
+    import pandas as pd
+    sc = tmp_path / "bulk.toml"
+    sc.write_text(BULK_ALONE)
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "o"))
+    assert r.returncode == 0, r.stderr
+    fl = pd.read_parquet(tmp_path / "o" / "flows.parquet")
+    at = fl.set_index("time_s")["bytes_received"]
+    gp = (at.loc[6.0] - at.loc[1.0]) * 8 / 5.0
+    print(f"cubic goodput seconds 1-6: {gp / 1e6:.3f} Mbit/s")
+    assert gp >= 0.9 * 10e6
+    assert gp <= 10e6
+
+
+@real
+def test_sigkill_of_run_real_leaves_nothing_behind(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text(VIDEO_BULK.format(duration="30s", aqm="codel"))
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "run", "--real", str(sc), "--out", str(out)], cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        own = _netns(os.getpid())
+        deadline = time.monotonic() + 20
+        tree, spaces = [], set()
+        while time.monotonic() < deadline:
+            tree = []
+            todo = [p.pid]
+            while todo:
+                k = todo.pop()
+                tree.append(k)
+                todo += _children(k)
+            spaces = {_netns(k) for k in tree} - {None, own}
+            if len(spaces) >= 2 and len(tree) >= 3:   # qoelab, the driver, a server
+                break
+            time.sleep(0.2)
+        assert len(spaces) >= 2, (tree, spaces)
+        time.sleep(2)   # traffic flowing
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            alive = [k for k in tree if os.path.exists(f"/proc/{k}")]
+            if not alive and not _holders(spaces):
+                break
+            time.sleep(0.1)
+        assert not [k for k in tree if os.path.exists(f"/proc/{k}")], "processes left"
+        assert not _holders(spaces), "namespaces still held"
+        links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
+        assert "qrs0" not in links and "qrc0" not in links
+        assert not out.exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+@real
+def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
+    sc = tmp_path / "s.toml"
+    sc.write_text(BULK_ALONE)
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "run", "--real", str(sc), "--out", str(tmp_path / "o")],
+                         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    rc = p.wait(timeout=10)
+    assert rc == 130 and time.monotonic() - t < 1.0, p.stderr.read()
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("body, what", [
+    ('[scenario]\nname="c"\nduration="5s"\n[topology]\nkind="chain"\n[[topology.hop]]\nrate="10Mbps"\n'
+     '[[flow]]\nname="a"\n', "topology 'chain'"),
+    ('[scenario]\nname="w"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nkind="cbr"\nname="a"\n'
+     'rate="1Mbps"\n', "'cbr' flows"),
+    ('[scenario]\nname="d"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[client]]\nname="v"\n'
+     'video="synthetic:sprint"\nvideo_duration="20s"\narrival_rate=0.5\n', "arrival_rate"),
+])
+def test_unsupported_scenarios_exit_2_with_one_line(tmp_path, body, what):
+    sc = tmp_path / "s.toml"
+    sc.write_text(body)
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error" in lines[0], r.stderr
+    if _reason is None:
+        assert what in lines[0] and str(sc) in lines[0]
+    assert not (tmp_path / "o").exists()
+
+
+@real
+def test_driver_without_privileges_one_line_exit_2(tmp_path):
+    """The driver run as `nobody` cannot create the namespaces: one line naming that, exit 2."""
+    import shutil
+    import tempfile
+
+    from qoelab import realrun
+    from qoelab import scenario as scmod
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        pytest.skip("needs runuser to drop privileges")
+    sc = tmp_path / "s.toml"
+    sc.write_text(VIDEO_BULK.format(duration="5s", aqm="pfifo"))
+    d = tempfile.mkdtemp(prefix="qoelab-real-")   # readable by nobody, unlike pytest's tmp_path
+    try:
+        os.chmod(d, 0o755)
+        plan = realrun.plan_for(scmod.load(str(sc)), d, d)
+        del plan["parent_pid"]
+        with open(os.path.join(d, "plan.json"), "w") as f:
+            json.dump(plan, f)
+        os.chmod(os.path.join(d, "plan.json"), 0o644)
+        exe = os.path.join(d, "qoelab-netemu")
+        shutil.copy(realrun.find_driver(), exe)
+        os.chmod(exe, 0o755)
+        r = subprocess.run([runuser, "-u", "nobody", "--", exe, "run", "--plan", os.path.join(d, "plan.json")],
+                           capture_output=True, text=True, timeout=30)
+    finally:
+        shutil.rmtree(d)
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "network namespace" in r.stderr, r.stderr
