@@ -38,6 +38,10 @@ def _kernel_ccs() -> set[str]:
         return set()
 
 
+#: The simulator's controllers under the kernel's names (Linux calls its NewReno with SACK "reno").
+KERNEL_CC = {"newreno": "reno"}
+
+
 def _check_cc(where: str, cc: str, params, tcp, avail: set[str]) -> None:
     if cc not in avail:
         raise Unsupported(f"{where}.cc: {cc!r} is not a congestion controller of this kernel "
@@ -109,6 +113,7 @@ def plan_for(sc, work: str, out: str) -> dict:
             raise Unsupported(f"{where}.bytes: finite transfers do not run on the real network yet")
         if f.get("weight_schedule"):
             raise Unsupported(f"{where}.weight_schedule: weights do not apply to kernel TCP")
+        f["cc"] = KERNEL_CC.get(f["cc"], f["cc"])
         _check_cc(where, f["cc"], f.get("cc_params"), f.get("tcp"), avail)
         fwd = _path(links, f["src"], f["dst"]) or []
         upstream = up in fwd and down not in fwd
@@ -124,6 +129,7 @@ def plan_for(sc, work: str, out: str) -> dict:
             raise Unsupported(f"{where}.abr: Python ABRs do not run on the real network yet")
         if (c.get("http") or {}).get("think", 0):
             raise Unsupported(f"{where}.http.think: the real server has no think time")
+        c["cc"] = KERNEL_CC.get(c["cc"], c["cc"])
         _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)
         path = _video_path(cfg["videos"][c["video"]])
         if c["cc"] not in ports:
