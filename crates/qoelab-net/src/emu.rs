@@ -158,21 +158,7 @@ pub fn build_direction(o: &Options, uplink: bool) -> Result<Direction, String> {
         .then(|| Loss::new(LossCfg::Iid { rate: o.loss }, Rng::for_component(o.seed, &format!("link/{name}/loss"))));
     let (from, to) = if uplink { (NodeId(1), NodeId(0)) } else { (NodeId(0), NodeId(1)) };
     let link = Link::new(name.to_string(), from, to, service, o.rtt / 2 + o.rtt % 2 * (!uplink as u64), queue, loss);
-    Ok(Direction {
-        name,
-        link,
-        lateness: LogHistogram::new(),
-        read_pkts: 0,
-        non_ipv4: 0,
-        malformed: 0,
-        written_pkts: 0,
-        written_bytes: 0,
-        write_errors: 0,
-        out: Vec::new(),
-        log: None,
-        capture_ports: Vec::new(),
-        captured: Vec::new(),
-    })
+    Ok(Direction::from_link(name, link))
 }
 
 impl Direction {

@@ -620,30 +620,6 @@ fn tcp_row(t: &mut Table, time: f64, flow: usize, x: &TcpInfo) {
     t.s(15, if x.snd_cwnd < x.snd_ssthresh { "slow_start" } else { "congestion_avoidance" });
 }
 
-fn tcp_table() -> Table {
-    Table::new(
-        "tcp",
-        &[
-            ("time_s", 'f'),
-            ("flow", 'i'),
-            ("cwnd", 'i'),
-            ("ssthresh", 'i'),
-            ("srtt_ms", 'f'),
-            ("min_rtt_ms", 'f'),
-            ("rto_ms", 'f'),
-            ("bytes_in_flight", 'i'),
-            ("delivered", 'i'),
-            ("delivery_rate_bps", 'f'),
-            ("pacing_rate_bps", 'f'),
-            ("retransmits", 'i'),
-            ("rto_count", 'i'),
-            ("weight", 'f'),
-            ("tcp_state", 's'),
-            ("cc_state", 's'),
-        ],
-    )
-}
-
 fn table_json(t: &Table) -> Value {
     let cols: Vec<Value> = t
         .columns
@@ -886,7 +862,7 @@ fn app_loop(app: &mut App, bulks: &mut [Bulk], sigfd: &File, t0: u64, si: Ns) ->
     let mut sigfile = sigfd.try_clone().map_err(|e| fatal(format!("signalfd: {e}")))?;
     sys::set_timer_slack_1ns();
     let mut buf = vec![0u8; 256 * 1024];
-    let mut tcp = tcp_table();
+    let mut tcp = qoelab_core::report::tcp_table();
     let mut flows_tab =
         Table::new("flows", &[("time_s", 'f'), ("flow", 'i'), ("bytes_received", 'i'), ("goodput_bps", 'f')]);
     let mut next_sample = si;

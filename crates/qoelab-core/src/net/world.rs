@@ -179,29 +179,7 @@ impl World {
             flows: want("flows").then(|| {
                 Table::new("flows", &[("time_s", 'f'), ("flow", 'i'), ("bytes_received", 'i'), ("goodput_bps", 'f')])
             }),
-            tcp: want("tcp").then(|| {
-                Table::new(
-                    "tcp",
-                    &[
-                        ("time_s", 'f'),
-                        ("flow", 'i'),
-                        ("cwnd", 'i'),
-                        ("ssthresh", 'i'),
-                        ("srtt_ms", 'f'),
-                        ("min_rtt_ms", 'f'),
-                        ("rto_ms", 'f'),
-                        ("bytes_in_flight", 'i'),
-                        ("delivered", 'i'),
-                        ("delivery_rate_bps", 'f'),
-                        ("pacing_rate_bps", 'f'),
-                        ("retransmits", 'i'),
-                        ("rto_count", 'i'),
-                        ("weight", 'f'),
-                        ("tcp_state", 's'),
-                        ("cc_state", 's'),
-                    ],
-                )
-            }),
+            tcp: want("tcp").then(crate::report::tcp_table),
             web: want("web").then(|| {
                 Table::new(
                     "web",

@@ -86,6 +86,32 @@ pub fn client_summaries(
 
 /// The `requests` table: one row per HTTP request of every client whose data plane is not
 /// `sequential` (chunklets, ranges, pipelined segments, RTT probes).
+/// The empty `tcp` table (docs/tables.md): one row per TCP sender per sample, the same columns in
+/// every driver (the packet simulator samples its senders, the real driver TCP_INFO).
+pub fn tcp_table() -> Table {
+    Table::new(
+        "tcp",
+        &[
+            ("time_s", 'f'),
+            ("flow", 'i'),
+            ("cwnd", 'i'),
+            ("ssthresh", 'i'),
+            ("srtt_ms", 'f'),
+            ("min_rtt_ms", 'f'),
+            ("rto_ms", 'f'),
+            ("bytes_in_flight", 'i'),
+            ("delivered", 'i'),
+            ("delivery_rate_bps", 'f'),
+            ("pacing_rate_bps", 'f'),
+            ("retransmits", 'i'),
+            ("rto_count", 'i'),
+            ("weight", 'f'),
+            ("tcp_state", 's'),
+            ("cc_state", 's'),
+        ],
+    )
+}
+
 pub fn requests_table(clients: &[SessionView<'_>]) -> Table {
     let mut t = Table::new(
         "requests",
