@@ -158,7 +158,8 @@ def build_parser():
     d.add_argument("--out", default="results/demo", metavar="DIR")
     d.set_defaults(func=_cmd_demo)
 
-    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet"):
+    for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet",
+                "qoelab.pageload.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:
