@@ -94,6 +94,13 @@ impl<'a> Ctx<'a> {
     /// Predicted finish time of `tid` if `choice` were applied now, with no later arrivals:
     /// the state is cloned and simulated until `tid` finishes. NEVER if it cannot finish.
     pub fn predict(&mut self, tid: u32, choice: &Choice) -> Ns {
+        self.predict_within(tid, choice, NEVER)
+    }
+
+    /// [`Ctx::predict`], but the run stops once simulated time passes `limit` and then returns
+    /// NEVER: exact whenever the finish is <= `limit` (policies pass the best time so far, so a
+    /// candidate that cannot win costs less).
+    pub fn predict_within(&mut self, tid: u32, choice: &Choice, limit: Ns) -> Ns {
         self.predictions += 1;
         let s = &mut *self.scratch;
         s.st.clone_from(self.st);
@@ -108,7 +115,7 @@ impl<'a> Ctx<'a> {
             s.st.share(self.cfg, &mut s.work);
             let t = s.st.next_event(self.cfg);
             steps += 1;
-            if t == NEVER || steps > MAX_STEPS {
+            if t == NEVER || t > limit || steps > MAX_STEPS {
                 self.steps += steps;
                 return NEVER;
             }

@@ -238,8 +238,8 @@ impl State {
         let mut sum = [0u64; MAX_IFACES];
         for (ci, c) in self.conns.iter_mut().enumerate() {
             let active = c.busy() && self.now >= c.hold_until;
-            let ca = if active { avoid_demand(c, cfg) } else { 0 };
             let nf = c.n_flows as usize;
+            let (out, rtt1) = (outstanding_nb(c), cfg.ifaces[c.first_iface() as usize].rtt);
             for (k, f) in c.flows[..nf].iter_mut().enumerate() {
                 let d = if !active {
                     0
@@ -247,7 +247,7 @@ impl State {
                     match f.phase {
                         Phase::Pending | Phase::Handshake => 0,
                         Phase::SlowStart => f.ss_desired.max(1),
-                        Phase::Avoid => ca,
+                        Phase::Avoid => capped_demand(out, rtt1, self.bw[f.iface as usize]),
                     }
                 };
                 f.rate = 0;
@@ -276,7 +276,7 @@ impl State {
                 let mut exited = false;
                 for e in w.iter_mut() {
                     let c = &mut self.conns[(e.key >> 8) as usize];
-                    let ca = avoid_demand(c, cfg);
+                    let ca = capped_demand(outstanding_nb(c), cfg.ifaces[c.first_iface() as usize].rtt, bw);
                     let f = &mut c.flows[(e.key & 0xff) as usize];
                     f.rate = e.r;
                     if f.phase == Phase::SlowStart && f.ss_desired > e.r {
@@ -412,12 +412,24 @@ impl State {
     }
 }
 
-/// The demand of a flow in congestion avoidance: the connection's outstanding bytes per RTT of
-/// its first interface, at least 1 B/s.
+/// Bytes a connection still has to receive (nano-bytes): the rest of its current object and the
+/// objects queued behind it.
 #[inline]
-fn avoid_demand(c: &Conn, cfg: &Config) -> u64 {
-    let out = c.head_rem_nb.saturating_add(c.queued_bytes.saturating_mul(NB));
-    (out / cfg.ifaces[c.first_iface() as usize].rtt).max(1)
+fn outstanding_nb(c: &Conn) -> u64 {
+    c.head_rem_nb.saturating_add(c.queued_bytes.saturating_mul(NB))
+}
+
+/// The demand of a flow in congestion avoidance: outstanding bytes per RTT of the connection's
+/// first interface, at least 1 B/s. A demand of at least the interface's bandwidth `bw` is
+/// reported as `bw`: the sharing gives such a flow exactly the same rate either way (it can only
+/// be satisfied when it is alone, with `bw`), and the division is skipped in that common case.
+#[inline]
+fn capped_demand(out_nb: u64, rtt: Ns, bw: u64) -> u64 {
+    if out_nb as u128 >= bw as u128 * rtt as u128 {
+        bw
+    } else {
+        (out_nb / rtt).max(1)
+    }
 }
 
 /// One busy flow in the sharing: demand, rate granted, (connection << 8 | flow).

@@ -13,7 +13,8 @@ impl Policy for Eaf {
     fn decide(&mut self, ctx: &mut Ctx<'_>, tid: u32) -> Choice {
         let mut best = worst();
         for k in 0..ctx.n_ifaces() {
-            let c = only_iface(ctx, tid, k as u8);
+            // a later interface must be strictly earlier to win
+            let c = only_iface(ctx, tid, k as u8, best.0.saturating_sub(1));
             pick(&mut best, c);
         }
         best.1

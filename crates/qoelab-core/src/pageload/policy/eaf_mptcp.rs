@@ -6,6 +6,7 @@
 use super::{best_pipe, mptcp_orders, pick, worst, Policy, PolicyEntry};
 use crate::pageload::run::Ctx;
 use crate::pageload::Choice;
+use crate::time::NEVER;
 
 pub struct EafMptcp {
     orders: Vec<Vec<u8>>,
@@ -14,16 +15,19 @@ pub struct EafMptcp {
 impl Policy for EafMptcp {
     fn decide(&mut self, ctx: &mut Ctx<'_>, tid: u32) -> Choice {
         let mut best = worst();
-        if let Some(c) = best_pipe(ctx, tid, None) {
+        if let Some(c) = best_pipe(ctx, tid, None, NEVER) {
             pick(&mut best, c);
         }
+        // every later candidate must be strictly earlier than the best so far to win
         for k in 0..ctx.n_ifaces() {
             let ch = Choice::tcp(k as u8);
-            pick(&mut best, (ctx.predict(tid, &ch), ch));
+            let t = ctx.predict_within(tid, &ch, best.0.saturating_sub(1));
+            pick(&mut best, (t, ch));
         }
         for o in &self.orders {
             let ch = Choice::mptcp(o);
-            pick(&mut best, (ctx.predict(tid, &ch), ch));
+            let t = ctx.predict_within(tid, &ch, best.0.saturating_sub(1));
+            pick(&mut best, (t, ch));
         }
         best.1
     }

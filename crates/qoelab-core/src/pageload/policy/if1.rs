@@ -4,12 +4,13 @@
 use super::{only_iface, Policy, PolicyEntry};
 use crate::pageload::run::Ctx;
 use crate::pageload::Choice;
+use crate::time::NEVER;
 
 pub struct Only(pub u8);
 
 impl Policy for Only {
     fn decide(&mut self, ctx: &mut Ctx<'_>, tid: u32) -> Choice {
-        only_iface(ctx, tid, self.0).1
+        only_iface(ctx, tid, self.0, NEVER).1
     }
 }
 

@@ -65,23 +65,29 @@ pub fn rng_for(seed: u64, name: &str) -> crate::rng::Rng {
 }
 
 /// The best queueing candidate for `tid` (same origin and TLS): on TCP connections of interface
-/// `iface`, or on any connection when `iface` is None. Strict `<`: the oldest wins ties.
-pub fn best_pipe(ctx: &mut Ctx<'_>, tid: u32, iface: Option<u8>) -> Option<(Ns, Choice)> {
+/// `iface`, or on any connection when `iface` is None. Strict `<`: the oldest wins ties. Only
+/// candidates finishing no later than `limit` are considered (None if there is none).
+pub fn best_pipe(ctx: &mut Ctx<'_>, tid: u32, iface: Option<u8>, limit: Ns) -> Option<(Ns, Choice)> {
     let mut best: Option<(Ns, Choice)> = None;
-    let cands: Vec<usize> = ctx
-        .reusable(tid)
-        .filter(|&i| match iface {
-            Some(k) => {
-                let c = &ctx.conns()[i];
-                !c.mptcp && c.first_iface() == k
-            }
+    let mut cands = [0usize; 64];
+    let mut n = 0;
+    for i in ctx.reusable(tid) {
+        let c = &ctx.conns()[i];
+        let ok = match iface {
+            Some(k) => !c.mptcp && c.first_iface() == k,
             None => true,
-        })
-        .collect();
-    for ci in cands {
+        };
+        if ok && n < cands.len() {
+            cands[n] = i;
+            n += 1;
+        }
+    }
+    for &ci in &cands[..n] {
         let ch = Choice::Pipe(ci);
-        let t = ctx.predict(tid, &ch);
-        if best.is_none_or(|(b, _)| t < b) {
+        // to win, a later candidate must be strictly earlier than the best so far
+        let lim = best.map_or(limit, |(b, _)| b.saturating_sub(1).min(limit));
+        let t = ctx.predict_within(tid, &ch, lim);
+        if t != NEVER && best.is_none_or(|(b, _)| t < b) {
             best = Some((t, ch));
         }
     }
@@ -89,13 +95,14 @@ pub fn best_pipe(ctx: &mut Ctx<'_>, tid: u32, iface: Option<u8>) -> Option<(Ns, 
 }
 
 /// "Only interface k": a new TCP connection on k vs the best queueing candidate on k, by
-/// predicted finish time; a tie goes to queueing.
-pub fn only_iface(ctx: &mut Ctx<'_>, tid: u32, k: u8) -> (Ns, Choice) {
+/// predicted finish time; a tie goes to queueing. Exact when the result is <= `limit`;
+/// otherwise the time returned is NEVER (the caller would not take it anyway).
+pub fn only_iface(ctx: &mut Ctx<'_>, tid: u32, k: u8, limit: Ns) -> (Ns, Choice) {
     let new = Choice::tcp(k);
-    let t_new = ctx.predict(tid, &new);
-    match best_pipe(ctx, tid, Some(k)) {
-        Some((t, ch)) if t <= t_new => (t, ch),
-        _ => (t_new, new),
+    let t_new = ctx.predict_within(tid, &new, limit);
+    match best_pipe(ctx, tid, Some(k), t_new.min(limit)) {
+        Some((t, ch)) => (t, ch),
+        None => (t_new, new),
     }
 }
 
@@ -104,9 +111,9 @@ pub fn only_iface(ctx: &mut Ctx<'_>, tid: u32, k: u8) -> (Ns, Choice) {
 pub fn mptcp_or_pipe(ctx: &mut Ctx<'_>, tid: u32, order: &[u8]) -> (Ns, Choice) {
     let new = Choice::mptcp(order);
     let t_new = ctx.predict(tid, &new);
-    match best_pipe(ctx, tid, None) {
-        Some((t, ch)) if t <= t_new => (t, ch),
-        _ => (t_new, new),
+    match best_pipe(ctx, tid, None, t_new) {
+        Some((t, ch)) => (t, ch),
+        None => (t_new, new),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{only_iface, Policy, PolicyEntry};
 use crate::pageload::run::Ctx;
 use crate::pageload::Choice;
+use crate::time::NEVER;
 
 pub struct RoundRobin {
     next: usize,
@@ -13,7 +14,7 @@ impl Policy for RoundRobin {
     fn decide(&mut self, ctx: &mut Ctx<'_>, tid: u32) -> Choice {
         let k = self.next % ctx.n_ifaces();
         self.next += 1;
-        only_iface(ctx, tid, k as u8).1
+        only_iface(ctx, tid, k as u8, NEVER).1
     }
 }
 
