@@ -38,10 +38,22 @@ pub struct Flow {
     pub rate: u64,
     /// End of the current slow-start round.
     pub round_end: Ns,
+    /// Rate wanted in congestion avoidance (B/s): the connection's outstanding bytes per RTT of
+    /// its first interface, set when the flow leaves slow start and at the connection's own
+    /// events (an object starts or is queued), not continuously.
+    pub ca_demand: u64,
 }
 
-const NO_FLOW: Flow =
-    Flow { iface: 0, phase: Phase::Pending, start_at: NEVER, cwnd_nb: 0, ss_desired: 0, rate: 0, round_end: NEVER };
+const NO_FLOW: Flow = Flow {
+    iface: 0,
+    phase: Phase::Pending,
+    start_at: NEVER,
+    cwnd_nb: 0,
+    ss_desired: 0,
+    rate: 0,
+    round_end: NEVER,
+    ca_demand: 0,
+};
 
 /// An HTTP/1.1 persistent connection (TCP, or MPTCP with one subflow per listed interface).
 #[derive(Clone, Copy, Debug)]
@@ -85,6 +97,17 @@ impl Conn {
     /// Bit i set if a flow of the connection is on interface i.
     pub fn iface_mask(&self) -> u8 {
         self.flows().iter().fold(0, |m, f| m | 1 << f.iface)
+    }
+
+    /// Re-evaluate the congestion-avoidance demand of its flows (the outstanding bytes changed:
+    /// an object started or was queued).
+    fn refresh_ca(&mut self, rtt1: Ns) {
+        let d = (outstanding_nb(self) / rtt1).max(1);
+        for f in self.flows[..self.n_flows as usize].iter_mut() {
+            if f.phase == Phase::Avoid {
+                f.ca_demand = d;
+            }
+        }
     }
 }
 
@@ -158,11 +181,13 @@ impl State {
         let now = self.now;
         let size = page.objects[tid as usize].size;
         let c = &mut self.conns[ci];
+        let rtt1 = cfg.ifaces[c.first_iface() as usize].rtt;
         self.next[tid as usize] = NONE;
         if c.busy() {
             self.next[c.tail as usize] = tid;
             c.tail = tid;
             c.queued_bytes += size;
+            c.refresh_ca(rtt1);
         } else {
             c.head = tid;
             c.tail = tid;
@@ -176,6 +201,7 @@ impl State {
                     f.round_end = hold + cfg.ifaces[f.iface as usize].rtt;
                 }
             }
+            c.refresh_ca(rtt1);
         }
     }
 
@@ -239,7 +265,6 @@ impl State {
         for (ci, c) in self.conns.iter_mut().enumerate() {
             let active = c.busy() && self.now >= c.hold_until;
             let nf = c.n_flows as usize;
-            let (out, rtt1) = (outstanding_nb(c), cfg.ifaces[c.first_iface() as usize].rtt);
             for (k, f) in c.flows[..nf].iter_mut().enumerate() {
                 let d = if !active {
                     0
@@ -247,7 +272,7 @@ impl State {
                     match f.phase {
                         Phase::Pending | Phase::Handshake => 0,
                         Phase::SlowStart => f.ss_desired.max(1),
-                        Phase::Avoid => capped_demand(out, rtt1, self.bw[f.iface as usize]),
+                        Phase::Avoid => f.ca_demand.min(self.bw[f.iface as usize]).max(1),
                     }
                 };
                 f.rate = 0;
@@ -276,14 +301,15 @@ impl State {
                 let mut exited = false;
                 for e in w.iter_mut() {
                     let c = &mut self.conns[(e.key >> 8) as usize];
-                    let ca = capped_demand(outstanding_nb(c), cfg.ifaces[c.first_iface() as usize].rtt, bw);
+                    let ca = (outstanding_nb(c) / cfg.ifaces[c.first_iface() as usize].rtt).max(1);
                     let f = &mut c.flows[(e.key & 0xff) as usize];
                     f.rate = e.r;
                     if f.phase == Phase::SlowStart && f.ss_desired > e.r {
                         f.phase = Phase::Avoid;
                         f.cwnd_nb = e.r.saturating_mul(rtt);
                         f.round_end = NEVER;
-                        e.d = ca;
+                        f.ca_demand = ca;
+                        e.d = ca.min(bw);
                         exited = true;
                     }
                 }
@@ -400,6 +426,7 @@ impl State {
                     c.head = nx;
                     c.head_rem_nb = size * NB;
                     c.queued_bytes -= size;
+                    c.refresh_ca(cfg.ifaces[c.first_iface() as usize].rtt);
                 }
             }
             if !c.busy() && c.idle_since.saturating_add(cfg.idle_timeout) <= now {
@@ -417,19 +444,6 @@ impl State {
 #[inline]
 fn outstanding_nb(c: &Conn) -> u64 {
     c.head_rem_nb.saturating_add(c.queued_bytes.saturating_mul(NB))
-}
-
-/// The demand of a flow in congestion avoidance: outstanding bytes per RTT of the connection's
-/// first interface, at least 1 B/s. A demand of at least the interface's bandwidth `bw` is
-/// reported as `bw`: the sharing gives such a flow exactly the same rate either way (it can only
-/// be satisfied when it is alone, with `bw`), and the division is skipped in that common case.
-#[inline]
-fn capped_demand(out_nb: u64, rtt: Ns, bw: u64) -> u64 {
-    if out_nb as u128 >= bw as u128 * rtt as u128 {
-        bw
-    } else {
-        (out_nb / rtt).max(1)
-    }
 }
 
 /// One busy flow in the sharing: demand, rate granted, (connection << 8 | flow).
@@ -514,6 +528,34 @@ mod tests {
         assert_eq!(fill(1000, &[10, 20], Sharing::WaterFill), vec![10, 20]);
         // max-min hands out the floor's remainder
         assert_eq!(fill(1000, &[u64::MAX, u64::MAX, u64::MAX], Sharing::MaxMin), vec![334, 333, 333]);
+    }
+
+    /// The congestion-avoidance demand is set at the connection's own events, so events elsewhere
+    /// (here: a sharing every 1 ms) do not stretch the tail of a transfer. Re-evaluating
+    /// outstanding / RTT at every event would make the last share x RTT bytes decay geometrically
+    /// (1% per ms here) and the transfer would not finish within 100 ms of its exact end.
+    #[test]
+    fn ca_tail_does_not_depend_on_other_events() {
+        use crate::pageload::page::{Object, Page};
+        use crate::pageload::{Config, Iface};
+        use crate::time::MS;
+        let cfg = Config::new(vec![Iface::new(1_000_000, 100 * MS)]);
+        let page = Page::new(vec![Object { size: 300_000, origin: 0, tls: false, parent: None }]).unwrap();
+        let mut st = State::new(&cfg, &page);
+        st.open(&[0], 0, &page, &cfg);
+        let mut work = ShareWork::default();
+        let mut out = StepOut::default();
+        // handshake 200 ms, rounds of 14,600, 29,200 and 58,400 B, then the fair share (1 MB/s)
+        // from 500 ms: the remaining 197,800 B end at 697.8 ms
+        let mut t = 0;
+        while out.finished.is_empty() {
+            st.share(&cfg, &mut work);
+            t = st.next_event(&cfg).min(st.now + MS);
+            st.advance(t);
+            st.process(&page, &cfg, &mut out);
+            assert!(t < 2_000 * MS, "not finished after 2 s");
+        }
+        assert!(t <= 697_800_000 + MS, "finished at {t} ns");
     }
 
     #[test]
