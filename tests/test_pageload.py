@@ -98,6 +98,8 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
         ([str(good), "--if2", "0kbps,50ms"], "--if2"),
         ([str(good), "--if1", "10Mbps"], "--if1"),
         ([str(good), "--policy", "fastest"], "--policy"),
+        ([str(good), "--if1-schedule", "2s:5Mbps,1s:1Mbps"], "--if1-schedule"),
+        ([str(good), "--if2-schedule", "2s:0Mbps"], "--if2-schedule"),
         (["hand:nothing"], "handcrafted"),
     ]
     for args, needle in cases:
@@ -106,6 +108,17 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0], (args, r.stderr)
         assert "Traceback" not in r.stderr
+
+
+def test_rate_schedule_slows_the_load():
+    base = qoelab_cli("pageload", "hand:8x1MB", "--if1", "8Mbps,20ms", "--policy", "if1")
+    slow = qoelab_cli("pageload", "hand:8x1MB", "--if1", "8Mbps,20ms", "--policy", "if1",
+                      "--if1-schedule", "1s:2Mbps")
+    assert base.returncode == 0 and slow.returncode == 0, slow.stderr
+    t0, t1 = float(base.stdout.split(",")[-1]), float(slow.stdout.split(",")[-1])
+    # 8 MB at 1 MiB/s: ~8 s; with 256 KiB/s after 1 s, the remaining ~7 MB take 4x longer
+    assert t1 > 3 * t0
+    assert pu.schedule("1s:2Mbps,2.5s:500kbps") == [(10**9, 262_144), (2_500_000_000, 64_000)]
 
 
 def test_units_binary_and_decimal():

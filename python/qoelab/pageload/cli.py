@@ -92,11 +92,18 @@ def _cmd(args) -> int:
             ifaces.append(pu.iface(text, args.units))
         except ValueError as e:
             raise InputError(None, k, message=str(e)) from None
+    scheds = []
+    for k, text in (("--if1-schedule", args.if1_schedule), ("--if2-schedule", args.if2_schedule)):
+        try:
+            scheds.append(pu.schedule(text, args.units) if text else [])
+        except ValueError as e:
+            raise InputError(None, k, message=str(e)) from None
     out = outdir.check(args.out, args.force) if args.out else None
     page = load_page(args.page)
     opts = options_from(args)
     try:
-        res = _core.pageload_run(page.core_tuple(), [(bw, rtt, []) for bw, rtt in ifaces], pol["name"], args.seed, opts)
+        res = _core.pageload_run(page.core_tuple(), [(bw, rtt, sc) for (bw, rtt), sc in zip(ifaces, scheds)],
+                                 pol["name"], args.seed, opts)
     except ValueError as e:
         raise InputError(args.page, None, message=str(e)) from None
     site, date, time_ = name_parts(page.name)
@@ -123,8 +130,10 @@ def write_result_dir(out, page, pol, ifaces, args, opts, res, pj, line) -> None:
             "page": {"name": page.name, "source": args.page, "objects": len(page.objects), "hosts": page.n_hosts,
                      "bytes": page.total_bytes, "dropped_entries": page.dropped},
             "policy": {"name": pol["name"], "paper": pol["paper"], "public": pol["public"]},
-            "interfaces": [{"name": f"if{k + 1}", "bandwidth_bytes_per_s": bw, "rtt_s": rtt / 1e9, "spec": s}
-                           for k, ((bw, rtt), s) in enumerate(zip(ifaces, (args.if1, args.if2)))],
+            "interfaces": [{"name": f"if{k + 1}", "bandwidth_bytes_per_s": bw, "rtt_s": rtt / 1e9, "spec": s,
+                            "schedule": sched}
+                           for k, ((bw, rtt), s, sched) in enumerate(zip(ifaces, (args.if1, args.if2),
+                                                                         (args.if1_schedule, args.if2_schedule)))],
             "units": args.units, "seed": args.seed, "options": opts,
             "page_load_time_s": res["plt_ns"] / 1e9,
             "connections_opened": res["conns_opened"], "mptcp_connections_opened": res["mptcp_opened"],
@@ -166,6 +175,9 @@ def add_parser(sub) -> None:
     p.add_argument("page", nargs="?", metavar="PAGE")
     p.add_argument("--if1", default="20Mbps,30ms", help="interface 1 BANDWIDTH,RTT (default 20Mbps,30ms)")
     p.add_argument("--if2", default="5Mbps,100ms", help="interface 2 BANDWIDTH,RTT (default 5Mbps,100ms)")
+    p.add_argument("--if1-schedule", metavar="T:RATE,...", help="interface 1's bandwidth from given times on, "
+                                                              "e.g. 2s:5Mbps,4s:20Mbps (the RTT stays)")
+    p.add_argument("--if2-schedule", metavar="T:RATE,...", help="the same for interface 2")
     p.add_argument("--policy", default="eaf", help="a policy name or the public simulator's name (default eaf; "
                                                    "--list-policies)")
     p.add_argument("--units", default="binary", choices=("binary", "decimal"),

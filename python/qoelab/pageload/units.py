@@ -39,3 +39,23 @@ def iface(text: str, mode: str = "binary") -> tuple[int, int]:
     if rtt <= 0:
         raise ValueError(f"expected an RTT > 0, found {parts[1]!r}")
     return bw, rtt
+
+
+def schedule(text: str, mode: str = "binary") -> list[tuple[int, int]]:
+    """ "2s:5Mbps,4.5s:20Mbps" -> [(t ns, bytes/s), ...]: the interface's bandwidth from each time
+    on (increasing times, rates > 0)."""
+    out: list[tuple[int, int]] = []
+    for part in [p.strip() for p in str(text).split(",") if p.strip()]:
+        if ":" not in part:
+            raise ValueError(f"expected TIME:RATE pairs like \"2s:5Mbps,4.5s:20Mbps\", found {part!r}")
+        t_s, r_s = part.split(":", 1)
+        t = units.duration(t_s.strip())
+        r = rate_bytes(r_s.strip(), mode)
+        if r <= 0:
+            raise ValueError(f"expected a rate > 0, found {r_s.strip()!r}")
+        if out and t <= out[-1][0]:
+            raise ValueError(f"expected increasing times, found {t_s.strip()!r} after {out[-1][0] / 1e9:g}s")
+        out.append((t, r))
+    if not out:
+        raise ValueError("expected at least one TIME:RATE pair")
+    return out
