@@ -75,6 +75,9 @@ pub struct Config {
     pub sharing: Sharing,
     /// Keep per-transfer records in the result.
     pub record: bool,
+    /// Prediction runs simulate only the connections that share an interface with the candidate
+    /// (exact; off only to test that it is).
+    pub prune_predictions: bool,
 }
 
 impl Config {
@@ -91,6 +94,7 @@ impl Config {
             max_total: 17,
             sharing: Sharing::WaterFill,
             record: false,
+            prune_predictions: true,
         }
     }
 

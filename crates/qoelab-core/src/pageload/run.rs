@@ -103,9 +103,27 @@ impl<'a> Ctx<'a> {
     pub fn predict_within(&mut self, tid: u32, choice: &Choice, limit: Ns) -> Ns {
         self.predictions += 1;
         let s = &mut *self.scratch;
-        s.st.clone_from(self.st);
+        // Only connections that share an interface with the candidate can change its finish time
+        // (no shared bottleneck beyond an interface), unless an MPTCP connection links the
+        // candidate's interfaces to others: then everything is simulated.
+        let mask = match *choice {
+            Choice::Pipe(ci) => self.st.conns[ci].iface_mask(),
+            Choice::New { ifaces, n } => ifaces[..n as usize].iter().fold(0u8, |m, &i| m | 1 << i),
+        };
+        let linked =
+            self.st.conns.iter().any(|c| c.busy() && c.iface_mask() & mask != 0 && c.iface_mask() & !mask != 0);
+        let keep = match *choice {
+            Choice::Pipe(ci) => Some(ci),
+            _ => None,
+        };
+        let kept = if linked || !self.cfg.prune_predictions {
+            s.st.clone_from(self.st);
+            keep
+        } else {
+            s.st.clone_pruned(self.st, mask, keep)
+        };
         match *choice {
-            Choice::Pipe(ci) => s.st.enqueue(ci, tid, self.page, self.cfg),
+            Choice::Pipe(_) => s.st.enqueue(kept.expect("the chosen connection is kept"), tid, self.page, self.cfg),
             Choice::New { ifaces, n } => {
                 s.st.open(&ifaces[..n as usize], tid, self.page, self.cfg);
             }
@@ -128,6 +146,31 @@ impl<'a> Ctx<'a> {
                 return t;
             }
         }
+    }
+}
+
+impl State {
+    /// Copy `o` keeping only the busy connections with a flow on an interface of `mask` and the
+    /// connection `keep` (whose new index is returned): what a prediction on those interfaces
+    /// needs. Idle connections have no demand and connections on other interfaces share nothing
+    /// with the candidate.
+    fn clone_pruned(&mut self, o: &State, mask: u8, keep: Option<usize>) -> Option<usize> {
+        self.now = o.now;
+        self.bw = o.bw;
+        self.sched_pos = o.sched_pos;
+        self.next.clone_from(&o.next);
+        self.serial = o.serial;
+        self.conns.clear();
+        let mut kept = None;
+        for (i, c) in o.conns.iter().enumerate() {
+            if Some(i) == keep {
+                kept = Some(self.conns.len());
+                self.conns.push(*c);
+            } else if c.busy() && c.iface_mask() & mask != 0 {
+                self.conns.push(*c);
+            }
+        }
+        kept
     }
 }
 

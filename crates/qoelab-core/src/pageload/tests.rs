@@ -254,6 +254,23 @@ fn mptcp_if1_never_slower_than_if1_with_identical_interfaces() {
 }
 
 #[test]
+fn pruned_predictions_are_exact() {
+    let mut rng = Rng::from_seed(41);
+    for _ in 0..40 {
+        let page = random_page(&mut rng);
+        let cfg = Config::new(vec![random_iface(&mut rng), random_iface(&mut rng)]);
+        let mut full = cfg.clone();
+        full.prune_predictions = false;
+        for e in REGISTRY {
+            let a = run_one(&page, &cfg, e.name, 3).unwrap();
+            let b = run_one(&page, &full, e.name, 3).unwrap();
+            assert_eq!(a.plt, b.plt, "{}", e.name);
+            assert_eq!((a.conns_opened, a.off_first), (b.conns_opened, b.off_first), "{}", e.name);
+        }
+    }
+}
+
+#[test]
 fn deterministic_per_seed() {
     let mut rng = Rng::from_seed(5);
     let mut differs = 0;
