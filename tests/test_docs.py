@@ -26,6 +26,24 @@ def test_model_page(family, entry):
         assert p["name"] in text, f"{path}: parameter {p['name']} is not documented"
 
 
+@pytest.mark.parametrize("name", [p[0] for p in _core.pageload_policies()])
+def test_pageload_policy_page(name):
+    path = os.path.join(REPO, "docs", "models", f"policy-{name}.md")
+    assert os.path.exists(path), f"missing {path}"
+    text = open(path).read()
+    heads = re.findall(r"^#+\s*(.+?)\s*$", text, flags=re.M)
+    for s in SECTIONS:
+        assert any(h.lower().startswith(s.lower()) for h in heads), f"{path}: no '{s}' section"
+    assert f"policy/{name.replace('-', '_')}.rs" in text, f"{path}: does not name its code"
+
+
+def test_pageload_model_page_documents_every_option():
+    text = open(os.path.join(REPO, "docs", "models", "pageload.md")).read()
+    for opt in ("mss", "iw_segments", "handshake_rtts", "tls_rtts", "reuse_rtts", "idle_timeout",
+                "max_per_origin", "max_total", "sharing", "waterfill", "maxmin"):
+        assert f"`{opt}`" in text, f"docs/models/pageload.md: option {opt} is not documented"
+
+
 def test_tcp_page_documents_every_option():
     text = open(os.path.join(REPO, "docs", "models", "tcp.md")).read()
     for p in json.loads(_core.describe_tcp()):

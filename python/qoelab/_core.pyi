@@ -73,3 +73,26 @@ def minerva_normalization(videos_json: str, params_json: str) -> str:
 def minerva_check_normalization(text: str) -> None:
     """Check a normalization file's JSON; raises ValueError(key, message)."""
     ...
+
+# Flow-level page loads (docs/models/pageload.md). A page is (sizes in bytes, origin indices, TLS
+# flags, parent indices with -1 for none; parents precede children). An interface is
+# (bytes/s, RTT ns, rate schedule [(t ns, bytes/s)]). Options: mss, iw_segments,
+# handshake_rtts, tls_rtts, reuse_rtts, idle_timeout_ns, max_per_origin, max_total,
+# sharing ("waterfill" | "maxmin"). Bad input raises ValueError with one line.
+
+PageTuple = tuple[list[int], list[int], list[bool], list[int]]
+IfaceTuple = tuple[int, int, list[tuple[int, int]]]
+
+def pageload_run(page: PageTuple, ifaces: list[IfaceTuple], policy: str, seed: int = 1,
+                 options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One load: plt_ns, conns_opened, mptcp_opened, off_first, limit_blocked, steps,
+    predictions, and records (per object: enable_ns, enqueue_ns, finish_ns, conn, iface_mask,
+    mptcp, new_conn)."""
+
+def pageload_batch(pages: list[PageTuple], jobs: list[tuple[int, list[IfaceTuple], str, int]],
+                   options: dict[str, Any] | None = None) -> list[tuple[int, int, int, int, bool, int]]:
+    """Many loads (page index, interfaces, policy, seed), the GIL released: per job (plt_ns,
+    conns_opened, mptcp_opened, off_first, limit_blocked, steps)."""
+
+def pageload_policies() -> list[tuple[str, str, str, str, bool]]:
+    """The policy registry: (name, paper name, public simulator name, doc, randomized)."""

@@ -172,7 +172,8 @@ def build_parser():
     d.set_defaults(func=_cmd_demo)
 
     for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet",
-                "qoelab.sweep.cli", "qoelab.sweep.compare", "qoelab.dashjs"):
+                "qoelab.sweep.cli", "qoelab.sweep.compare", "qoelab.dashjs",
+                "qoelab.pageload.cli"):
         try:
             m = __import__(mod, fromlist=["add_parser"])
         except ImportError:

@@ -22,6 +22,7 @@ pub mod ids;
 pub mod metrics;
 pub mod net;
 pub mod packet;
+pub mod pageload;
 pub mod params;
 pub mod player;
 pub mod report;

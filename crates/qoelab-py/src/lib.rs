@@ -11,6 +11,8 @@ use qoelab_core::net::record::{Column, Table};
 use qoelab_core::net::SimConfig;
 use std::sync::{Arc, Mutex};
 
+mod pageload;
+
 /// A Python object used as an ABR (the `qoelab.abr.Abr` protocol): `choose(obs) -> rung |
 /// (rung, delay_s) | {"rung", "delay_s", "reason"}`, optional `on_download(obs, record)`.
 /// Called once per decision. Exceptions are collected and reported after the run.
@@ -506,5 +508,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(efficiency_eq1, m)?)?;
     m.add_function(wrap_pyfunction!(efficiency_rounds, m)?)?;
     m.add_function(wrap_pyfunction!(instability_index_levels, m)?)?;
+    m.add_function(wrap_pyfunction!(pageload::pageload_run, m)?)?;
+    m.add_function(wrap_pyfunction!(pageload::pageload_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(pageload::pageload_policies, m)?)?;
     Ok(())
 }

@@ -87,6 +87,27 @@ def _cmd_minerva(args) -> int:
     return _run_reproduction("minerva", args)
 
 
+def _cmd_socket_intents(args) -> int:
+    return _run_reproduction("socket_intents", args)
+
+
+def _add_socket_intents(rsub) -> None:
+    si = rsub.add_parser(
+        "socket-intents", help="Socket Intents (Palmer): multi-access page loads, EAF / MPTCP policies",
+        description="Palmer, 'Socket Intents & VOXEL' (dissertation 2022), ch. 3. Runs the full factorial of Table "
+                    "3.1 (7 policies + the EAF estimator ablation x 384 interface scenarios) on 1,100 synthetic "
+                    "pages (Alexa-100-like and Alexa-1000-like, written as HAR files) in the flow-level page-load "
+                    "model; writes DIR/report.html (speedup ECDFs of Figs. 3.4-3.6, factor plots of Fig. 3.7, "
+                    "claims P1-P21 with verdicts), runs.parquet, pages.parquet, scenarios.parquet, claims.json, "
+                    "meta.json, workload.json, hars/. See docs/reproductions/socket-intents.md.")
+    si.add_argument("--quick", action="store_true", help="24 pages x 384 scenarios x every policy, under a minute")
+    si.add_argument("--out", default="results/socket-intents", metavar="DIR",
+                    help="output directory (default results/socket-intents)")
+    si.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                    help="worker processes running page loads in parallel (default: number of CPUs)")
+    si.set_defaults(func=_cmd_socket_intents)
+
+
 def _add_minerva(rsub) -> None:
     mn = rsub.add_parser(
         "minerva", help="Minerva (Nathan et al.): QoE-fair transport vs Cubic and BBR",
@@ -111,7 +132,7 @@ def add_parser(subparsers) -> None:
                                description="Re-run a published experiment in the simulator and write an HTML report "
                                            "with its figures and the paper's claims next to ours, with a verdict "
                                            "per claim.")
-    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets,minerva}")
+    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets,minerva,socket-intents}")
     rsub.required = True
     lv = rsub.add_parser(
         "livi", help="HAS over AQM testbed (Livi et al.): BBA2/BBA3/Classic1/Classic2 over droptail/ARED/CoDel",
@@ -134,6 +155,7 @@ def add_parser(subparsers) -> None:
     _add_sprint(rsub)
     _add_chunklets(rsub)
     _add_minerva(rsub)
+    _add_socket_intents(rsub)
 
 
 def main(argv=None) -> int:

@@ -9,6 +9,7 @@
 //! `run_until` in slices (so that a caller can report progress and stop), end-of-run invariants,
 //! the typed [`Summary`] and the output tables.
 
+pub mod flow;
 pub mod trace;
 
 use crate::abr::AbrFactory;

@@ -1,0 +1,238 @@
+"""``qoelab reproduce socket-intents``: the full factorial of Palmer's dissertation, ch. 3 (Table
+3.1: 7 policies x 384 interface scenarios x the pages) on the flow-level page-load model, with
+claims P1-P21 of ../shared/reference/claims/socket-intents.md judged by their rules.
+
+The grid is a plain list of run specs (:func:`Spec.items`: one item = a few pages of one set with
+every scenario and policy) and a module-level worker (:func:`run_item`), so that a generic sweep
+engine can take it over. Pages are synthetic (the 2015/2016 crawls are not public): written as HAR
+files into DIR/hars/ and read back through the HAR importer by the workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+from qoelab import outdir
+from qoelab.errors import InputError
+from qoelab.reproduce import common
+
+NAME = "socket-intents"
+PAPER = ("Palmer, 'Socket Intents & VOXEL: Improving Performance on the Web and Video Streaming' (dissertation, "
+         "TU Berlin 2022), ch. 3 (with Tiesel, Enghardt, Feldmann)")
+# Table 3.1 (the public simulator's binary units: 0.5 Mbit/s = kbit(500))
+RTT1_MS = (10, 20, 30, 50)
+BW1 = ("500kbps", "2Mbps", "6Mbps", "12Mbps", "20Mbps", "50Mbps")
+RTT2_MS = (20, 50, 100, 200)
+BW2 = ("500kbps", "5Mbps", "20Mbps", "50Mbps")
+POLICIES = ("if1", "if2", "rr", "mptcp-if1", "mptcp-rnd", "eaf", "eaf-mptcp")
+ABLATION = ("eaf-heuristic",)
+
+
+def mbit(label: str) -> float:
+    """The grid label in Mbit/s (0.5 for 500kbps)."""
+    return float(label[:-4]) / 1000.0 if label.endswith("kbps") else float(label[:-4])
+
+
+def scenarios(units: str = "binary") -> list[dict]:
+    """The 384 interface scenarios, in a fixed order (index = scenario id)."""
+    from qoelab.pageload.units import rate_bytes
+    out = []
+    for r1 in RTT1_MS:
+        for b1 in BW1:
+            for r2 in RTT2_MS:
+                for b2 in BW2:
+                    out.append({"scenario": len(out), "rtt1_ms": r1, "bw1": b1, "bw1_mbit": mbit(b1),
+                                "bw1_bytes": rate_bytes(b1, units), "rtt2_ms": r2, "bw2": b2, "bw2_mbit": mbit(b2),
+                                "bw2_bytes": rate_bytes(b2, units)})
+    return out
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    description: str
+    #: (set, sites, days): the first `sites` sites x `days` days of a synthetic set
+    sets: tuple = (("alexa100", 100, 1), ("alexa1000", 1000, 1))
+    #: seeds of MPTCP rnd on the primary set (the other sets: seed 1 only)
+    rnd_seeds: int = 5
+    pages_per_item: int = 4
+    units: str = "binary"
+    policies: tuple = POLICIES + ABLATION
+    primary: str = "alexa100"
+    extra: dict = field(default_factory=dict)
+
+    def items(self, har_paths: dict[str, list[str]]) -> list[dict]:
+        """The run specs: every page of every set in chunks of ``pages_per_item``."""
+        out = []
+        for set_name, _, _ in self.sets:
+            paths = har_paths[set_name]
+            for k in range(0, len(paths), self.pages_per_item):
+                out.append({"set": set_name, "first_page": k, "paths": paths[k:k + self.pages_per_item],
+                            "policies": list(self.policies), "units": self.units,
+                            "rnd_seeds": self.rnd_seeds if set_name == self.primary else 1})
+        return out
+
+
+def full_spec() -> Spec:
+    return Spec(name="full", description="Table 3.1: 7 policies (+ the EAF estimator ablation) x 384 scenarios x "
+                                         "1,100 synthetic pages (Alexa-100-like: 100 sites x 1 day; Alexa-1000-like: "
+                                         "1,000 sites); MPTCP rnd with 5 seeds on the Alexa-100-like set")
+
+
+def quick_spec() -> Spec:
+    return Spec(name="quick", description="every policy and all 384 scenarios on 24 pages (12 sites of each set); "
+                                          "MPTCP rnd with 2 seeds",
+                sets=(("alexa100", 12, 1), ("alexa1000", 12, 1)), rnd_seeds=2, pages_per_item=2)
+
+
+def run_item(item: dict) -> dict:
+    """Worker: load the item's HAR files and run every (page, scenario, policy, seed). Returns
+    column arrays (numpy) and per-page statistics; an error is returned, not raised."""
+    import numpy as np
+
+    from qoelab import _core
+    from qoelab.pageload.har import load_har
+    t0 = time.perf_counter()
+    sc = scenarios(item["units"])
+    ifaces = [[(s["bw1_bytes"], s["rtt1_ms"] * 1_000_000, []), (s["bw2_bytes"], s["rtt2_ms"] * 1_000_000, [])]
+              for s in sc]
+    cols: dict[str, list] = {k: [] for k in ("page", "scenario", "policy", "seed", "plt_ns", "conns", "mptcp",
+                                             "off_first", "blocked")}
+    pages = []
+    try:
+        for k, path in enumerate(item["paths"]):
+            page_id = item["first_page"] + k
+            pg = load_har(path)
+            sizes = sorted(o.size for o in pg.objects)
+            pages.append({"set": item["set"], "page": page_id, "name": pg.name, "objects": len(pg.objects),
+                          "hosts": pg.n_hosts, "bytes": pg.total_bytes, "median_object_bytes": float(np.median(sizes)),
+                          "https_share": sum(o.tls for o in pg.objects) / len(pg.objects),
+                          "depth": _depth(pg)})
+            jobs = []
+            for pol in item["policies"]:
+                seeds = range(1, item["rnd_seeds"] + 1) if pol == "mptcp-rnd" else (1,)
+                for seed in seeds:
+                    for s in sc:
+                        jobs.append((0, ifaces[s["scenario"]], pol, seed))
+            res = _core.pageload_batch([pg.core_tuple()], jobs)
+            for (_, _, pol, seed), j, r in zip(jobs, range(len(jobs)), res):
+                cols["page"].append(page_id)
+                cols["scenario"].append(j % len(sc))
+                cols["policy"].append(pol)
+                cols["seed"].append(seed)
+                cols["plt_ns"].append(r[0])
+                cols["conns"].append(r[1])
+                cols["mptcp"].append(r[2])
+                cols["off_first"].append(r[3])
+                cols["blocked"].append(r[4])
+    except Exception as e:  # one failed item must not lose the others
+        return {"error": f"{item['set']} pages {item['first_page']}+: {type(e).__name__}: {e}".splitlines()[0],
+                "set": item["set"], "n": 0, "pages": pages, "wall_s": time.perf_counter() - t0}
+    out = {"set": item["set"], "n": len(cols["page"]), "pages": pages, "wall_s": time.perf_counter() - t0,
+           "page": np.array(cols["page"], dtype=np.int32), "scenario": np.array(cols["scenario"], dtype=np.int16),
+           "policy": np.array(cols["policy"]), "seed": np.array(cols["seed"], dtype=np.int8),
+           "plt_ns": np.array(cols["plt_ns"], dtype=np.int64), "conns": np.array(cols["conns"], dtype=np.int16),
+           "mptcp": np.array(cols["mptcp"], dtype=np.int16), "off_first": np.array(cols["off_first"], dtype=np.int16),
+           "blocked": np.array(cols["blocked"], dtype=bool)}
+    return out
+
+
+def _depth(pg) -> int:
+    d = [0] * len(pg.objects)
+    for i, o in enumerate(pg.objects):
+        if o.parent is not None:
+            d[i] = d[o.parent] + 1
+    return max(d) + 1
+
+
+def _cost(item: dict) -> float:
+    return sum(os.path.getsize(p) for p in item["paths"])
+
+
+def write_workload(spec: Spec, har_root: str, log) -> tuple[dict, dict]:
+    """Generate the synthetic sets, write their HAR files, return (paths per set, stats per set)."""
+    from qoelab.pageload import synth
+    paths, stats = {}, {}
+    for set_name, sites, days in spec.sets:
+        pages = synth.generate(synth.SETS[set_name], sites=sites, days=days)
+        paths[set_name] = synth.write_set(pages, os.path.join(har_root, set_name))
+        st = synth.stats(pages)
+        # the targets are judged on the whole set's distribution (all sites and days), which does not
+        # need the crawl timings: the subset actually loaded is reported too
+        full = synth.SETS[set_name]
+        whole = [synth.make_page(full, s, d) for s in range(full.sites) for d in range(full.days)]
+        stats[set_name] = {"loaded": st, "whole_set": synth.stats(whole)}
+        log(f"{NAME}: {set_name}: {len(pages)} pages written (targets met by the whole set: "
+            f"{stats[set_name]['whole_set']['all_targets_met']}; by the pages loaded: {st['all_targets_met']})")
+    return paths, stats
+
+
+def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs: int = 0, log=None,
+              spec: Spec | None = None) -> dict:
+    """Generate the pages, run the grid, judge P1-P21, write DIR/{runs.parquet, scenarios.parquet,
+    pages.parquet, workload.json, claims.json, meta.json, report.html, figures/, hars/} atomically."""
+    import numpy as np
+    import pandas as pd
+
+    from qoelab.reproduce import socket_intents_claims as sic
+    from qoelab.reproduce import socket_intents_report as sir
+    if jobs is not None and jobs < 0:
+        raise InputError(None, "--jobs", "a number of worker processes >= 1", str(jobs))
+    out_dir = common.check_out_dir(out_dir, NAME)
+    spec = spec or (quick_spec() if quick else full_spec())
+    log = log or (lambda msg: None)
+    njobs = jobs or os.cpu_count() or 1
+    t0 = time.perf_counter()
+    with outdir.atomic_dir(out_dir) as tmp:
+        har_paths, wstats = write_workload(spec, os.path.join(tmp, "hars"), log)
+        items = spec.items(har_paths)
+        n_loads = sum(len(it["paths"]) * 384 * (len(it["policies"]) - 1 + it["rnd_seeds"]) for it in items)
+        log(f"{NAME}: {len(items)} items, {n_loads} page loads ({spec.name}), {njobs} worker process"
+            f"{'es' if njobs > 1 else ''}")
+        step = max(1, len(items) // 10)
+
+        def progress(done, total, elapsed):
+            if done == total or done % step == 0:
+                log(f"{NAME}: {done}/{total} items, {elapsed:.0f} s elapsed, "
+                    f"~{elapsed / done * (total - done):.0f} s left")
+        t1 = time.perf_counter()
+        results = common.run_pool(items, run_item, njobs, _cost, progress)
+        wall_runs = time.perf_counter() - t1
+        failures = [r["error"] for r in results if r.get("error")]
+        ok = [r for r in results if not r.get("error")]
+        cols = ("page", "scenario", "policy", "seed", "plt_ns", "conns", "mptcp", "off_first", "blocked")
+        df = pd.DataFrame({c: np.concatenate([r[c] for r in ok]) if ok else [] for c in cols})
+        df.insert(0, "set", np.concatenate([np.full(r["n"], r["set"]) for r in ok]) if ok else [])
+        df["set"] = df["set"].astype("category")
+        df["policy"] = df["policy"].astype("category")
+        df["plt_s"] = df["plt_ns"] / 1e9
+        pages = pd.DataFrame([p for r in results for p in r["pages"]])
+        scen = pd.DataFrame(scenarios(spec.units))
+        cpu_s = sum(r["wall_s"] for r in results)
+        perf = {"page_loads": int(len(df)), "wall_s_runs": round(wall_runs, 2), "worker_cpu_s": round(cpu_s, 2),
+                "loads_per_s_wall": round(len(df) / wall_runs, 1) if wall_runs > 0 else None,
+                "loads_per_s_per_worker": round(len(df) / cpu_s, 1) if cpu_s > 0 else None}
+        log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
+            f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed items")
+        claims = sic.evaluate(df, pages, scen, wstats, spec, perf)
+        meta = {"reproduction": NAME, "paper": PAPER, "grid": spec.name, "grid_description": spec.description,
+                "spec": asdict(spec), "runs": int(len(df)), "items": len(items), "failed": len(failures),
+                "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2), "perf": perf,
+                "workload": {k: {"whole_set_targets_met": v["whole_set"]["all_targets_met"],
+                                 "loaded_targets_met": v["loaded"]["all_targets_met"]} for k, v in wstats.items()},
+                "claims": claims}
+        df.drop(columns=["plt_ns"]).to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
+        pages.to_parquet(os.path.join(tmp, "pages.parquet"), index=False)
+        scen.to_parquet(os.path.join(tmp, "scenarios.parquet"), index=False)
+        common.dump_json(os.path.join(tmp, "workload.json"), wstats)
+        common.write_claims_report_meta(tmp, claims, meta,
+                                        lambda: sir.write_report(tmp, df, pages, scen, claims, meta), t0)
+    meta["out_dir"] = out_dir
+    return meta
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit("run it as: qoelab reproduce socket-intents [--quick]")

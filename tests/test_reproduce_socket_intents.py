@@ -1,0 +1,77 @@
+"""`qoelab reproduce socket-intents`: claim helpers on hand-made data, the grid's run specs, and one
+small end-to-end reproduction (every claim P1-P21 gets a verdict; outputs written)."""
+
+import json
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import qoelab_cli
+from qoelab.reproduce import socket_intents as SI
+from qoelab.reproduce import socket_intents_claims as SC
+
+
+def test_scenarios_are_table_3_1_in_binary_units():
+    sc = SI.scenarios()
+    assert len(sc) == 384 and [s["scenario"] for s in sc] == list(range(384))
+    assert {s["bw1"] for s in sc} == set(SI.BW1) and {s["rtt2_ms"] for s in sc} == {20, 50, 100, 200}
+    s0 = sc[0]
+    assert s0["bw1_bytes"] == 64_000 and s0["bw2_bytes"] == 64_000          # kbit(500)
+    assert sc[-1]["bw1_bytes"] == 50 * 1024 * 1024 // 8
+    dec = SI.scenarios("decimal")
+    assert dec[-1]["bw1_bytes"] == 6_250_000
+
+
+def test_fractions_ks_spearman():
+    f = SC.fractions([1.0, 1.0005, 2.0, 0.5])
+    assert f == {"faster": 0.25, "slower": 0.25, "equal": 0.5, "n": 4}
+    assert SC.ks([1, 2, 3], [1, 2, 3]) == 0.0
+    assert SC.ks([1, 2, 3], [10, 20, 30]) == 1.0
+    x = np.arange(100.0)
+    assert SC.spearman(x, x ** 3) == pytest.approx(1.0)
+    assert SC.spearman(x, -x) == pytest.approx(-1.0)
+    rho, lo, hi = SC.spearman_ci(x, x + np.random.default_rng(1).normal(0, 30, 100), reps=100)
+    assert lo < rho < hi and lo > 0
+
+
+def test_hand_cases_within_one_rtt():
+    for c in SC.hand_cases():
+        assert c["ok"], c
+
+
+def test_items_cover_every_page_once():
+    spec = SI.quick_spec()
+    paths = {"alexa100": [f"a{i}" for i in range(5)], "alexa1000": [f"b{i}" for i in range(3)]}
+    items = spec.items(paths)
+    got = [(it["set"], it["first_page"] + k) for it in items for k in range(len(it["paths"]))]
+    assert got == [("alexa100", i) for i in range(5)] + [("alexa1000", i) for i in range(3)]
+    assert all(it["rnd_seeds"] == (spec.rnd_seeds if it["set"] == "alexa100" else 1) for it in items)
+
+
+def test_small_reproduction_end_to_end(tmp_path):
+    spec = SI.Spec(name="test", description="4 + 2 pages", sets=(("alexa100", 4, 1), ("alexa1000", 2, 1)),
+                   rnd_seeds=2, pages_per_item=2)
+    out = str(tmp_path / "si")
+    meta = SI.reproduce(out, jobs=1, spec=spec)
+    assert meta["failed"] == 0 and not meta.get("report_error")
+    assert meta["runs"] == 6 * 384 * 8 + 4 * 384   # 8 policies, one more MPTCP rnd seed on the primary set
+    claims = json.load(open(os.path.join(out, "claims.json")))
+    assert [c["id"] for c in claims] == [f"P{i}" for i in range(1, 22)]
+    assert all(c["verdict"] in ("SUPPORTED", "NOT SUPPORTED", "INCONCLUSIVE", "OUT OF SCOPE") for c in claims)
+    runs = pd.read_parquet(os.path.join(out, "runs.parquet"))
+    assert (runs["plt_s"] > 0).all() and set(runs["policy"]) == set(SI.POLICIES + SI.ABLATION)
+    # deterministic policies do not depend on the seed; the Interface 1 baseline is the same in every
+    # run of a case
+    assert runs.groupby(["set", "page", "scenario", "policy"], observed=True).size().max() == 2
+    for f in ("report.html", "pages.parquet", "scenarios.parquet", "workload.json", "meta.json",
+              "figures/fig3_4a.png", "figures/fig3_7a.png"):
+        assert os.path.exists(os.path.join(out, f)), f
+    assert len(os.listdir(os.path.join(out, "hars", "alexa100"))) == 4
+    # a second run replaces its own output; a foreign non-empty directory is refused (exit 2)
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "x.txt").write_text("keep")
+    r = qoelab_cli("reproduce", "socket-intents", "--quick", "--out", str(foreign))
+    assert r.returncode == 2 and "refusing" in r.stderr
