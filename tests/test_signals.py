@@ -160,3 +160,24 @@ def test_list_prints_durations_and_rates_with_units():
     from qoelab.cli import _with_unit
     assert _with_unit(10_000_000, "rate") == "10Mbps" and _with_unit(1_500_000, "rate") == "1.5Mbps"
     assert _with_unit(250_000, "duration") == "250us" and _with_unit("<link buffer>", "packets") == "<link buffer>"
+
+
+def test_temporary_names_of_another_pid_namespace_are_left_alone(tmp_path):
+    """A writer in another PID namespace (a command under `qoelab link`) cannot see our pids: its stale-file
+    cleaning must not take our temporary directory for a dead writer's (and ours not take its)."""
+    import time as _t
+    from qoelab import outdir
+    mine = tmp_path / (outdir.tmp_prefix() + "x")
+    mine.mkdir()
+    other_ns = tmp_path / f"{outdir.TMP_PREFIX}2n1-live"          # pid 2 of another namespace, fresh
+    other_ns.mkdir()
+    old_other = tmp_path / f"{outdir.TMP_PREFIX}3n1-old"          # another namespace, two days old
+    old_other.mkdir()
+    os.utime(old_other, (_t.time() - 2 * 86400, _t.time() - 2 * 86400))
+    dead = tmp_path / f"{outdir.TMP_PREFIX}999999n{outdir._pidns()}-dead"   # our namespace, no such pid
+    dead.mkdir()
+    legacy_dead = tmp_path / f"{outdir.TMP_PREFIX}999998-dead"    # the old naming, no such pid
+    legacy_dead.mkdir()
+    removed = set(outdir.clean_stale(str(tmp_path)))
+    assert removed == {old_other.name, dead.name, legacy_dead.name}
+    assert mine.exists() and other_ns.exists()

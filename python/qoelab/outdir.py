@@ -2,9 +2,12 @@
 renamed into place at the end, so an interrupted or failed command never leaves a half-written
 result (``qoelab run``, ``qoelab video prepare``, ``qoelab reproduce``).
 
-Temporary directories are named ``.qoelab-tmp-<pid>-...`` next to the output; ones left behind by a
-process that no longer exists (killed with SIGKILL, power loss) are removed by the next command that
-writes into the same parent directory. Results get the normal permissions of the user's umask
+Temporary directories are named ``.qoelab-tmp-<pid>n<pidns>-...`` next to the output (``pidns``: the
+inode of the writer's PID namespace); ones left behind by a process that no longer exists (killed
+with SIGKILL, power loss) are removed by the next command that writes into the same parent
+directory. A writer in another PID namespace (a command run under ``qoelab link``, whose children
+have their own) cannot tell whether the pid is alive, so its files are left alone unless they are
+older than a day. Results get the normal permissions of the user's umask
 (0755 directories, 0644 files with the usual umask 022), not mkdtemp's 0700.
 """
 
@@ -18,6 +21,35 @@ import tempfile
 from qoelab.errors import InputError
 
 TMP_PREFIX = ".qoelab-tmp-"
+FOREIGN_STALE_S = 86400      # a temporary file of another PID namespace is stale after a day
+
+
+def _pidns() -> str:
+    try:
+        return str(os.stat("/proc/self/ns/pid").st_ino)
+    except OSError:
+        return "0"
+
+
+def tmp_prefix() -> str:
+    """The prefix of this process's temporary names: ``.qoelab-tmp-<pid>n<pidns>-``."""
+    return f"{TMP_PREFIX}{os.getpid()}n{_pidns()}-"
+
+
+def is_stale(path: str, name: str) -> bool:
+    """``name`` (in ``path``) is a temporary file of a writer that no longer exists: its pid is not
+    alive in our PID namespace; a name from another PID namespace only when older than a day."""
+    import time
+    head = name[len(TMP_PREFIX):].split("-", 1)[0]
+    pid, _, ns = head.partition("n")
+    if not pid.isdigit():
+        return False
+    if ns and ns != _pidns():
+        try:
+            return time.time() - os.lstat(path).st_mtime > FOREIGN_STALE_S
+        except OSError:
+            return False
+    return int(pid) != os.getpid() and not _pid_alive(int(pid))
 
 
 def check(out_dir: str, force: bool = False, replaceable=None) -> str:
@@ -60,9 +92,8 @@ def clean_stale(parent: str) -> list[str]:
     for n in names:
         if not n.startswith(TMP_PREFIX):
             continue
-        pid = n[len(TMP_PREFIX):].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-            path = os.path.join(parent, n)
+        path = os.path.join(parent, n)
+        if is_stale(path, n):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
@@ -81,12 +112,12 @@ def atomic_dir(out_dir: str):
     parent = os.path.dirname(out_dir)
     os.makedirs(parent, exist_ok=True)
     clean_stale(parent)
-    tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=tmp_prefix(), dir=parent)
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
         if os.path.lexists(out_dir):
-            old = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-old-", dir=parent)
+            old = tempfile.mkdtemp(prefix=f"{tmp_prefix()}old-", dir=parent)
             os.rename(out_dir, os.path.join(old, "x"))
             os.rename(tmp, out_dir)
             shutil.rmtree(old, ignore_errors=True)
@@ -101,7 +132,7 @@ def write_text(path: str, text: str) -> None:
     """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(), dir=d)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)

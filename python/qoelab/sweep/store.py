@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 
+from qoelab import outdir
 from qoelab.errors import InputError
 
 STORE_FORMAT = 1
@@ -30,13 +31,13 @@ ROW_GROUP = 131_072
 #: Columns that are text even when every value is null (other all-null columns are doubles).
 TEXT_COLUMNS = {"key", "status", "error", "client", "flow", "link", "name", "abr", "video", "kind", "cc", "aqm",
                 "src", "dst", "scenario", "network", "invariants", "core_version", "config_hash", "schema"}
-_TMP = ".qoelab-tmp-"
+_TMP = outdir.TMP_PREFIX
 
 
 def _atomic_write(path: str, data: bytes) -> None:
     d = os.path.dirname(path)
     os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=d)
+    fd, tmp = tempfile.mkstemp(prefix=outdir.tmp_prefix(), dir=d)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -271,7 +272,7 @@ class Store:
         tmps, writers, counts = {}, {}, {v: 0 for v in VIEWS}
         try:
             for v in VIEWS:
-                fd, tmps[v] = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=out)
+                fd, tmps[v] = tempfile.mkstemp(prefix=outdir.tmp_prefix(), dir=out)
                 os.close(fd)
                 writers[v] = pq.ParquetWriter(tmps[v], schemas[v], compression="zstd")
             buf = {v: [] for v in VIEWS}
@@ -337,7 +338,7 @@ class Store:
                                                                 for x in (fields[fld.name], fld.type)) else pa.string()
             body = [pa.field(n, ty) for n, ty in fields.items() if n not in head_schema.names]
             schema = pa.schema(list(head_schema) + body)
-            fd, tmp = tempfile.mkstemp(prefix=f"{_TMP}{os.getpid()}-", dir=tdir, suffix=".parquet")
+            fd, tmp = tempfile.mkstemp(prefix=outdir.tmp_prefix(), dir=tdir, suffix=".parquet")
             os.close(fd)
             n = 0
             pending, pending_rows = [], 0
@@ -446,15 +447,7 @@ def _sql_str(s: str) -> str:
 
 
 def _remove_if_dead(path: str, name: str) -> None:
-    pid = name[len(_TMP):].split("-", 1)[0]
-    if pid.isdigit() and int(pid) != os.getpid():
-        try:
-            os.kill(int(pid), 0)
-            return
-        except ProcessLookupError:
-            pass
-        except PermissionError:
-            return
+    if outdir.is_stale(path, name):
         with contextlib.suppress(OSError):
             os.unlink(path)
 
