@@ -194,22 +194,6 @@ struct EmuResult {
     cpu_s: f64,
 }
 
-fn queues_table() -> Table {
-    Table::new(
-        "queues",
-        &[
-            ("time_s", 'f'),
-            ("link", 'i'),
-            ("len_pkts", 'i'),
-            ("len_bytes", 'i'),
-            ("sojourn_mean_ms", 'f'),
-            ("dropped_pkts", 'i'),
-            ("marked_pkts", 'i'),
-            ("aqm_state", 'f'),
-        ],
-    )
-}
-
 /// The emulator loop of `qoelab link` without children: until `stop`, with queue samples every
 /// `interval` (link indices `ids`).
 #[allow(clippy::too_many_arguments)]
@@ -234,7 +218,7 @@ fn emulate(
     let mut buf = vec![0u8; 65536];
     let mut armed = u64::MAX;
     let mut wakeups = 0u64;
-    let mut queues = queues_table();
+    let mut queues = qoelab_core::report::queues_table();
     let mut next_sample = interval;
     let mut prev = [(0u64, 0u128); 2];
     while !stop.load(Ordering::Relaxed) {
@@ -1311,10 +1295,7 @@ fn finish(
         tables.push(emu.queues);
     }
     if want("web") {
-        tables.push(Table::new(
-            "web",
-            &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')],
-        ));
+        tables.push(qoelab_core::report::web_table());
     }
     if want("segments") && !views.is_empty() {
         tables.push(rep::segments_table(&views));

@@ -169,3 +169,19 @@ def record_metrics(rec: dict | None, failed: dict) -> tuple[dict, dict]:
         out["error"] = None
         return out, m
     return {**failed, "wall_s": rec.get("wall_s"), "error": rec.get("error")}, {}
+
+
+#: CSS class of a verdict in the reports.
+VCLASS = {SUPPORTED: "ok", NOT_SUPPORTED: "bad", INCONCLUSIVE: "meh", OUT_OF_SCOPE: "meh"}
+
+
+def claims_table_html(claims: list) -> str:
+    """The reports' claims table: id and figures, the paper's claim, ours, the verdict, the rule."""
+    import html
+    rows = "".join(
+        f"<tr><td>{c['id']}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
+        f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
+        f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c.get('verdict_label', c['verdict']))}</b></td>"
+        f"<td>{html.escape(c.get('rule', ''))}</td></tr>" for c in claims)
+    return ("<h2>Claims</h2><table><tr><th>#</th><th>paper</th><th>ours</th><th>verdict</th><th>rule</th></tr>"
+            + rows + "</table>")

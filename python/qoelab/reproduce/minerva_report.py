@@ -7,10 +7,10 @@ import base64
 import html
 import os
 
+from qoelab.reproduce import common
 from qoelab.reproduce.minerva_claims import STEP, _dyn_pairs, _mean, _xt, deltas
 from qoelab.reproduce.report import CSS, _png
 
-VCLASS = {"SUPPORTED": "ok", "NOT SUPPORTED": "bad", "INCONCLUSIVE": "meh", "OUT OF SCOPE": "meh"}
 
 
 def fig9(df):
@@ -90,13 +90,7 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
     if meta.get("failures"):
         parts.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in
                                                                meta["failures"][:10]) + "</p>")
-    parts.append("<h2>Claims</h2><table><tr><th>#</th><th>paper</th><th>ours</th><th>verdict</th><th>rule</th></tr>")
-    for c in claims:
-        parts.append(f"<tr><td>{c['id']}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
-                     f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                     f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c['verdict_label'])}</b></td>"
-                     f"<td>{html.escape(c.get('rule', ''))}</td></tr>")
-    parts.append("</table><h2>Figures</h2>")
+    parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
     for name, fn, cap in (("fig9", fig9, "Fig. 9: CDF of the improvement in min QoE (Minerva/PIE - Cubic/PIE) per "
                                          "link rate; dashed: 7.65 (720p -> 1080p)"),
                           ("fig10", fig10, "Fig. 10: dynamic Poisson arrivals at 3.2 Mbit/s, seed means per session"),

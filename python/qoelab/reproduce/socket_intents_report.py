@@ -10,10 +10,10 @@ import os
 
 import numpy as np
 
+from qoelab.reproduce import common
 from qoelab.reproduce.report import CSS, _png
 from qoelab.reproduce.socket_intents_claims import EPS, POL7, PRIMARY, SECOND, wide
 
-VCLASS = {"SUPPORTED": "ok", "NOT SUPPORTED": "bad", "INCONCLUSIVE": "meh", "OUT OF SCOPE": "meh"}
 LABEL = {"if1": "Interface 1", "if2": "Interface 2", "rr": "Round Robin", "mptcp-if1": "MPTCP if1",
          "mptcp-rnd": "MPTCP rnd", "eaf": "EAF", "eaf-mptcp": "EAF-MPTCP", "eaf-heuristic": "EAF (prototype est.)"}
 CATS = [("slower", None, 1 - EPS), ("equal", 1 - EPS, 1 + EPS), ("(1, 1.5]", 1 + EPS, 1.5), ("(1.5, 2]", 1.5, 2),
@@ -115,13 +115,7 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict) 
              "<code>workload.json</code>, <code>hars/</code>.</p>"]
     if meta.get("failures"):
         parts.append("<p class='bad'>Failed items: " + "; ".join(html.escape(e) for e in meta["failures"][:10]) + "</p>")
-    parts.append("<h2>Claims</h2><table><tr><th>#</th><th>paper</th><th>ours</th><th>verdict</th><th>rule</th></tr>")
-    for c in claims:
-        parts.append(f"<tr><td>{c['id']}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
-                     f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                     f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c['verdict_label'])}</b></td>"
-                     f"<td>{html.escape(c.get('rule', ''))}</td></tr>")
-    parts.append("</table><h2>Figures</h2>")
+    parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
     figs = [
         ("fig3_4a", lambda: fig_ecdf(df, PRIMARY, "if1", (0.05, 50)),
          "Fig. 3.4a: ECDF of the speedup over Interface 1, Alexa-100-like set (all 384 scenarios x pages)"),

@@ -7,12 +7,12 @@ import base64
 import html
 import os
 
+from qoelab.reproduce import common
 from qoelab.reproduce.report import CSS, _png
 from qoelab.reproduce.sprint import PLANE_LABEL
 from qoelab.reproduce.sprint_claims import PAPER_T1, alpha_table, cells, med, median_ci, table1
 
 COLOR = {"dash": "#1f77b4", "sprint": "#d62728", "sprintx": "#2ca02c", "notrain": "#ff7f0e", "pipe": "#9467bd"}
-VCLASS = {"SUPPORTED": "ok", "NOT SUPPORTED": "bad", "INCONCLUSIVE": "meh", "OUT OF SCOPE": "meh"}
 
 
 def fig6(df):
@@ -176,13 +176,7 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
     if meta.get("failures"):
         parts.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in
                                                                meta["failures"][:10]) + "</p>")
-    parts.append("<h2>Claims</h2><table><tr><th>#</th><th>paper</th><th>ours</th><th>verdict</th><th>rule</th></tr>")
-    for c in claims:
-        parts.append(f"<tr><td>{c['id']}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
-                     f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                     f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c['verdict_label'])}</b></td>"
-                     f"<td>{html.escape(c.get('rule', ''))}</td></tr>")
-    parts.append("</table><h2>Figures</h2>")
+    parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
     for name, fn, cap in (("fig5", fig5, "Fig. 5: predicted (Eq. 1, round by round) vs measured efficiency of chunk "
                                          "transfers after idle, NewReno, 3 Mbit/s, 1 bulk flow"),
                           ("fig6", fig6, "Fig. 6: % of fair share against 1 bulk flow over rate x queue (Huang ABR)"),

@@ -180,27 +180,8 @@ impl World {
                 Table::new("flows", &[("time_s", 'f'), ("flow", 'i'), ("bytes_received", 'i'), ("goodput_bps", 'f')])
             }),
             tcp: want("tcp").then(crate::report::tcp_table),
-            web: want("web").then(|| {
-                Table::new(
-                    "web",
-                    &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')],
-                )
-            }),
-            queues: want("queues").then(|| {
-                Table::new(
-                    "queues",
-                    &[
-                        ("time_s", 'f'),
-                        ("link", 'i'),
-                        ("len_pkts", 'i'),
-                        ("len_bytes", 'i'),
-                        ("sojourn_mean_ms", 'f'),
-                        ("dropped_pkts", 'i'),
-                        ("marked_pkts", 'i'),
-                        ("aqm_state", 'f'),
-                    ],
-                )
-            }),
+            web: want("web").then(crate::report::web_table),
+            queues: want("queues").then(crate::report::queues_table),
             packets: (want("packets") || links.iter().any(|l| l.packet_log)).then(|| {
                 Table::new(
                     "packets",

@@ -112,6 +112,28 @@ pub fn tcp_table() -> Table {
     )
 }
 
+/// The empty `queues` table (docs/tables.md): one row per monitored link per sample.
+pub fn queues_table() -> Table {
+    Table::new(
+        "queues",
+        &[
+            ("time_s", 'f'),
+            ("link", 'i'),
+            ("len_pkts", 'i'),
+            ("len_bytes", 'i'),
+            ("sojourn_mean_ms", 'f'),
+            ("dropped_pkts", 'i'),
+            ("marked_pkts", 'i'),
+            ("aqm_state", 'f'),
+        ],
+    )
+}
+
+/// The empty `web` table (docs/tables.md): one row per completed web flow.
+pub fn web_table() -> Table {
+    Table::new("web", &[("flow", 'i'), ("generator", 's'), ("start_s", 'f'), ("bytes", 'i'), ("fct_s", 'f')])
+}
+
 pub fn requests_table(clients: &[SessionView<'_>]) -> Table {
     let mut t = Table::new(
         "requests",
