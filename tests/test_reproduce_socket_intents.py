@@ -69,6 +69,14 @@ def test_small_reproduction_end_to_end(tmp_path):
               "figures/fig3_4a.png", "figures/fig3_7a.png"):
         assert os.path.exists(os.path.join(out, f)), f
     assert len(os.listdir(os.path.join(out, "hars", "alexa100"))) == 4
+    # P17/P18 ran: the packet-level loads and their HARs are in the output, and both have a verdict
+    by_id = {c["id"]: c for c in claims}
+    assert by_id["P17"]["grade"] != "NOT RUN" and by_id["P18"]["grade"] != "NOT RUN"
+    cross = pd.read_parquet(os.path.join(out, "crossmodel.parquet"))
+    assert set(cross["check"]) == {"P17", "P18"}
+    assert (cross["packet_plt_s"] > 0).all() and (cross["flow_plt_s"] > 0).all()
+    assert (cross["check"] == "P18").sum() == 2 * 4
+    assert len(os.listdir(os.path.join(out, "hars", "packet", "50ms-6Mbit"))) == 4
     # a second run replaces its own output; a foreign non-empty directory is refused (exit 2)
     foreign = tmp_path / "foreign"
     foreign.mkdir()

@@ -304,12 +304,18 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
     top.used.add("client")
     if not isinstance(clients_raw, list):
         raise InputError(src, "client", "an array of tables [[client]]", _show(clients_raw))
+    pages_raw = data.get("page", [])
+    top.used.add("page")
+    if not isinstance(pages_raw, list):
+        raise InputError(src, "page", "an array of tables [[page]]", _show(pages_raw))
     providers_raw = data.get("provider", [])
     top.used.add("provider")
     if not isinstance(providers_raw, list):
         raise InputError(src, "provider", "an array of tables [[provider]]", _show(providers_raw))
-    if not flows_raw and not clients_raw:
-        raise InputError(src, flow_key, message="expected at least one [[flow]] or [[client]]")
+    if not flows_raw and not clients_raw and not pages_raw:
+        raise InputError(src, flow_key, message="expected at least one [[flow]], [[client]] or [[page]]")
+    if pages_raw and network == "trace":
+        raise InputError(src, "page", message="page loads run on the packet network only; use network = \"packet\"")
 
     builder = _Builder(src, base_dir, aqms, ccs)
     builder.duration = duration
@@ -325,6 +331,10 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
         builder.flow(_Section(src, f"{flow_key}[{i}]", fr))
     for i, cr in enumerate(clients_raw):
         builder.client(_Section(src, f"client[{i}]", cr))
+    for i, pr in enumerate(pages_raw):
+        if not isinstance(pr, dict):
+            raise InputError(src, f"page[{i}]", "a table", _show(pr))
+        builder.page(_Section(src, f"page[{i}]", pr))
     if providers_raw and network == "trace":
         raise InputError(src, "provider", message="providers run on the packet network only; use network = \"packet\"")
     for i, pr in enumerate(providers_raw):
@@ -333,7 +343,8 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
         builder.provider(_Section(src, f"provider[{i}]", pr))
 
     out = top.sub("output")
-    output = {"sample_interval": 100_000_000, "tables": ["flows", "tcp", "queues", "web", "segments", "weights"]}
+    output = {"sample_interval": 100_000_000,
+              "tables": ["flows", "tcp", "queues", "web", "segments", "weights", "pages"]}
     pcap = None
     if out is not None:
         output["sample_interval"] = out.get("sample_interval", units.duration, 100_000_000)
@@ -343,7 +354,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
                           f"(duration / sample_interval)", out.data["sample_interval"])
 
         def tables(v):
-            ok = ["flows", "tcp", "queues", "packets", "web", "segments", "weights"]
+            ok = ["flows", "tcp", "queues", "packets", "web", "segments", "weights", "pages"]
             if not isinstance(v, list) or any(t not in ok for t in v):
                 raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
             return v
@@ -377,6 +388,7 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
         "videos": builder.videos,
         "clients": builder.clients,
         "providers": builder.providers,
+        "pages": builder.pages,
         "output": output,
         "network": network,
     }
@@ -542,6 +554,7 @@ class _Builder:
         self.planes = None
         self.flowctls = None
         self.providers = []
+        self.pages = []
         self.client_groups = {}
         self.python_abrs: dict = {}
         # normalized config path prefix -> scenario key (for errors raised by the core)
@@ -1166,3 +1179,80 @@ def _provider(b, p: _Section):
 
 
 _Builder.provider = _provider
+
+
+MAX_PAGE_OBJECTS = 100_000
+
+
+def _page(b, p: _Section):
+    """A `[[page]]`: a browser loading a web page (a HAR file or a handcrafted page) over HTTP/1.1
+    from one server host, `count` times (each copy on its own hosts)."""
+    from qoelab.pageload import cli as plcli
+    name = p.str("name", default=f"page{len(b.pages)}")
+    count = p.int("count", default=1, minimum=1, maximum=b.max_count())
+    if ("har" in p.data) == ("handcrafted" in p.data):
+        raise InputError(p.src, p.key("har"), message="expected exactly one of har = \"FILE.har\" or "
+                         "handcrafted = \"NAME\" (e.g. \"mixed\", \"8x100KB\")")
+    if "har" in p.data:
+        hp = p.str("har")
+        full = hp if os.path.isabs(hp) else os.path.join(b.base_dir, hp)
+        _regular_file(p, "har", full)
+        page = plcli.load_page(full)
+    else:
+        hc = p.str("handcrafted")
+        try:
+            page = plcli.load_page("hand:" + hc)
+        except InputError as e:
+            raise InputError(p.src, p.key("handcrafted"), e.expected, e.found) from None
+    if len(page.objects) > MAX_PAGE_OBJECTS:
+        raise p.err("har", f"a page of at most {MAX_PAGE_OBJECTS:,} objects", len(page.objects))
+    rtt = p.get("rtt", _delay, b.default_rtt)
+    start = p.get("start", units.duration, 0)
+    stagger = p.get("stagger", units.duration, 0)
+    tcp = convert_params(p.sub("tcp"), _describe_tcp(), "tcp")
+    cc = p.str("cc", default=default_cc(tcp))
+    if cc not in b.ccs:
+        raise p.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
+    cc_params = convert_params(p.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
+    max_per_origin = p.int("max_per_origin", default=6, minimum=1, maximum=64)
+    max_total = p.int("max_total", default=17, minimum=1, maximum=64)
+    http = {}
+    hs = p.sub("http")
+    if hs is not None:
+        v = hs.get("request_bytes", units.size, None)
+        if v is not None:
+            if not 1 <= v <= 10**6:
+                raise hs.err("request_bytes", "a size of 1 B to 1 MB", hs.data["request_bytes"])
+            http["request_bytes"] = v
+        v = hs.get("think", _delay, None)
+        if v is not None:
+            http["think"] = v
+        hs.finish()
+    tls = {}
+    ts = p.sub("tls")
+    if ts is not None:
+        for k in ("client_hello", "server_hello", "client_finished", "server_finished"):
+            v = ts.get(k, units.size, None)
+            if v is not None:
+                if not 1 <= v <= 10**6:
+                    raise ts.err(k, "a size of 1 B to 1 MB", ts.data[k])
+                tls[k] = v
+        ts.finish()
+    first = p.int("from_hop", default=0, minimum=0, maximum=len(b.hops) - 1)
+    last = p.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
+    if start + (count - 1) * stagger > units.MAX_DURATION_NS:
+        raise p.err("stagger", "start + (count - 1) x stagger of at most 100 years", p.data.get("stagger"))
+    p.finish()
+    sizes, origins, tlss, parents = page.core_tuple()
+    objects = [{"size": sz, "origin": o, "tls": t, "parent": None if q < 0 else q}
+               for sz, o, t, q in zip(sizes, origins, tlss, parents)]
+    load = {"objects": objects, "max_per_origin": max_per_origin, "max_total": max_total, "http": http, "tls": tls}
+    for k in range(count):
+        label = name if count == 1 else f"{name}-{k}"
+        srv, cl = b.hostpair(label, rtt, first, last, p)
+        b.origin[f"pages[{len(b.pages)}]"] = p.path
+        b.pages.append({"name": label, "server": srv, "client": cl, "cc": cc, "cc_params": cc_params, "tcp": tcp,
+                        "start": start + k * stagger, "load": copy.deepcopy(load) if k else load})
+
+
+_Builder.page = _page

@@ -69,6 +69,11 @@ id!(
     ClientId, u32
 );
 
+id!(
+    /// A web page load at run time.
+    PageId, u32
+);
+
 /// A vector indexed by one id type.
 #[derive(Clone, Debug)]
 pub struct IdVec<I: Id, T> {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from qoelab.errors import InputError
 
@@ -100,6 +101,8 @@ def _cmd(args) -> int:
             raise InputError(None, k, message=str(e)) from None
     out = outdir.check(args.out, args.force) if args.out else None
     page = load_page(args.page)
+    if args.packet:
+        return _packet(args, page, ifaces[0], out)
     opts = options_from(args)
     try:
         res = _core.pageload_run(page.core_tuple(), [(bw, rtt, sc) for (bw, rtt), sc in zip(ifaces, scheds)],
@@ -116,6 +119,31 @@ def _cmd(args) -> int:
         outdir.write_text(args.json, json.dumps(pj, indent=1))
     if out:
         write_result_dir(out, page, pol, ifaces, args, opts, res, pj, line)
+    return 0
+
+
+def _packet(args, page, if1: tuple[int, int], out) -> int:
+    """``--packet``: the page in the packet simulator's browser on interface 1."""
+    from qoelab import _core
+    from qoelab.pageload import crossmodel
+    for k in ("if1_schedule", "if2_schedule"):
+        if getattr(args, k):
+            raise InputError(None, "--" + k.replace("_", "-"), message="rate schedules are not supported with --packet")
+    ccs = [e["name"] for e in json.loads(_core.describe("cc"))]
+    if args.cc not in ccs:
+        raise InputError(None, "--cc", "one of " + ", ".join(sorted(ccs)), repr(args.cc))
+    src = {"handcrafted": args.page[5:]} if args.page.startswith("hand:") else {"har": os.path.abspath(args.page)}
+    res = crossmodel.packet_load(src, if1[0], if1[1], cc=args.cc, seed=args.seed, page_bytes=page.total_bytes)
+    pg = res.summary["pages"][0]
+    if pg["plt_s"] is None:
+        raise InputError(args.page, None, message="the load did not finish within the simulated time")
+    site, date, time_ = name_parts(page.name)
+    print(",".join(str(x) for x in (site, date, time_, "packet-" + args.cc, if1[0], if1[1] / 1e9, "", "",
+                                    repr(pg["plt_s"]))))
+    print(f"# packet simulator: {pg['objects']} objects, {pg['connections']} connections, "
+          f"{pg['tls_handshakes']} TLS handshakes", file=sys.stderr)
+    if out:
+        res.write(out, force=args.force)
     return 0
 
 
@@ -192,4 +220,10 @@ def add_parser(sub) -> None:
                                                 "simulator.json, result.csv)")
     p.add_argument("--force", action="store_true", help="replace a non-empty --out directory")
     p.add_argument("--list-policies", action="store_true", help="list the policies and exit")
+    p.add_argument("--packet", action="store_true",
+                   help="load PAGE in the packet simulator instead: a browser over HTTP/1.1 and simulated TCP on "
+                        "interface 1 alone (6 connections per origin, TLS handshakes; docs/models/page-session.md); "
+                        "--out writes that run's result directory")
+    p.add_argument("--cc", default="newreno", help="congestion control of the packet simulator's connections "
+                                                   "(--packet; default newreno)")
     p.set_defaults(func=_cmd)

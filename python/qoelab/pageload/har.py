@@ -167,9 +167,21 @@ def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
     return Page(name=name, objects=objs, dropped=dropped)
 
 
+def _timings_ms(o: Obj, dur_ms: float) -> dict:
+    t = o.timings
+    if not t:
+        return {"send": 0, "wait": 0, "receive": dur_ms}
+    ms = {k: round(t[k] * 1000.0, 3) for k in ("blocked", "connect", "wait", "receive")}
+    # the phases add up to the entry's time (HAR 1.2); rounding goes to "receive"
+    ms["receive"] = round(dur_ms - ms["blocked"] - ms["connect"] - ms["wait"], 3)
+    return {"blocked": ms["blocked"], "dns": -1, "connect": ms["connect"], "ssl": -1, "send": 0, "wait": ms["wait"],
+            "receive": ms["receive"]}
+
+
 def write_har(page: Page, path: str, t0_iso: str = "2015-12-07T10:00:00+00:00", creator: str = "qoelab") -> None:
     """Write ``page`` as a HAR 1.2 file whose timings are the objects' ``har_start_s`` /
-    ``har_finish_s`` at microsecond resolution (sizes: Content-Length = size - headersSize)."""
+    ``har_finish_s`` at microsecond resolution (sizes: Content-Length = size - headersSize), with
+    the phases of ``Obj.timings`` where recorded (else all of the time is "receive")."""
     base = _dt.datetime.fromisoformat(t0_iso)
     entries = []
     for i, o in enumerate(page.objects):
@@ -188,7 +200,7 @@ def write_har(page: Page, path: str, t0_iso: str = "2015-12-07T10:00:00+00:00", 
                          "headers": [{"name": "Content-Length", "value": str(body)}], "cookies": [],
                          "content": {"size": body, "mimeType": "application/octet-stream"},
                          "redirectURL": "", "headersSize": hs, "bodySize": body},
-            "cache": {}, "timings": {"send": 0, "wait": 0, "receive": dur_ms},
+            "cache": {}, "timings": _timings_ms(o, dur_ms),
         })
     doc = {"log": {"version": "1.2", "creator": {"name": creator, "version": "1"}, "pages": [], "entries": entries}}
     tmp = path + ".tmp"

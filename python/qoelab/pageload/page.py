@@ -15,6 +15,8 @@ class Obj:
     url: str = ""
     har_start_s: float = 0.0    # relative to the page's first request
     har_finish_s: float = 0.0
+    # HAR timing phases in seconds (blocked, connect, wait, receive) when the load's were recorded
+    timings: dict | None = None
 
 
 @dataclass

@@ -169,10 +169,32 @@ def write_workload(spec: Spec, har_root: str, log) -> tuple[dict, dict]:
     return paths, stats
 
 
+P18_PAGES = 100   # Alexa-100-like pages in the closed loop (one per site: the first crawl day)
+
+
+def run_crossmodel(spec: Spec, har_paths: dict, har_dir: str, rows: list, log) -> dict:
+    """P17 and P18: the flow model against qoelab's packet-level browser
+    (:mod:`qoelab.pageload.crossmodel`). An error is recorded, not raised (the claims say NOT RUN)."""
+    from qoelab.pageload import crossmodel
+    t0 = time.perf_counter()
+    paths = har_paths.get("alexa100", [])
+    days = dict((n, d) for n, _, d in spec.sets).get("alexa100", 1)
+    p18_paths = paths[::max(1, days)][:P18_PAGES]
+    try:
+        p17 = crossmodel.p17(rows, log=lambda m: log(f"{NAME}: {m}"), units=spec.units)
+        p18 = crossmodel.p18(p18_paths, rows, har_dir=har_dir, log=lambda m: log(f"{NAME}: {m}"), units=spec.units)
+    except Exception as e:  # noqa: BLE001 - reported in the claims, the grid's results are kept
+        log(f"{NAME}: cross-model validation failed: {type(e).__name__}: {e}")
+        return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    return {"p17": p17, "p18": p18, "wall_s": round(time.perf_counter() - t0, 2),
+            "packet_loads": sum(r["check"] in ("P17", "P18") for r in rows)}
+
+
 def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs: int = 0, log=None,
               spec: Spec | None = None) -> dict:
     """Generate the pages, run the grid, judge P1-P21, write DIR/{runs.parquet, scenarios.parquet,
-    pages.parquet, workload.json, claims.json, meta.json, report.html, figures/, hars/} atomically."""
+    pages.parquet, crossmodel.parquet, workload.json, claims.json, meta.json, report.html, figures/, hars/}
+    atomically."""
     import numpy as np
     import pandas as pd
 
@@ -216,19 +238,25 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
                 "loads_per_s_per_worker": round(len(df) / cpu_s, 1) if cpu_s > 0 else None}
         log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
             f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed items")
-        claims = sic.evaluate(df, pages, scen, wstats, spec, perf)
+        cross_rows: list[dict] = []
+        cross = run_crossmodel(spec, har_paths, os.path.join(tmp, "hars", "packet"), cross_rows, log)
+        cross_df = pd.DataFrame(cross_rows)
+        if len(cross_df):
+            cross_df.to_parquet(os.path.join(tmp, "crossmodel.parquet"), index=False)
+        claims = sic.evaluate(df, pages, scen, wstats, spec, perf, cross)
         meta = {"reproduction": NAME, "paper": PAPER, "grid": spec.name, "grid_description": spec.description,
                 "spec": asdict(spec), "runs": int(len(df)), "items": len(items), "failed": len(failures),
                 "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2), "perf": perf,
                 "workload": {k: {"whole_set_targets_met": v["whole_set"]["all_targets_met"],
                                  "loaded_targets_met": v["loaded"]["all_targets_met"]} for k, v in wstats.items()},
+                "crossmodel": {k: v for k, v in cross.items() if k in ("wall_s", "packet_loads", "error")},
                 "claims": claims}
         df.drop(columns=["plt_ns"]).to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         pages.to_parquet(os.path.join(tmp, "pages.parquet"), index=False)
         scen.to_parquet(os.path.join(tmp, "scenarios.parquet"), index=False)
         common.dump_json(os.path.join(tmp, "workload.json"), wstats)
         common.write_claims_report_meta(tmp, claims, meta,
-                                        lambda: sir.write_report(tmp, df, pages, scen, claims, meta), t0)
+                                        lambda: sir.write_report(tmp, df, pages, scen, claims, meta, cross_df), t0)
     meta["out_dir"] = out_dir
     return meta
 

@@ -95,7 +95,42 @@ def fig37(df, pages, scen, which: str):
     return _png(fig)
 
 
-def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict) -> str:
+def fig_cross(cross, check: str):
+    """P17/P18: flow-model vs packet-level load time per (page, setting), log-log, with y = x."""
+    import matplotlib.pyplot as plt
+    if cross is None or not len(cross) or not (cross["check"] == check).any():
+        return None
+    d = cross[cross["check"] == check]
+    fig, ax = plt.subplots(figsize=(5.2, 4.6))
+    for k, (lbl, g) in enumerate(d.groupby("setting", sort=False)):
+        ax.scatter(g["packet_plt_s"], g["flow_plt_s"], s=14, label=lbl, color=f"C{k}", alpha=0.8)
+    lo = float(min(d["packet_plt_s"].min(), d["flow_plt_s"].min())) * 0.8
+    hi = float(max(d["packet_plt_s"].max(), d["flow_plt_s"].max())) * 1.25
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+    ax.set(xscale="log", yscale="log", xlabel="packet-level load time (s)", ylabel="flow-model load time (s)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def fig_reldiff(cross):
+    """Fig. 3.3 substitute: ECDF of the relative difference (flow - packet) / packet of P18."""
+    import matplotlib.pyplot as plt
+    if cross is None or not len(cross) or not (cross["check"] == "P18").any():
+        return None
+    d = cross[cross["check"] == "P18"]
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for k, (lbl, g) in enumerate(d.groupby("setting", sort=False)):
+        x = np.sort(100 * g["rel_diff"].to_numpy())
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", label=lbl, color=f"C{k}")
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set(xlabel="relative difference of the replayed load time (%)", ylabel="ECDF")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _png(fig)
+
+
+def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, cross=None) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
     fig_dir = os.path.join(out_dir, "figures")
@@ -131,6 +166,12 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict) 
          "'equal' are a reconstruction)"),
         ("fig3_7b", lambda: fig37(df, pages, scen, "b"),
          "Fig. 3.7b: EAF speedup categories by page size, number of objects and median object size"),
+        ("fig3_2_crossmodel", lambda: fig_cross(cross, "P17"),
+         "Fig. 3.2 substitute (P17, cross-model): handcrafted pages, flow model vs qoelab's packet-level browser on "
+         "one interface; below the line = the flow model is faster"),
+        ("fig3_3_closed_loop", lambda: fig_reldiff(cross),
+         "Fig. 3.3 substitute (P18, closed loop): relative difference of the flow-model replay of packet-level "
+         "HARs; data in crossmodel.parquet"),
     ]
     for name, fn, cap in figs:
         img = fn()

@@ -80,6 +80,9 @@ pub(crate) enum ConnOp {
     Reset(ConnId),
 }
 
+/// The flows of a connection slot that holds no connection (page loads open slots lazily).
+pub(crate) const CLOSED: (FlowId, FlowId) = (FlowId(u32::MAX), FlowId(u32::MAX));
+
 /// The packet driver's [`Transport`] during one session call.
 pub(crate) struct Buffered<'a> {
     pub flows: &'a IdVec<FlowId, FlowRt>,
@@ -99,6 +102,9 @@ impl Transport for Buffered<'_> {
             return 0;
         }
         let (req, resp) = self.conns[conn.0 as usize];
+        if (req, resp) == CLOSED {
+            return 0;
+        }
         let f = if dir == Dir::Request { req } else { resp };
         bytes_received(self.eps, &self.flows[f])
     }

@@ -38,6 +38,31 @@ pub struct SimConfig {
     /// Video providers running a flow controller over their clients (packet network only).
     #[serde(default)]
     pub providers: Vec<ProviderCfg>,
+    /// Web page loads (a browser fetching a page over HTTP/1.1; packet network only).
+    #[serde(default)]
+    pub pages: Vec<PageCfg>,
+}
+
+/// A web page load: a browser on `client` loading a page whose origins are all served by
+/// `server` (one path, one RTT), over TCP connections opened as the browser needs them
+/// (`crate::session::page`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PageCfg {
+    pub name: String,
+    pub server: usize,
+    pub client: usize,
+    #[serde(default = "cubic")]
+    pub cc: String,
+    #[serde(default)]
+    pub cc_params: Value,
+    #[serde(default)]
+    pub tcp: Value,
+    /// When the load starts (ns).
+    #[serde(default)]
+    pub start: Ns,
+    /// The page and the browser's limits.
+    pub load: crate::session::page::PageLoadCfg,
 }
 
 /// A provider: a flow controller (`crate::flowctl`) setting the congestion-control weights of
@@ -269,7 +294,7 @@ fn hundred_ms() -> Ns {
     100 * MS
 }
 fn default_tables() -> Vec<String> {
-    vec!["flows".into(), "tcp".into(), "queues".into(), "web".into(), "segments".into()]
+    vec!["flows".into(), "tcp".into(), "queues".into(), "web".into(), "segments".into(), "pages".into()]
 }
 
 /// Most samples per sampled table row kind a run may record (duration / sample_interval).

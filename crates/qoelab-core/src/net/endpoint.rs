@@ -60,6 +60,8 @@ pub struct FlowRt {
     pub closing: Option<crate::ids::FlowId>,
     /// The video client this half-connection belongs to.
     pub client: Option<ClientId>,
+    /// The page load this half-connection belongs to.
+    pub page: Option<crate::ids::PageId>,
     /// The client's connection slot of this half-connection (0 for other flows).
     pub slot: u32,
     /// Sum and count of srtt samples (ns) taken at the sampling interval.
@@ -98,6 +100,7 @@ impl FlowRt {
             dead: false,
             closing: None,
             client: None,
+            page: None,
             srtt_sum: 0.0,
             srtt_n: 0,
             peer: None,

@@ -7,6 +7,7 @@ pub mod endpoint;
 pub mod error;
 pub mod link;
 pub mod loss;
+pub mod pages;
 pub mod pcap;
 pub mod providers;
 /// Output tables (moved to [`crate::report::table`]).

@@ -117,6 +117,7 @@ impl World {
         out.clients = clients;
         self.provider_summaries(&mut out.clients);
         out.video = video;
+        out.pages = self.page_summaries();
         out.events = self.engine.processed();
         out
     }

@@ -30,6 +30,7 @@ const K_APP: u64 = 5;
 const K_SAMPLE: u64 = 6;
 pub(crate) const K_CLIENT: u64 = 7;
 pub(crate) const K_PROVIDER: u64 = 8;
+pub(crate) const K_PAGE: u64 = 9;
 const IDX_MASK: u64 = (1 << 56) - 1;
 
 #[inline]
@@ -133,6 +134,8 @@ pub struct World {
     session_gens: Vec<(usize, Rng, u32)>,
     /// Video providers and their flow controllers (net/providers.rs).
     pub(crate) providers: super::providers::Providers,
+    /// Web page loads (net/pages.rs).
+    pub(crate) pages: IdVec<crate::ids::PageId, super::pages::PageRt>,
 }
 
 impl World {
@@ -222,6 +225,7 @@ impl World {
             abr_factory,
             session_gens: Vec::new(),
             providers: Default::default(),
+            pages: IdVec::new(),
         };
         for i in w.links.ids() {
             if w.links[i].pcap {
@@ -259,6 +263,10 @@ impl World {
             }
         }
         w.build_providers()?;
+        let pages = w.cfg.pages.clone();
+        for (i, pg) in pages.iter().enumerate() {
+            w.add_page(&format!("pages[{i}]"), pg)?;
+        }
         for i in w.links.ids() {
             w.schedule_aqm_timer(i);
         }
@@ -755,13 +763,18 @@ impl World {
                     }
                 }
                 let f = &self.flows[fid];
-                let client = f.client;
+                let (client, page) = (f.client, f.page);
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
                     self.flow_completed(fid);
                 }
                 if let Some(ci) = client {
                     self.drain_ep(ep);
                     self.client_on_rx(ci, fid);
+                    return;
+                }
+                if let Some(pi) = page {
+                    self.drain_ep(ep);
+                    self.page_on_rx(pi, fid);
                     return;
                 }
             }
@@ -1094,6 +1107,9 @@ impl World {
             out.push(t);
         }
         out.extend(self.take_provider_tables());
+        if self.cfg.output.tables.iter().any(|t| t == "pages") {
+            out.extend(self.pages_table());
+        }
         if !self.clients.is_empty() && self.cfg.output.tables.iter().any(|t| t == "segments") {
             let views: Vec<_> = self.clients.iter().map(|c| c.session.view()).collect();
             out.push(crate::report::segments_table(&views));
@@ -1130,6 +1146,7 @@ impl World {
                 K_SAMPLE => self.on_sample(),
                 K_CLIENT => self.on_client_timer(ClientId(idx as u32)),
                 K_PROVIDER => self.on_provider_timer(idx),
+                K_PAGE => self.on_page_timer(crate::ids::PageId(idx as u32)),
                 k => unreachable!("event kind {k}"),
             }
         }
@@ -1145,6 +1162,9 @@ impl World {
         }
         for c in &self.clients {
             c.session.check_invariants().map_err(|e| format!("client {}: {e}", c.session.name))?;
+        }
+        for pg in &self.pages {
+            pg.session.check_invariants()?;
         }
         for t in
             [&self.rec.flows, &self.rec.tcp, &self.rec.queues, &self.rec.web, &self.rec.packets].into_iter().flatten()
@@ -1191,7 +1211,7 @@ fn compute_routes(n: usize, links: &[SimLink]) -> Vec<u32> {
     routes
 }
 
-fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
+pub(crate) fn cc_err(p: &str, e: crate::params::ParamError) -> SimError {
     if e.param == "cc" {
         serr(format!("{p}.cc"), e.msg)
     } else {

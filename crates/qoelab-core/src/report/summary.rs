@@ -37,6 +37,9 @@ pub struct Summary {
     /// Fairness across video clients (null without clients).
     pub video: Option<FairnessMetrics>,
     pub packets: PacketCounts,
+    /// Web page loads (absent without `[[page]]` entries).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pages: Vec<PageSummary>,
     /// Events processed by the driver's event loop (0 in trace mode).
     pub events: u64,
     /// "ok": every end-of-run invariant held (a run that breaks one writes no summary).
@@ -61,6 +64,7 @@ impl Summary {
             clients: Vec::new(),
             video: None,
             packets: PacketCounts::default(),
+            pages: Vec::new(),
             events: 0,
             invariants: "ok",
         }
@@ -168,6 +172,25 @@ pub struct LossPhaseCounts {
     pub t: u64,
     #[serde(rename = "C")]
     pub c: u64,
+}
+
+/// One web page load.
+#[derive(Clone, Debug, Serialize)]
+pub struct PageSummary {
+    pub name: String,
+    pub start_s: Option<f64>,
+    /// Page load time: the last object's arrival after the start (null if the load did not
+    /// finish within the run).
+    pub plt_s: Option<f64>,
+    pub objects: usize,
+    pub objects_done: usize,
+    /// Response bytes of the objects that arrived.
+    pub bytes: u64,
+    /// TCP connections opened, TLS handshakes, idle connections closed at the global limit.
+    pub connections: u64,
+    pub tls_handshakes: u64,
+    pub closed_at_limit: u64,
+    pub requests: u64,
 }
 
 /// One video client: its QoE metrics, or the error that prevented them.

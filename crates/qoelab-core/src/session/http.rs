@@ -143,6 +143,12 @@ impl Http {
     /// Send a GET whose response has `body` bytes on `conn`; returns its id.
     pub fn get(&mut self, now: Ns, conn: ConnId, body: u64, t: &mut dyn Transport) -> ReqId {
         let (rq, hdr) = (self.cfg.request_bytes, self.cfg.response_header_bytes);
+        self.exchange(now, conn, rq, hdr, body, t)
+    }
+
+    /// Send `rq` request bytes whose answer is `hdr` header bytes + `body` bytes on `conn` (a GET,
+    /// or a handshake flight such as TLS's); returns its id.
+    pub fn exchange(&mut self, now: Ns, conn: ConnId, rq: u64, hdr: u64, body: u64, t: &mut dyn Transport) -> ReqId {
         let id = self.next_id;
         self.next_id += 1;
         let c = &mut self.conns[conn.0 as usize];

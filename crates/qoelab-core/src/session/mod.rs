@@ -17,10 +17,14 @@
 //!
 //! How segment requests map onto HTTP requests and connections is the session's data plane
 //! ([`dataplane`]): sequential (the default), pipelined, Sprint, Sprint-x, Chunklets.
+//!
+//! A web page load ([`page::PageSession`]) is the other kind of session: a browser fetching a
+//! page's objects over several HTTP/1.1 connections per origin, on the same [`Transport`].
 
 pub mod chunk_sizing;
 pub mod dataplane;
 pub mod http;
+pub mod page;
 
 use crate::player::{Player, PlayerSummary, SegmentLog};
 use crate::time::Ns;
