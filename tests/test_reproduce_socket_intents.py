@@ -42,12 +42,24 @@ def test_hand_cases_within_one_rtt():
 
 
 def test_items_cover_every_page_once():
-    spec = SI.quick_spec()
-    paths = {"alexa100": [f"a{i}" for i in range(5)], "alexa1000": [f"b{i}" for i in range(3)]}
-    items = spec.items(paths)
-    got = [(it["set"], it["first_page"] + k) for it in items for k in range(len(it["paths"]))]
-    assert got == [("alexa100", i) for i in range(5)] + [("alexa1000", i) for i in range(3)]
-    assert all(it["rnd_seeds"] == (spec.rnd_seeds if it["set"] == "alexa100" else 1) for it in items)
+    spec = SI.Spec(name="t", description="t", sets=(("alexa100", 5, 2), ("alexa1000", 3, 1)), rnd_seeds=2, pages_per_item=4)
+    items = spec.items()
+    got = [(it.set, it.first_page + k, sd) for it in items for k, sd in enumerate(it.pages)]
+    assert got == [("alexa100", i, (i // 2, i % 2)) for i in range(10)] + [("alexa1000", i, (i, 0)) for i in range(3)]
+    assert all(it.rnd_seeds == (spec.rnd_seeds if it.set == "alexa100" else 1) for it in items)
+    assert len({it.run_id for it in items}) == len(items)
+
+
+def test_tasks_load_the_pages_the_har_files_hold(tmp_path):
+    """A task regenerates its pages in memory; they must be the pages of the HAR files the
+    reproduction writes (the same importer, the same dependency tree, the same sizes)."""
+    from qoelab.pageload import synth
+    from qoelab.pageload.har import load_har
+    spec = synth.SETS["alexa100"]
+    pages = synth.generate(spec, sites=3, days=2)
+    paths = synth.write_set(pages, str(tmp_path))
+    for (site, day), path in zip([(s, d) for s in range(3) for d in range(2)], paths):
+        assert synth.imported_page(spec, site, day) == load_har(path)
 
 
 def test_small_reproduction_end_to_end(tmp_path):
@@ -69,6 +81,15 @@ def test_small_reproduction_end_to_end(tmp_path):
               "figures/fig3_4a.png", "figures/fig3_7a.png"):
         assert os.path.exists(os.path.join(out, f)), f
     assert len(os.listdir(os.path.join(out, "hars", "alexa100"))) == 4
+    # the grid ran on the sweep engine: its store moved into the output and can be queried
+    assert meta["sweep"]["ran"] == 3 and meta["sweep"]["failed"] == 0
+    import qoelab
+    n = qoelab.open_store(os.path.join(out, "sweep")).sql("SELECT count(*) AS n FROM tables.loads")["n"][0]
+    assert n == len(runs)
+    # run again into the same directory: every task is found in the store and not run again, same loads
+    meta2 = SI.reproduce(out, jobs=1, spec=spec)
+    assert meta2["sweep"]["ran"] == 0 and meta2["sweep"]["skipped"] == 3
+    pd.testing.assert_frame_equal(pd.read_parquet(os.path.join(out, "runs.parquet")), runs)
     # P17/P18 ran: the packet-level loads and their HARs are in the output, and both have a verdict
     by_id = {c["id"]: c for c in claims}
     assert by_id["P17"]["grade"] != "NOT RUN" and by_id["P18"]["grade"] != "NOT RUN"

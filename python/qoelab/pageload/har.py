@@ -178,10 +178,11 @@ def _timings_ms(o: Obj, dur_ms: float) -> dict:
             "receive": ms["receive"]}
 
 
-def write_har(page: Page, path: str, t0_iso: str = "2015-12-07T10:00:00+00:00", creator: str = "qoelab") -> None:
-    """Write ``page`` as a HAR 1.2 file whose timings are the objects' ``har_start_s`` /
-    ``har_finish_s`` at microsecond resolution (sizes: Content-Length = size - headersSize), with
-    the phases of ``Obj.timings`` where recorded (else all of the time is "receive")."""
+def har_doc(page: Page, t0_iso: str = "2015-12-07T10:00:00+00:00", creator: str = "qoelab") -> dict:
+    """``page`` as a HAR 1.2 document (the dict :func:`write_har` writes): timings are the objects'
+    ``har_start_s`` / ``har_finish_s`` at microsecond resolution (sizes: Content-Length = size -
+    headersSize), with the phases of ``Obj.timings`` where recorded (else all of the time is
+    "receive")."""
     base = _dt.datetime.fromisoformat(t0_iso)
     entries = []
     for i, o in enumerate(page.objects):
@@ -202,7 +203,12 @@ def write_har(page: Page, path: str, t0_iso: str = "2015-12-07T10:00:00+00:00", 
                          "redirectURL": "", "headersSize": hs, "bodySize": body},
             "cache": {}, "timings": _timings_ms(o, dur_ms),
         })
-    doc = {"log": {"version": "1.2", "creator": {"name": creator, "version": "1"}, "pages": [], "entries": entries}}
+    return {"log": {"version": "1.2", "creator": {"name": creator, "version": "1"}, "pages": [], "entries": entries}}
+
+
+def write_har(page: Page, path: str, t0_iso: str = "2015-12-07T10:00:00+00:00", creator: str = "qoelab") -> None:
+    """Write :func:`har_doc` of ``page`` to ``path`` (atomically)."""
+    doc = har_doc(page, t0_iso, creator)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, separators=(",", ":"))

@@ -174,16 +174,30 @@ def generate(spec: SetSpec, sites: int | None = None, days: int | None = None) -
     return out
 
 
+def _har_args(p: Page) -> dict:
+    date = p.name.split("+")[1] if "+" in p.name else "2015-12-07"
+    return {"t0_iso": f"{date}T10:00:00+00:00", "creator": "qoelab pageload synth"}
+
+
 def write_set(pages: list[Page], out_dir: str) -> list[str]:
     from qoelab.pageload.har import write_har
     os.makedirs(out_dir, exist_ok=True)
     paths = []
     for p in pages:
         path = os.path.join(out_dir, p.name + ".har")
-        date = p.name.split("+")[1] if "+" in p.name else "2015-12-07"
-        write_har(p, path, t0_iso=f"{date}T10:00:00+00:00", creator="qoelab pageload synth")
+        write_har(p, path, **_har_args(p))
         paths.append(path)
     return paths
+
+
+def imported_page(spec: SetSpec, site: int, day: int, template: dict | None = None) -> Page:
+    """The page of (site, day) exactly as the HAR importer reads the file :func:`write_set` writes
+    for it (crawl timings, the dependency heuristic), without writing the file."""
+    from qoelab.pageload.har import har_doc, page_from_har
+    t = template or site_template(spec, site)
+    p = make_page(spec, site, day, t)
+    crawl_timings(p, t["rtt_ms"])
+    return page_from_har(har_doc(p, **_har_args(p)), p.name + ".har", p.name)
 
 
 def _pct(v: list[float], q: float) -> float:

@@ -2,10 +2,12 @@
 3.1: 7 policies x 384 interface scenarios x the pages) on the flow-level page-load model, with
 claims P1-P21 of ../shared/reference/claims/socket-intents.md judged by their rules.
 
-The grid is a plain list of run specs (:func:`Spec.items`: one item = a few pages of one set with
-every scenario and policy) and a module-level worker (:func:`run_item`), so that a generic sweep
-engine can take it over. Pages are synthetic (the 2015/2016 crawls are not public): written as HAR
-files into DIR/hars/ and read back through the HAR importer by the workers.
+The grid runs on the sweep engine (:mod:`qoelab.sweep`): one task per :class:`GridItem` (a few
+pages of one set with every scenario and policy, :func:`grid_task`) into the resumable store
+DIR/sweep (an interrupted run resumes where it stopped; ``--jobs`` worker processes). Pages are
+synthetic (the 2015/2016 crawls are not public): every task regenerates its pages exactly as the
+HAR importer reads the files written to DIR/hars/ (:func:`qoelab.pageload.synth.imported_page`;
+a test checks the equality).
 """
 
 from __future__ import annotations
@@ -63,16 +65,33 @@ class Spec:
     primary: str = "alexa100"
     extra: dict = field(default_factory=dict)
 
-    def items(self, har_paths: dict[str, list[str]]) -> list[dict]:
-        """The run specs: every page of every set in chunks of ``pages_per_item``."""
+    def items(self) -> list["GridItem"]:
+        """The tasks: every page of every set, in chunks of ``pages_per_item``."""
         out = []
-        for set_name, _, _ in self.sets:
-            paths = har_paths[set_name]
-            for k in range(0, len(paths), self.pages_per_item):
-                out.append({"set": set_name, "first_page": k, "paths": paths[k:k + self.pages_per_item],
-                            "policies": list(self.policies), "units": self.units,
-                            "rnd_seeds": self.rnd_seeds if set_name == self.primary else 1})
+        for set_name, sites, days in self.sets:
+            pages = [(site, day) for site in range(sites) for day in range(days)]
+            for k in range(0, len(pages), self.pages_per_item):
+                out.append(GridItem(set_name, k, tuple(pages[k:k + self.pages_per_item]), tuple(self.policies),
+                                    self.units, self.rnd_seeds if set_name == self.primary else 1))
         return out
+
+
+@dataclass(frozen=True)
+class GridItem:
+    """One task of the grid: pages ``first_page``.. of set ``set`` (as (site, day) pairs), every
+    scenario of Table 3.1 and every policy (MPTCP rnd with ``rnd_seeds`` seeds)."""
+    set: str
+    first_page: int
+    pages: tuple
+    policies: tuple
+    units: str
+    rnd_seeds: int
+    rep: int = 0
+    seed: int = 0
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.set}-{self.first_page:05d}"
 
 
 def full_spec() -> Spec:
@@ -87,56 +106,64 @@ def quick_spec() -> Spec:
                 sets=(("alexa100", 12, 1), ("alexa1000", 12, 1)), rnd_seeds=2, pages_per_item=2)
 
 
-def run_item(item: dict) -> dict:
-    """Worker: load the item's HAR files and run every (page, scenario, policy, seed). Returns
-    column arrays (numpy) and per-page statistics; an error is returned, not raised."""
+def run_pages(item: GridItem, pages: list) -> tuple[dict, list[dict]]:
+    """Every (page, scenario, policy, seed) of ``item`` on ``pages``: (columns as numpy arrays, page
+    statistics)."""
     import numpy as np
 
     from qoelab import _core
-    from qoelab.pageload.har import load_har
-    t0 = time.perf_counter()
-    sc = scenarios(item["units"])
+    sc = scenarios(item.units)
     ifaces = [[(s["bw1_bytes"], s["rtt1_ms"] * 1_000_000, []), (s["bw2_bytes"], s["rtt2_ms"] * 1_000_000, [])]
               for s in sc]
     cols: dict[str, list] = {k: [] for k in ("page", "scenario", "policy", "seed", "plt_ns", "conns", "mptcp",
                                              "off_first", "blocked")}
-    pages = []
-    try:
-        for k, path in enumerate(item["paths"]):
-            page_id = item["first_page"] + k
-            pg = load_har(path)
-            sizes = sorted(o.size for o in pg.objects)
-            pages.append({"set": item["set"], "page": page_id, "name": pg.name, "objects": len(pg.objects),
-                          "hosts": pg.n_hosts, "bytes": pg.total_bytes, "median_object_bytes": float(np.median(sizes)),
-                          "https_share": sum(o.tls for o in pg.objects) / len(pg.objects),
-                          "depth": _depth(pg)})
-            jobs = []
-            for pol in item["policies"]:
-                seeds = range(1, item["rnd_seeds"] + 1) if pol == "mptcp-rnd" else (1,)
-                for seed in seeds:
-                    for s in sc:
-                        jobs.append((0, ifaces[s["scenario"]], pol, seed))
-            res = _core.pageload_batch([pg.core_tuple()], jobs)
-            for (_, _, pol, seed), j, r in zip(jobs, range(len(jobs)), res):
-                cols["page"].append(page_id)
-                cols["scenario"].append(j % len(sc))
-                cols["policy"].append(pol)
-                cols["seed"].append(seed)
-                cols["plt_ns"].append(r[0])
-                cols["conns"].append(r[1])
-                cols["mptcp"].append(r[2])
-                cols["off_first"].append(r[3])
-                cols["blocked"].append(r[4])
-    except Exception as e:  # one failed item must not lose the others
-        return {"error": f"{item['set']} pages {item['first_page']}+: {type(e).__name__}: {e}".splitlines()[0],
-                "set": item["set"], "n": 0, "pages": pages, "wall_s": time.perf_counter() - t0}
-    out = {"set": item["set"], "n": len(cols["page"]), "pages": pages, "wall_s": time.perf_counter() - t0,
-           "page": np.array(cols["page"], dtype=np.int32), "scenario": np.array(cols["scenario"], dtype=np.int16),
+    stats = []
+    for k, pg in enumerate(pages):
+        page_id = item.first_page + k
+        sizes = sorted(o.size for o in pg.objects)
+        stats.append({"set": item.set, "page": page_id, "name": pg.name, "objects": len(pg.objects),
+                      "hosts": pg.n_hosts, "bytes": pg.total_bytes, "median_object_bytes": float(np.median(sizes)),
+                      "https_share": sum(o.tls for o in pg.objects) / len(pg.objects), "depth": _depth(pg)})
+        jobs = []
+        for pol in item.policies:
+            for seed in (range(1, item.rnd_seeds + 1) if pol == "mptcp-rnd" else (1,)):
+                for s in sc:
+                    jobs.append((0, ifaces[s["scenario"]], pol, seed))
+        res = _core.pageload_batch([pg.core_tuple()], jobs)
+        for (_, _, pol, seed), j, r in zip(jobs, range(len(jobs)), res):
+            cols["page"].append(page_id)
+            cols["scenario"].append(j % len(sc))
+            cols["policy"].append(pol)
+            cols["seed"].append(seed)
+            cols["plt_ns"].append(r[0])
+            cols["conns"].append(r[1])
+            cols["mptcp"].append(r[2])
+            cols["off_first"].append(r[3])
+            cols["blocked"].append(r[4])
+    out = {"page": np.array(cols["page"], dtype=np.int32), "scenario": np.array(cols["scenario"], dtype=np.int16),
            "policy": np.array(cols["policy"]), "seed": np.array(cols["seed"], dtype=np.int8),
            "plt_ns": np.array(cols["plt_ns"], dtype=np.int64), "conns": np.array(cols["conns"], dtype=np.int16),
            "mptcp": np.array(cols["mptcp"], dtype=np.int16), "off_first": np.array(cols["off_first"], dtype=np.int16),
            "blocked": np.array(cols["blocked"], dtype=bool)}
-    return out
+    return out, stats
+
+
+def grid_task(point: dict) -> dict:
+    """The sweep engine's task for a :class:`GridItem` (``point["payload"]``): its page loads as the
+    run's ``loads`` table and the pages' statistics in the record."""
+    import pyarrow as pa
+
+    from qoelab.pageload import synth
+    item = point["payload"]
+    spec = synth.SETS[item.set]
+    templates: dict = {}
+    pages = []
+    for site, day in item.pages:
+        t = templates.setdefault(site, synth.site_template(spec, site))
+        pages.append(synth.imported_page(spec, site, day, t))
+    cols, stats = run_pages(item, pages)
+    cols["rnd_seed"] = cols.pop("seed")   # the sweep's own "seed" column would take the name
+    return {"run": {"loads": int(len(cols["page"]))}, "pages": stats, "tables": {"loads": pa.table(cols)}}
 
 
 def _depth(pg) -> int:
@@ -147,8 +174,11 @@ def _depth(pg) -> int:
     return max(d) + 1
 
 
-def _cost(item: dict) -> float:
-    return sum(os.path.getsize(p) for p in item["paths"])
+def _cost(item: GridItem) -> float:
+    """Larger pages take longer: the objects of the item's pages (cheap: the site templates)."""
+    from qoelab.pageload import synth
+    spec = synth.SETS[item.set]
+    return float(sum(synth.site_template(spec, site)["n"] for site, _ in item.pages))
 
 
 def write_workload(spec: Spec, har_root: str, log) -> tuple[dict, dict]:
@@ -192,8 +222,9 @@ def run_crossmodel(spec: Spec, har_paths: dict, har_dir: str, rows: list, log) -
 
 def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs: int = 0, log=None,
               spec: Spec | None = None) -> dict:
-    """Generate the pages, run the grid, judge P1-P21, write DIR/{runs.parquet, scenarios.parquet,
-    pages.parquet, crossmodel.parquet, workload.json, claims.json, meta.json, report.html, figures/, hars/}
+    """Run the grid on the sweep engine (resumable store DIR/sweep), write the pages, run the
+    cross-model checks, judge P1-P21, write DIR/{runs.parquet, scenarios.parquet, pages.parquet,
+    crossmodel.parquet, workload.json, claims.json, meta.json, report.html, figures/, hars/, sweep/}
     atomically."""
     import numpy as np
     import pandas as pd
@@ -207,37 +238,39 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
     log = log or (lambda msg: None)
     njobs = jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
+    items = spec.items()
+    n_loads = sum(len(it.pages) * 384 * (len(it.policies) - 1 + it.rnd_seeds) for it in items)
+    log(f"{NAME}: {len(items)} tasks, {n_loads} page loads ({spec.name}), {njobs} worker process"
+        f"{'es' if njobs > 1 else ''}")
+    store_dir = os.path.join(out_dir, "sweep")
+    t1 = time.perf_counter()
+    recs, sres = common.run_on_sweep(f"{NAME}-{spec.name}-{len(items)}", items, None, None, store_dir, njobs,
+                                     None, log, _cost, task_of=lambda it: f"{__name__}:grid_task")
+    wall_runs = time.perf_counter() - t1
+    failures = [f"{it.run_id}: {(r or {}).get('error') or 'missing from the store'}"
+                for it, r in zip(items, recs) if not r or r.get("status") != "ok"]
+    cols = ["set", "page", "scenario", "policy", "seed", "plt_ns", "conns", "mptcp", "off_first", "blocked"]
+    lp = os.path.join(store_dir, "store", "tables", "loads.parquet")
+    if os.path.exists(lp):
+        df = pd.read_parquet(lp, columns=[c if c != "seed" else "rnd_seed" for c in cols])
+        df = df.rename(columns={"rnd_seed": "seed"})
+    else:
+        df = pd.DataFrame({c: [] for c in cols})
+    df["set"] = df["set"].astype("category")
+    df["policy"] = df["policy"].astype("category")
+    df["plt_s"] = df["plt_ns"] / 1e9
+    pages = pd.DataFrame([p for r in recs if r and r.get("status") == "ok"
+                          for p in (r.get("metrics") or {}).get("pages", [])])
+    scen = pd.DataFrame(scenarios(spec.units))
+    cpu_s = sum(r.get("wall_s") or 0 for r in recs if r)
+    perf = {"page_loads": int(len(df)), "wall_s_runs": round(wall_runs, 2), "worker_cpu_s": round(cpu_s, 2),
+            "loads_per_s_wall": round(len(df) / wall_runs, 1) if wall_runs > 0 else None,
+            "loads_per_s_per_worker": round(len(df) / cpu_s, 1) if cpu_s > 0 else None,
+            "tasks_run": sres.get("ran"), "tasks_resumed": sres.get("skipped")}
+    log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
+        f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed tasks")
     with outdir.atomic_dir(out_dir) as tmp:
         har_paths, wstats = write_workload(spec, os.path.join(tmp, "hars"), log)
-        items = spec.items(har_paths)
-        n_loads = sum(len(it["paths"]) * 384 * (len(it["policies"]) - 1 + it["rnd_seeds"]) for it in items)
-        log(f"{NAME}: {len(items)} items, {n_loads} page loads ({spec.name}), {njobs} worker process"
-            f"{'es' if njobs > 1 else ''}")
-        step = max(1, len(items) // 10)
-
-        def progress(done, total, elapsed):
-            if done == total or done % step == 0:
-                log(f"{NAME}: {done}/{total} items, {elapsed:.0f} s elapsed, "
-                    f"~{elapsed / done * (total - done):.0f} s left")
-        t1 = time.perf_counter()
-        results = common.run_pool(items, run_item, njobs, _cost, progress)
-        wall_runs = time.perf_counter() - t1
-        failures = [r["error"] for r in results if r.get("error")]
-        ok = [r for r in results if not r.get("error")]
-        cols = ("page", "scenario", "policy", "seed", "plt_ns", "conns", "mptcp", "off_first", "blocked")
-        df = pd.DataFrame({c: np.concatenate([r[c] for r in ok]) if ok else [] for c in cols})
-        df.insert(0, "set", np.concatenate([np.full(r["n"], r["set"]) for r in ok]) if ok else [])
-        df["set"] = df["set"].astype("category")
-        df["policy"] = df["policy"].astype("category")
-        df["plt_s"] = df["plt_ns"] / 1e9
-        pages = pd.DataFrame([p for r in results for p in r["pages"]])
-        scen = pd.DataFrame(scenarios(spec.units))
-        cpu_s = sum(r["wall_s"] for r in results)
-        perf = {"page_loads": int(len(df)), "wall_s_runs": round(wall_runs, 2), "worker_cpu_s": round(cpu_s, 2),
-                "loads_per_s_wall": round(len(df) / wall_runs, 1) if wall_runs > 0 else None,
-                "loads_per_s_per_worker": round(len(df) / cpu_s, 1) if cpu_s > 0 else None}
-        log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
-            f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed items")
         cross_rows: list[dict] = []
         cross = run_crossmodel(spec, har_paths, os.path.join(tmp, "hars", "packet"), cross_rows, log)
         cross_df = pd.DataFrame(cross_rows)
@@ -246,6 +279,7 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
         claims = sic.evaluate(df, pages, scen, wstats, spec, perf, cross)
         meta = {"reproduction": NAME, "paper": PAPER, "grid": spec.name, "grid_description": spec.description,
                 "spec": asdict(spec), "runs": int(len(df)), "items": len(items), "failed": len(failures),
+                "sweep": {k: sres.get(k) for k in ("ran", "skipped", "failed", "wall_s")},
                 "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2), "perf": perf,
                 "workload": {k: {"whole_set_targets_met": v["whole_set"]["all_targets_met"],
                                  "loaded_targets_met": v["loaded"]["all_targets_met"]} for k, v in wstats.items()},
@@ -257,6 +291,7 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
         common.dump_json(os.path.join(tmp, "workload.json"), wstats)
         common.write_claims_report_meta(tmp, claims, meta,
                                         lambda: sir.write_report(tmp, df, pages, scen, claims, meta, cross_df), t0)
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
     meta["out_dir"] = out_dir
     return meta
 
