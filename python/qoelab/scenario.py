@@ -767,14 +767,7 @@ class _Builder:
             raise f.err("stop", "a time after start", f.data["stop"])
         common = {}
         if kind in ("bulk", "web", "onoff"):
-            tcp_specs = _describe_tcp()
-            tcp = convert_params(f.sub("tcp"), tcp_specs, "tcp")
-            cc = f.str("cc", default=default_cc(tcp))
-            if cc not in self.ccs:
-                raise f.err("cc", "one of " + ", ".join(sorted(self.ccs)), cc)
-            common["cc"] = cc
-            common["cc_params"] = convert_params(f.sub("cc_params"), self.ccs[cc]["params"], f"cc {cc}")
-            common["tcp"] = tcp
+            common["tcp"], common["cc"], common["cc_params"] = _tcp_cc(self, f)
         if kind == "bulk":
             size = f.get("size", _positive(units.size, "a size"), None)
             if size is not None:
@@ -852,6 +845,15 @@ def default_cc(tcp: dict) -> str:
     """The congestion control of a flow or client without a `cc` key: the host profile's own
     (`[....tcp] profile = "freebsd10"` is a FreeBSD NewReno host), else Linux's cubic."""
     return "newreno" if tcp.get("profile") == "freebsd10" else "cubic"
+
+
+def _tcp_cc(b, sec: _Section) -> tuple[dict, str, dict]:
+    """A section's `[...tcp]` options, `cc` (default: the TCP profile's) and `[...cc_params]`."""
+    tcp = convert_params(sec.sub("tcp"), _describe_tcp(), "tcp")
+    cc = sec.str("cc", default=default_cc(tcp))
+    if cc not in b.ccs:
+        raise sec.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
+    return tcp, cc, convert_params(sec.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
 
 
 def _describe_tcp():
@@ -1006,11 +1008,7 @@ def _client(b, c: _Section):
     rtt = c.get("rtt", _delay, b.default_rtt)
     start = c.get("start", units.duration, 0)
     stagger = c.get("stagger", units.duration, 0)
-    tcp = convert_params(c.sub("tcp"), _describe_tcp(), "tcp")
-    cc = c.str("cc", default=default_cc(tcp))
-    if cc not in b.ccs:
-        raise c.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
-    cc_params = convert_params(c.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
+    tcp, cc, cc_params = _tcp_cc(b, c)
     player = None
     ps = c.sub("player")
     if ps is not None:
@@ -1209,11 +1207,7 @@ def _page(b, p: _Section):
     rtt = p.get("rtt", _delay, b.default_rtt)
     start = p.get("start", units.duration, 0)
     stagger = p.get("stagger", units.duration, 0)
-    tcp = convert_params(p.sub("tcp"), _describe_tcp(), "tcp")
-    cc = p.str("cc", default=default_cc(tcp))
-    if cc not in b.ccs:
-        raise p.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
-    cc_params = convert_params(p.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
+    tcp, cc, cc_params = _tcp_cc(b, p)
     max_per_origin = p.int("max_per_origin", default=6, minimum=1, maximum=64)
     max_total = p.int("max_total", default=17, minimum=1, maximum=64)
     http = {}

@@ -4,10 +4,86 @@
 //! connection where a real host would see one.
 
 use super::endpoint::Ep;
+use super::error::SimError;
 use super::world::World;
-use crate::ids::FlowId;
+use crate::ids::{FlowId, NodeId};
+use crate::params::Params;
+use crate::session::Dir;
+use crate::tcp::TcpConfig;
+use crate::time::{Ns, NEVER};
+
+/// Which stream of a connection `fid` is, if it is one of the current halves `conn` of its slot.
+pub(crate) fn stream_of(conn: Option<&(FlowId, FlowId)>, fid: FlowId) -> Option<Dir> {
+    let &(rq, rs) = conn?;
+    if fid == rq {
+        Some(Dir::Request)
+    } else if fid == rs {
+        Some(Dir::Response)
+    } else {
+        None
+    }
+}
+
+/// Lower a session's pending timer `sched` to `t` (not before `now`): the time to schedule, if
+/// it moved.
+pub(crate) fn lower_timer(sched: &mut Ns, t: Ns, now: Ns) -> Option<Ns> {
+    if t != NEVER && t < *sched {
+        *sched = t.max(now);
+        Some(*sched)
+    } else {
+        None
+    }
+}
 
 impl World {
+    /// Open a TCP connection from `client` to `server` as two half-connections, `<base>/req<suffix>`
+    /// (kind `req_kind`, with the three-way handshake that models the connection setup) and
+    /// `<base>/resp<suffix>` (kind `resp_kind`, established), paired; both in slot `slot`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_tcp_connection(
+        &mut self,
+        p: &str,
+        (base, suffix): (&str, &str),
+        (req_kind, resp_kind): (&'static str, &'static str),
+        (client, server): (NodeId, NodeId),
+        (cc, ccp): (&str, &Params),
+        tcfg: &TcpConfig,
+        slot: u32,
+        start: Ns,
+    ) -> Result<(FlowId, FlowId), SimError> {
+        let req =
+            self.add_tcp_flow(p, &format!("{base}/req{suffix}"), req_kind, client, server, cc, ccp, tcfg, start)?;
+        let mut down = tcfg.clone();
+        down.handshake = false;
+        let resp =
+            self.add_tcp_flow(p, &format!("{base}/resp{suffix}"), resp_kind, server, client, cc, ccp, &down, start)?;
+        self.flows[req].slot = slot;
+        self.flows[resp].slot = slot;
+        self.pair_halves(req, resp);
+        Ok((req, resp))
+    }
+
+    /// Append `bytes` to the sending side of flow `fid` (a TCP half-connection) and send what it can.
+    pub(crate) fn write_stream(&mut self, now: Ns, fid: FlowId, bytes: u64) {
+        let tx = self.flows[fid].tx;
+        if let Ep::TcpTx(s) = &mut self.eps[tx] {
+            s.write(now, bytes);
+        }
+        self.drain_ep(tx);
+    }
+
+    /// Close the client's side of connection (`rq`, `rs`) at once and send a reset to the server,
+    /// whose side keeps sending until it arrives.
+    pub(crate) fn close_connection(&mut self, rq: FlowId, rs: FlowId) {
+        self.flows[rq].closing = Some(rs);
+        self.flows[rs].closing = Some(rq);
+        let (a, b) = (self.flows[rq].tx, self.flows[rs].rx);
+        self.close_ep(a);
+        self.close_ep(b);
+        let client = self.flows[rq].src;
+        self.send_reset(rq, client);
+    }
+
     /// Make `req` and `resp` the two halves of one TCP connection (`resp` runs opposite to `req`).
     ///
     /// * **FQ classification** (unless the request half's TCP config has `connection_hash =

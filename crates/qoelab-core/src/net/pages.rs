@@ -9,7 +9,8 @@
 
 use super::clients::{Buffered, ConnOp, CLOSED};
 use super::config::PageCfg;
-use super::endpoint::{tcp_config, Ep};
+use super::connection::{lower_timer, stream_of};
+use super::endpoint::tcp_config;
 use super::error::{serr, SimError};
 use super::world::{target, World, K_PAGE};
 use crate::ids::{FlowId, Id, NodeId, PageId};
@@ -48,9 +49,8 @@ impl World {
     }
 
     fn page_sched(&mut self, pi: PageId, t: Ns) {
-        if t != NEVER && t < self.pages[pi].sched {
-            let t = t.max(self.engine.now());
-            self.pages[pi].sched = t;
+        let now = self.engine.now();
+        if let Some(t) = lower_timer(&mut self.pages[pi].sched, t, now) {
             self.engine.schedule_far(t, target(K_PAGE, pi));
         }
     }
@@ -66,14 +66,7 @@ impl World {
     /// A TCP receiver of page `pi`'s connection got a packet (called after on_packet).
     pub(crate) fn page_on_rx(&mut self, pi: PageId, fid: FlowId) {
         let k = self.flows[fid].slot;
-        let Some(&(rq, rs)) = self.pages[pi].conns.get(k as usize) else { return };
-        let dir = if fid == rq {
-            Dir::Request
-        } else if fid == rs {
-            Dir::Response
-        } else {
-            return;
-        };
+        let Some(dir) = stream_of(self.pages[pi].conns.get(k as usize), fid) else { return };
         self.with_page(pi, |s, now, t| s.on_delivered(now, ConnId(k), dir, t));
     }
 
@@ -91,12 +84,7 @@ impl World {
                         self.page_open(pi, conn.0);
                     }
                     let (rq, rs) = self.pages[pi].conns[k];
-                    let fid = if dir == Dir::Request { rq } else { rs };
-                    let tx = self.flows[fid].tx;
-                    if let Ep::TcpTx(s) = &mut self.eps[tx] {
-                        s.write(now, bytes);
-                    }
-                    self.drain_ep(tx);
+                    self.write_stream(now, if dir == Dir::Request { rq } else { rs }, bytes);
                 }
                 ConnOp::Reset(conn) => self.page_close(pi, conn.0),
             }
@@ -114,20 +102,12 @@ impl World {
         let p = format!("pages[{}]", pi.index());
         let tcfg = tcp_config(&p, &c.tcp).expect("checked at build");
         let ccp = Params::from_value(&c.cc_params).expect("checked at build");
-        let (cc, name, k) = (c.cc.clone(), c.name.clone(), self.pages[pi].opened);
-        let req = self
-            .add_tcp_flow(&p, &format!("{name}/c{k}/req"), "page_req", client, server, &cc, &ccp, &tcfg, now)
+        let (cc, base) = (c.cc.clone(), format!("{}/c{}", c.name, self.pages[pi].opened));
+        let (req, resp) = self
+            .open_tcp_connection(&p, (&base, ""), ("page_req", "page"), (client, server), (&cc, &ccp), &tcfg, slot, now)
             .expect("checked at build");
-        let mut down = tcfg.clone();
-        down.handshake = false;
-        let resp = self
-            .add_tcp_flow(&p, &format!("{name}/c{k}/resp"), "page", server, client, &cc, &ccp, &down, now)
-            .expect("checked at build");
-        for f in [req, resp] {
-            self.flows[f].page = Some(pi);
-            self.flows[f].slot = slot;
-        }
-        self.pair_halves(req, resp);
+        self.flows[req].page = Some(pi);
+        self.flows[resp].page = Some(pi);
         let pg = &mut self.pages[pi];
         pg.conns[slot as usize] = (req, resp);
         pg.opened += 1;
@@ -140,13 +120,7 @@ impl World {
         if (rq, rs) == CLOSED {
             return;
         }
-        self.flows[rq].closing = Some(rs);
-        self.flows[rs].closing = Some(rq);
-        let (a, b) = (self.flows[rq].tx, self.flows[rs].rx);
-        self.close_ep(a);
-        self.close_ep(b);
-        let client = self.flows[rq].src;
-        self.send_reset(rq, client);
+        self.close_connection(rq, rs);
         self.pages[pi].conns[slot as usize] = CLOSED;
     }
 

@@ -4,7 +4,8 @@
 
 use super::clients::{session_parts, Buffered, ClientRt, ConnOp};
 use super::config::ClientCfg;
-use super::endpoint::{tcp_config, Ep};
+use super::connection::{lower_timer, stream_of};
+use super::endpoint::tcp_config;
 use super::error::{serr, SimError};
 use super::world::{target, World, K_CLIENT};
 use crate::ids::{ClientId, FlowId, Id, LinkId, NodeId};
@@ -66,36 +67,25 @@ impl World {
         let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
         let name = if slot == 0 { c.name.clone() } else { format!("{}/c{slot}", c.name) };
-        let req = self.add_tcp_flow(
+        let kind = if probe { "probe" } else { "video" };
+        let (req, resp) = self.open_tcp_connection(
             p,
-            &format!("{name}/req{suffix}"),
-            "http_req",
-            client,
-            server,
-            &c.cc,
-            &ccp,
+            (&name, &suffix),
+            ("http_req", kind),
+            (client, server),
+            (&c.cc, &ccp),
             &tcfg,
+            slot,
             start,
         )?;
-        // The response half starts established: the request half's handshake models the
-        // connection setup.
-        let mut down = tcfg.clone();
-        down.handshake = false;
-        let kind = if probe { "probe" } else { "video" };
-        let resp =
-            self.add_tcp_flow(p, &format!("{name}/resp{suffix}"), kind, server, client, &c.cc, &ccp, &down, start)?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
-        self.flows[req].slot = slot;
-        self.flows[resp].slot = slot;
-        self.pair_halves(req, resp);
         Ok((req, resp))
     }
 
     fn clients_sched(&mut self, ci: ClientId, t: Ns) {
-        if t != NEVER && t < self.clients[ci].sched {
-            let t = t.max(self.engine.now());
-            self.clients[ci].sched = t;
+        let now = self.engine.now();
+        if let Some(t) = lower_timer(&mut self.clients[ci].sched, t, now) {
             self.engine.schedule_far(t, target(K_CLIENT, ci));
         }
     }
@@ -121,14 +111,7 @@ impl World {
     pub(crate) fn client_on_rx(&mut self, ci: ClientId, fid: FlowId) {
         // The flow's slot; the flow is one of the slot's current halves unless it was replaced.
         let k = self.flows[fid].slot;
-        let Some(&(rq, rs)) = self.clients[ci].conns.get(k as usize) else { return };
-        let dir = if fid == rq {
-            Dir::Request
-        } else if fid == rs {
-            Dir::Response
-        } else {
-            return;
-        };
+        let Some(dir) = stream_of(self.clients[ci].conns.get(k as usize), fid) else { return };
         self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(k), dir, t));
     }
 
@@ -143,12 +126,7 @@ impl World {
             match op {
                 ConnOp::Write(conn, dir, bytes) => {
                     let (rq, rs) = self.clients[ci].conns[conn.0 as usize];
-                    let fid = if dir == Dir::Request { rq } else { rs };
-                    let tx = self.flows[fid].tx;
-                    if let Ep::TcpTx(s) = &mut self.eps[tx] {
-                        s.write(now, bytes);
-                    }
-                    self.drain_ep(tx);
+                    self.write_stream(now, if dir == Dir::Request { rq } else { rs }, bytes);
                 }
                 ConnOp::Reset(conn) => self.client_reset(ci, conn.0),
             }
@@ -163,14 +141,7 @@ impl World {
     fn client_reset(&mut self, ci: ClientId, slot: u32) {
         let now = self.engine.now();
         let (rq, rs) = self.clients[ci].conns[slot as usize];
-        self.flows[rq].closing = Some(rs);
-        self.flows[rs].closing = Some(rq);
-        // The client's endpoints: the request sender and the response receiver.
-        let (a, b) = (self.flows[rq].tx, self.flows[rs].rx);
-        self.close_ep(a);
-        self.close_ep(b);
-        let client = self.flows[rq].src;
-        self.send_reset(rq, client);
+        self.close_connection(rq, rs);
         self.clients[ci].resets += 1;
         let k = self.clients[ci].resets;
         let cfg = self.clients[ci].cfg.clone();
