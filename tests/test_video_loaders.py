@@ -178,7 +178,7 @@ MPD_LIST = """<?xml version="1.0"?>
 def test_mpd_segment_list(tmp_path):
     p = write(tmp_path, "v.mpd", MPD_LIST)
     v, extra = load_mpd(p, with_extra=True)
-    assert set(v) == KEYS
+    assert set(v) == KEYS | {"voxel"}
     assert v["bitrates_bps"] == [500_000, 2_000_000]  # sorted ascending (VOXEL lists highest first)
     assert v["sizes"] == [[200, 1000], [300, 2000], [100, 500]]
     assert v["segment_duration"] == 4_000_000_000
@@ -190,6 +190,66 @@ def test_mpd_segment_list(tmp_path):
     assert seg0["unreliable"] == [[200, 599], [600, 1099]] and seg0["reliableSize"] == 100
     assert seg0["ssims"][-1] == [0.99, 2, 900]
     assert load_video(p) == v
+    # the VOXEL table in the video model, in ladder order (rung 1 = "hi"); SegmentURLs without the
+    # attributes are one reliable range at the rung's own quality; avgSSIM only on "hi": no avg_ssim
+    vx = v["voxel"]
+    assert vx["avg_ssim"] is None
+    assert vx["segments"][0][1] == {"reliable": [[100, 199]], "unreliable": [[200, 599], [600, 1099]],
+                                    "ssims": [[0.5, 0, 0], [0.9, 1, 400], [0.99, 2, 900]]}
+    assert vx["segments"][1][1] == {"reliable": [[1100, 3099]], "unreliable": [], "ssims": [[1.0, 0, 0]]}
+    assert vx["segments"][0][0] == {"reliable": [[50, 249]], "unreliable": [], "ssims": [[1.0, 0, 0]]}
+
+
+def test_voxel_mpd_reaches_the_core(tmp_path):
+    """A scenario whose client plays the VOXEL-annotated MPD: the core accepts the table (its own
+    checks) and plays the video."""
+    import qoelab
+    write(tmp_path, "v.mpd", MPD_LIST)
+    (tmp_path / "s.toml").write_text(
+        '[scenario]\nduration = "20s"\n[topology]\nrate = "5Mbps"\nrtt = "40ms"\n'
+        '[[client]]\nvideo = "v.mpd"\nabr = "bola"\n')
+    res = qoelab.run(str(tmp_path / "s.toml"))
+    assert res.summary["clients"][0]["segments"] == 3
+    assert res.scenario.config["videos"][0]["voxel"]["segments"][0][1]["ssims"][-1] == [0.99, 2, 900]
+
+
+VOXEL_SEG = ('<SegmentURL mediaRange="100-1099" reliable="100-199" unreliable="200-599,600-1099" reliableSize="100"\n'
+             '                      ssims="0.5:0:0,0.9:1:400,0.99:2:900"/>')
+
+
+@pytest.mark.parametrize("new,attr,needle", [
+    ('reliable="100-199" unreliable="200-599,590-1099" reliableSize="100" ssims="0.5:0:0"', "unreliable",
+     "tile the segment"),
+    ('reliable="100-199" unreliable="200-599,600-1199" reliableSize="100" ssims="0.5:0:0"', "unreliable",
+     "last byte 1099"),
+    ('reliable="100-199" unreliable="200-599,600-1099" reliableSize="100" ssims="0.95:1:400,0.9:2:900"', "ssims",
+     "non-decreasing"),
+    ('reliable="100-199" unreliable="200-599,600-1099" reliableSize="100" ssims="0.9:1:401"', "ssims",
+     "400 bytes"),
+    ('reliable="100-199" unreliable="200-599,600-1099" reliableSize="99" ssims="0.9:1:400"', "reliableSize",
+     "100 (the bytes"),
+    ('reliable="100-199" unreliable="200-599,600-1099" ssims="0.9:1:400"', "reliableSize", "all of reliable"),
+])
+def test_mpd_bad_voxel_attributes_name_the_segment(tmp_path, new, attr, needle):
+    old = VOXEL_SEG.split(" ", 2)[2].rstrip("/>").strip()
+    text = MPD_LIST.replace(old, new)
+    assert text != MPD_LIST
+    _mpd_err(tmp_path, text, f"10:/MPD/Period[1]/AdaptationSet[2]/Representation[1]/SegmentList[1]/SegmentURL[1]@{attr}",
+             needle)
+
+
+def test_video_json_voxel_table_is_checked():
+    v = make_video("x", 1_000_000_000, [100_000], [[100]], byte_offsets=[[0]])
+    v["voxel"] = {"avg_ssim": None, "segments": [[{"reliable": [[0, 49]], "unreliable": [[50, 99]],
+                                                    "ssims": [[0.9, 0, 0], [1.0, 1, 50]]}]]}
+    validate_video(v)
+    v["voxel"]["segments"][0][0]["ssims"][1] = [0.8, 1, 50]
+    with pytest.raises(InputError, match=r"voxel.segments\[0\]\[0\].ssims"):
+        validate_video(v)
+    del v["byte_offsets"]
+    v["byte_offsets"] = None
+    with pytest.raises(InputError, match="byte layout"):
+        validate_video(v)
 
 
 def _mpd_err(tmp_path, text, where, needle):

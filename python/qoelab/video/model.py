@@ -66,7 +66,7 @@ def validate_video(video: dict, path: str | None = None) -> dict:
     """The rules of ``Video::validate`` (core), raised as InputError naming ``path`` and the key."""
     p = path if path is not None else video.get("name", "video")
     allowed = {"name", "segment_duration", "last_segment_duration", "bitrates_bps", "sizes", "quality",
-               "resolutions", "byte_offsets"}
+               "resolutions", "byte_offsets", "voxel"}
     extra = sorted(set(video) - allowed)
     if extra:
         raise InputError(p, extra[0], "only the Video keys " + ", ".join(sorted(allowed)), f"key {extra[0]}")
@@ -113,7 +113,77 @@ def validate_video(video: dict, path: str | None = None) -> dict:
             if not isinstance(wh, (list, tuple)) or len(wh) != 2 or not all(_is_int(v) and v > 0 for v in wh):
                 raise InputError(p, f"resolutions[{i}]", "[width, height]", repr(wh))
     check_byte_offsets(video.get("byte_offsets"), sizes, p)
+    check_voxel(video, p)
     return video
+
+
+def voxel_segment_problem(seg: dict, first: int, last: int) -> tuple[str, str, str] | None:
+    """The first rule of a VOXEL segment entry (``reliable``, ``unreliable``: [[a, b], ...]
+    inclusive byte ranges; ``ssims``: [[q, k, n], ...]) that ``(first, last)``, the segment's bytes
+    in its rung's file, breaks: (field, expected, found), or None (``VoxelSegment::validate``)."""
+    rel, unr, ss = seg.get("reliable"), seg.get("unreliable"), seg.get("ssims")
+    for k, v in (("reliable", rel), ("unreliable", unr)):
+        if not isinstance(v, list) or not all(isinstance(x, (list, tuple)) and len(x) == 2 and all(_is_int(y) for y in x)
+                                              for x in v):
+            return k, "a list of [first, last] byte ranges", repr(v)[:60]
+        for a, b in v:
+            if b < a:
+                return k, "ranges first-last with first <= last", f"{a}-{b}"
+    at = first
+    for a, b in sorted(list(map(tuple, rel)) + list(map(tuple, unr))):
+        if a != at:
+            return ("unreliable", f"reliable and unreliable ranges that tile the segment's bytes {first}-{last} "
+                    f"without gaps or overlaps (byte {at} next)", f"{a}-{b}")
+        at = b + 1
+    if at != last + 1:
+        return "unreliable", f"ranges ending at the segment's last byte {last}", str(at - 1)
+    if not isinstance(ss, list):
+        return "ssims", "a list of [ssim, k, bytes]", repr(ss)[:60]
+    prefix = [0]
+    for a, b in unr:
+        prefix.append(prefix[-1] + b - a + 1)
+    prev = None
+    for e in ss:
+        if (not isinstance(e, (list, tuple)) or len(e) != 3 or not _is_num(e[0]) or not _is_int(e[1])
+                or not _is_int(e[2])):
+            return "ssims", "entries [ssim, k, bytes]", repr(e)[:60]
+        q, k, n = e
+        if not 0 <= q <= 1:
+            return "ssims", "SSIM levels in [0, 1]", repr(q)
+        if not 0 <= k < len(prefix):
+            return "ssims", f"k <= {len(unr)} (the unreliable ranges)", str(k)
+        if n != prefix[k]:
+            return "ssims", f"{prefix[k]} bytes for the first {k} unreliable ranges", str(n)
+        if prev is not None and (k <= prev[1] or q < prev[0]):
+            return "ssims", f"k ascending and SSIM non-decreasing (after {prev[0]}:{prev[1]})", f"{q}:{k}"
+        prev = (q, k)
+    return None
+
+
+def check_voxel(video: dict, p: str) -> None:
+    """The VOXEL table's rules of ``Video::validate``: a byte layout, ``segments[segment][rung]``
+    entries that tile each segment's bytes, monotone SSIM levels, ``avg_ssim`` one per rung."""
+    v = video.get("voxel")
+    if v is None:
+        return
+    sizes, offs = video["sizes"], video.get("byte_offsets")
+    if offs is None:
+        raise InputError(p, "voxel", "a byte layout (byte_offsets) with the VOXEL table", "none")
+    n, r = len(sizes), len(sizes[0])
+    if not isinstance(v, dict) or not isinstance(v.get("segments"), list) or len(v["segments"]) != n or \
+            any(not isinstance(row, list) or len(row) != r for row in v["segments"]):
+        raise InputError(p, "voxel.segments", f"{n} segments x {r} rungs", "another shape")
+    a = v.get("avg_ssim")
+    if a is not None and (not isinstance(a, list) or len(a) != r or not all(_is_num(x) for x in a)):
+        raise InputError(p, "voxel.avg_ssim", f"null or {r} numbers (one per rung)", repr(a)[:60])
+    for s, row in enumerate(v["segments"]):
+        for j, seg in enumerate(row):
+            if not isinstance(seg, dict) or set(seg) != {"reliable", "unreliable", "ssims"}:
+                raise InputError(p, f"voxel.segments[{s}][{j}]", "an object with reliable, unreliable, ssims",
+                                 repr(seg)[:60])
+            bad = voxel_segment_problem(seg, offs[s][j], offs[s][j] + sizes[s][j] - 1)
+            if bad:
+                raise InputError(p, f"voxel.segments[{s}][{j}].{bad[0]}", bad[1], bad[2])
 
 
 def check_byte_offsets(offs, sizes: list, p: str) -> None:

@@ -329,9 +329,17 @@ def _parse_list(text, node, attr, path, pattern, conv):
     return out
 
 
-def _voxel_segment_extra(path, su: _Node) -> dict | None:
+VOXEL_ATTRS = ("reliable", "unreliable", "reliableSize", "ssims")
+
+
+def _voxel_segment_extra(path, su: _Node, media: tuple | None = None) -> dict | None:
+    """A SegmentURL's VOXEL attributes (Listing 6.1), checked against its ``mediaRange`` (inclusive)
+    when given: the ranges tile it, ``reliableSize`` is the reliable ranges' bytes, the ``ssims``
+    triples are monotone and their byte counts are prefixes of the unreliable ranges. Errors name
+    the file, line and element."""
+    from qoelab.video.model import voxel_segment_problem
     a = su.attrib
-    if not any(k in a for k in ("reliable", "unreliable", "reliableSize", "ssims")):
+    if not any(k in a for k in VOXEL_ATTRS):
         return None
     ext: dict = {}
     rng = r"([0-9]+)-([0-9]+)"
@@ -343,8 +351,22 @@ def _voxel_segment_extra(path, su: _Node) -> dict | None:
     if "reliableSize" in a:
         ext["reliableSize"] = _int_attr(path, su, "reliableSize")
     if "ssims" in a:
-        ext["ssims"] = _parse_list(a["ssims"], su, "ssims", path, r"([0-9.]+):([0-9]+):([0-9]+)",
+        ext["ssims"] = _parse_list(a["ssims"], su, "ssims", path, r"([0-9]*\.?[0-9]+):([0-9]+):([0-9]+)",
                                    lambda m: [float(m[1]), int(m[2]), int(m[3])])
+    if media is not None:
+        missing = [k for k in VOXEL_ATTRS if k not in a]
+        if missing:
+            raise _err(path, su, missing[0], "all of reliable, unreliable, reliableSize and ssims (VOXEL)", "nothing")
+        for k in ("reliable", "unreliable"):
+            for x, y in ext[k]:
+                if y < x:
+                    raise _err(path, su, k, "byte ranges first-last with first <= last", f"{x}-{y}")
+        bad = voxel_segment_problem({k: ext[k] for k in ("reliable", "unreliable", "ssims")}, media[0], media[1])
+        if bad:
+            raise _err(path, su, bad[0], bad[1], bad[2])
+        rel = sum(y - x + 1 for x, y in ext["reliable"])
+        if ext["reliableSize"] != rel:
+            raise _err(path, su, "reliableSize", f"{rel} (the bytes of the reliable ranges)", str(ext["reliableSize"]))
     return ext
 
 
@@ -463,10 +485,38 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
         layout = [[r[6][s] for r in rows] for s in range(n)]
     video = make_video(name or os.path.basename(path).rsplit(".", 1)[0], nominal, [r[0] for r in rows], sizes_t,
                        last_segment_duration=last, resolutions=res, byte_offsets=layout)
+    vox = _voxel_table(path, rows, layout)
+    if vox is not None:
+        video["voxel"] = vox
     validate_video(video, path)
     if with_extra:
         return video, {"representations": [r[5] for r in rows]}
     return video
+
+
+def _voxel_table(path, rows, layout) -> dict | None:
+    """The Video's ``voxel`` table from the Representations' VOXEL attributes (rows sorted by
+    bandwidth), or None if no SegmentURL has them. The ranges need one byte-ranged file per
+    Representation; a SegmentURL without the attributes is one reliable range at SSIM 1.0 (the
+    rung's own quality)."""
+    per = [r[5].get("segments") for r in rows]
+    if all(p is None for p in per):
+        return None
+    if layout is None:
+        raise _err(path, rows[0][1], None, "VOXEL ranges in one byte-ranged file per Representation (mediaRange on "
+                   "every SegmentURL)", "another addressing")
+    n = len(layout)
+    sizes = [r[2] for r in rows]
+
+    def entry(j, s):
+        x = per[j][s] if per[j] is not None else None
+        if x is None:   # no VOXEL attributes: fetched reliably in full, at the rung's own quality
+            a = layout[s][j]
+            return {"reliable": [[a, a + sizes[j][s] - 1]], "unreliable": [], "ssims": [[1.0, 0, 0]]}
+        return {"reliable": x["reliable"], "unreliable": x["unreliable"], "ssims": x["ssims"]}
+    avg = [r[5].get("avgSSIM") for r in rows]
+    return {"avg_ssim": avg if all(a is not None for a in avg) else None,
+            "segments": [[entry(j, s) for j in range(len(rows))] for s in range(n)]}
 
 
 def _timescale(path, node, attrs):
@@ -529,7 +579,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
             out.append(os.path.getsize(f))
         else:
             raise _err(path, su, "mediaRange", "attribute mediaRange ('first-last') or media", "nothing")
-        segx.append(_voxel_segment_extra(path, su))
+        segx.append(_voxel_segment_extra(path, su, (a, b) if "mediaRange" in su.attrib else None))
     if any(x is not None for x in segx):
         extra["segments"] = segx
     if durs is not None and len(durs) != len(out):

@@ -363,6 +363,7 @@ pub(crate) mod testutil {
             quality: Default::default(),
             resolutions: None,
             byte_offsets: None,
+            voxel: None,
         }
     }
 

@@ -125,6 +125,7 @@ pub(crate) mod tests {
             quality,
             resolutions: None,
             byte_offsets: None,
+            voxel: None,
         }
     }
 

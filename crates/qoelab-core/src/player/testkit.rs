@@ -20,6 +20,7 @@ pub fn cbr_video(n: usize, seg: Ns, bitrates: &[u64]) -> Arc<Video> {
         quality: Default::default(),
         resolutions: None,
         byte_offsets,
+        voxel: None,
     })
 }
 

@@ -11,6 +11,8 @@
 //! `span_range` give the inclusive ranges they request. Which loaders produce a layout:
 //! docs/formats.md, "Byte layout".
 
+pub mod voxel;
+
 use crate::time::Ns;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -40,6 +42,10 @@ pub struct Video {
     /// (`off[s+1][r] >= off[s][r] + size[s][r]`); gaps (e.g. a `sidx` or `styp` box) are allowed.
     #[serde(default)]
     pub byte_offsets: Option<Vec<Vec<u64>>>,
+    /// Optional VOXEL table (extended manifest: reliable and unreliable ranges, SSIM levels per
+    /// segment and rung; [`voxel`]). Needs `byte_offsets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voxel: Option<voxel::VoxelTable>,
 }
 
 /// A layout that tiles each rung's file exactly: rung `r` starts with `init_bytes[r]` bytes (the
@@ -193,6 +199,23 @@ impl Video {
                 }
             }
         }
+        if let Some(v) = &self.voxel {
+            if self.byte_offsets.is_none() {
+                return Err("voxel: expected a byte layout (byte_offsets) with the VOXEL table".into());
+            }
+            if v.segments.len() != self.n_segments() || v.segments.iter().any(|row| row.len() != r) {
+                return Err(format!("voxel.segments: expected {} segments x {r} rungs", self.n_segments()));
+            }
+            if v.avg_ssim.as_ref().is_some_and(|a| a.len() != r) {
+                return Err(format!("voxel.avg_ssim: expected {r} entries (one per rung)"));
+            }
+            for (s, row) in v.segments.iter().enumerate() {
+                for (rung, seg) in row.iter().enumerate() {
+                    let (a, b) = self.byte_range(s, rung).expect("a layout");
+                    seg.validate(a, b).map_err(|e| format!("voxel.segments[{s}][{rung}]: {e}"))?;
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -215,7 +238,43 @@ mod tests {
             quality: Default::default(),
             resolutions: None,
             byte_offsets,
+            voxel: None,
         }
+    }
+
+    #[test]
+    fn voxel_table_is_checked_against_the_layout() {
+        let mut v = laid_out();
+        let table = |v: &Video| voxel::VoxelTable {
+            avg_ssim: Some(vec![0.97, 0.99]),
+            segments: (0..v.n_segments())
+                .map(|s| {
+                    (0..v.n_rungs())
+                        .map(|r| {
+                            let (a, b) = v.byte_range(s, r).unwrap();
+                            let half = (b - a).div_ceil(2);
+                            voxel::VoxelSegment {
+                                reliable: vec![(a, a + half - 1)],
+                                unreliable: vec![(a + half, b)],
+                                ssims: vec![(0.9, 0, 0), (1.0, 1, b - a + 1 - half)],
+                            }
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        v.voxel = Some(table(&v));
+        v.validate().unwrap();
+        let seg = &v.voxel.as_ref().unwrap().segments[1][1];
+        assert_eq!((seg.ssim_with(0), seg.ssim_with(1)), (Some(0.9), Some(1.0)));
+        // a range shifted out of its segment
+        v.voxel.as_mut().unwrap().segments[1][0].unreliable[0].1 += 1;
+        assert!(v.validate().unwrap_err().starts_with("voxel.segments[1][0]: expected the ranges to end"));
+        // no layout
+        let mut w = laid_out();
+        w.voxel = Some(table(&w));
+        w.byte_offsets = None;
+        assert!(w.validate().unwrap_err().starts_with("voxel: expected a byte layout"));
     }
 
     #[test]
