@@ -64,7 +64,7 @@ def test_tasks_load_the_pages_the_har_files_hold(tmp_path):
 
 def test_small_reproduction_end_to_end(tmp_path):
     spec = SI.Spec(name="test", description="4 + 2 pages", sets=(("alexa100", 4, 1), ("alexa1000", 2, 1)),
-                   rnd_seeds=2, pages_per_item=2)
+                   rnd_seeds=2, pages_per_item=2, sensitivity=("reuse-rtt-1",))
     out = str(tmp_path / "si")
     meta = SI.reproduce(out, jobs=1, spec=spec)
     assert meta["failed"] == 0 and not meta.get("report_error")
@@ -86,6 +86,12 @@ def test_small_reproduction_end_to_end(tmp_path):
     import qoelab
     n = qoelab.open_store(os.path.join(out, "sweep")).sql("SELECT count(*) AS n FROM tables.loads")["n"][0]
     assert n == len(runs)
+    # the sensitivity variant ran on the primary set into its own store; one RTT per reuse never speeds
+    # Interface 1 up
+    sens = {r["variant"]: r for r in meta["sensitivity"]}
+    assert set(sens) == {"base", "reuse-rtt-1"} and sens["base"]["cases"] == sens["reuse-rtt-1"]["cases"] == 4 * 384
+    assert sens["reuse-rtt-1"]["if1_median_s"] >= sens["base"]["if1_median_s"]
+    assert os.path.isdir(os.path.join(out, "sweep-sensitivity"))
     # run again into the same directory: every task is found in the store and not run again, same loads
     meta2 = SI.reproduce(out, jobs=1, spec=spec)
     assert meta2["sweep"]["ran"] == 0 and meta2["sweep"]["skipped"] == 3

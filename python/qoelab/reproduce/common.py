@@ -27,7 +27,8 @@ def claim(cid, figures, paper, rule, grade, ours, **kw) -> dict:
 
 def is_ours(path: str, reproduction: str) -> bool:
     """``path`` holds a previous run of ``reproduction``: its meta.json says so, or (an interrupted
-    run) it holds nothing but the sweep store of one (``sweep/``, named ``<reproduction>-...``)."""
+    run) it holds nothing but the sweep store of one (``sweep/``, named ``<reproduction>-...``, and
+    possibly its sensitivity store ``sweep-sensitivity/``)."""
     try:
         with open(os.path.join(path, "meta.json")) as f:
             return json.load(f).get("reproduction") == reproduction
@@ -37,7 +38,8 @@ def is_ours(path: str, reproduction: str) -> bool:
         names = [n for n in os.listdir(path) if not n.startswith(outdir.TMP_PREFIX)]
         with open(os.path.join(path, "sweep", "sweep.json")) as f:
             meta = json.load(f)
-        return names == ["sweep"] and meta.get("schema") == "qoelab.sweep" and \
+        return "sweep" in names and set(names) <= {"sweep", "sweep-sensitivity"} and \
+            meta.get("schema") == "qoelab.sweep" and \
             str(meta.get("name", "")).startswith(reproduction + "-")
     except (OSError, ValueError, AttributeError):
         return False

@@ -63,6 +63,8 @@ class Spec:
     units: str = "binary"
     policies: tuple = POLICIES + ABLATION
     primary: str = "alexa100"
+    #: sensitivity variants (:data:`VARIANTS`) run on the primary set with :data:`SENS_POLICIES`
+    sensitivity: tuple = ()
     extra: dict = field(default_factory=dict)
 
     def items(self) -> list["GridItem"]:
@@ -74,6 +76,13 @@ class Spec:
                 out.append(GridItem(set_name, k, tuple(pages[k:k + self.pages_per_item]), tuple(self.policies),
                                     self.units, self.rnd_seeds if set_name == self.primary else 1))
         return out
+
+
+#: Sensitivity variants of the model (claims file §1.10): the text's one RTT per reused connection,
+#: max-min sharing instead of the public code's water-filling, decimal instead of binary units.
+VARIANTS = {"reuse-rtt-1": {"options": (("reuse_rtts", 1),)}, "maxmin": {"options": (("sharing", "maxmin"),)},
+            "decimal": {"units": "decimal"}}
+SENS_POLICIES = ("if1", "eaf", "eaf-mptcp", "mptcp-if1")
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,38 @@ class GridItem:
         return f"{self.set}-{self.first_page:05d}"
 
 
+@dataclass(frozen=True)
+class VariantItem(GridItem):
+    """A task of a sensitivity variant: a :class:`GridItem` with model ``options``
+    (``pageload_batch``'s: ``reuse_rtts``, ``sharing``) and its variant's name."""
+    variant: str = ""
+    options: tuple = ()
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.variant}-{self.set}-{self.first_page:05d}"
+
+
+def variant_items(spec: "Spec") -> list[VariantItem]:
+    """The sensitivity tasks: every variant of ``spec.sensitivity`` on the primary set's pages."""
+    out = []
+    for v in spec.sensitivity:
+        cfg = VARIANTS[v]
+        for it in spec.items():
+            if it.set != spec.primary:
+                continue
+            out.append(VariantItem(it.set, it.first_page, it.pages, SENS_POLICIES, cfg.get("units", spec.units), 1,
+                                   variant=v, options=cfg.get("options", ())))
+    return out
+
+
 def full_spec() -> Spec:
     return Spec(name="full", description="Table 3.1: 7 policies (+ the EAF estimator ablation) x 384 scenarios x "
                                          "1,100 synthetic pages (Alexa-100-like: 100 sites x 1 day; Alexa-1000-like: "
-                                         "1,000 sites); MPTCP rnd with 5 seeds on the Alexa-100-like set")
+                                         "1,000 sites); MPTCP rnd with 5 seeds on the Alexa-100-like set; "
+                                         "sensitivity: reuse RTT 1, max-min sharing, decimal units (Alexa-100-like, "
+                                         "4 policies)",
+                sensitivity=tuple(VARIANTS))
 
 
 def quick_spec() -> Spec:
@@ -129,7 +166,7 @@ def run_pages(item: GridItem, pages: list) -> tuple[dict, list[dict]]:
             for seed in (range(1, item.rnd_seeds + 1) if pol == "mptcp-rnd" else (1,)):
                 for s in sc:
                     jobs.append((0, ifaces[s["scenario"]], pol, seed))
-        res = _core.pageload_batch([pg.core_tuple()], jobs)
+        res = _core.pageload_batch([pg.core_tuple()], jobs, dict(getattr(item, "options", ())) or None)
         for (_, _, pol, seed), j, r in zip(jobs, range(len(jobs)), res):
             cols["page"].append(page_id)
             cols["scenario"].append(j % len(sc))
@@ -269,6 +306,17 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
             "tasks_run": sres.get("ran"), "tasks_resumed": sres.get("skipped")}
     log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
         f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed tasks")
+    sens, sens_store = None, os.path.join(out_dir, "sweep-sensitivity")
+    vitems = variant_items(spec)
+    if vitems:
+        log(f"{NAME}: sensitivity: {len(spec.sensitivity)} variants, {len(vitems)} tasks")
+        vrecs, _ = common.run_on_sweep(f"{NAME}-sensitivity-{spec.name}-{len(vitems)}", vitems, None, None, sens_store,
+                                       njobs, None, log, _cost, task_of=lambda it: f"{__name__}:grid_task")
+        failures += [f"{it.run_id}: {(r or {}).get('error') or 'missing from the store'}"
+                     for it, r in zip(vitems, vrecs) if not r or r.get("status") != "ok"]
+        sp = os.path.join(sens_store, "store", "tables", "loads.parquet")
+        if os.path.exists(sp):
+            sens = pd.read_parquet(sp, columns=["variant", "page", "scenario", "policy", "plt_ns"])
     with outdir.atomic_dir(out_dir) as tmp:
         har_paths, wstats = write_workload(spec, os.path.join(tmp, "hars"), log)
         cross_rows: list[dict] = []
@@ -277,6 +325,7 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
         if len(cross_df):
             cross_df.to_parquet(os.path.join(tmp, "crossmodel.parquet"), index=False)
         claims = sic.evaluate(df, pages, scen, wstats, spec, perf, cross)
+        sens_rows = sic.sensitivity(df, sens, spec.primary) if sens is not None else []
         meta = {"reproduction": NAME, "paper": PAPER, "grid": spec.name, "grid_description": spec.description,
                 "spec": asdict(spec), "runs": int(len(df)), "items": len(items), "failed": len(failures),
                 "sweep": {k: sres.get(k) for k in ("ran", "skipped", "failed", "wall_s")},
@@ -284,6 +333,7 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
                 "workload": {k: {"whole_set_targets_met": v["whole_set"]["all_targets_met"],
                                  "loaded_targets_met": v["loaded"]["all_targets_met"]} for k, v in wstats.items()},
                 "crossmodel": {k: v for k, v in cross.items() if k in ("wall_s", "packet_loads", "error")},
+                "sensitivity": sens_rows,
                 "claims": claims}
         df.drop(columns=["plt_ns"]).to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
         pages.to_parquet(os.path.join(tmp, "pages.parquet"), index=False)
@@ -291,7 +341,9 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
         common.dump_json(os.path.join(tmp, "workload.json"), wstats)
         common.write_claims_report_meta(tmp, claims, meta,
                                         lambda: sir.write_report(tmp, df, pages, scen, claims, meta, cross_df), t0)
-        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the store moves with the results
+        os.rename(store_dir, os.path.join(tmp, "sweep"))     # the stores move with the results
+        if os.path.isdir(sens_store):
+            os.rename(sens_store, os.path.join(tmp, "sweep-sensitivity"))
     meta["out_dir"] = out_dir
     return meta
 

@@ -161,6 +161,30 @@ def crossmodel_claims(cross: dict | None) -> list[dict]:
     return out
 
 
+def sensitivity(df, sens, primary: str = PRIMARY) -> list[dict]:
+    """The headline fractions (P1, P2, P5, P8) on the primary set under each sensitivity variant, next
+    to the base model's: EAF / EAF-MPTCP / MPTCP if1 faster or slower than Interface 1, P(EAF s > 2),
+    the median Interface 1 load time."""
+    import pandas as pd
+    base = df[(df["set"] == primary) & (df["seed"] == 1)][["page", "scenario", "policy", "plt_ns"]].copy()
+    base["variant"] = "base"
+    both = pd.concat([base, sens], ignore_index=True)
+    out = []
+    for v, d in both.groupby("variant", sort=False, observed=True):
+        w = d.pivot_table(index=["page", "scenario"], columns="policy", values="plt_ns", observed=True)
+        if "if1" not in w:
+            continue
+        row = {"variant": v, "cases": int(len(w)), "if1_median_s": float(w["if1"].median() / 1e9)}
+        for p in ("eaf", "eaf-mptcp", "mptcp-if1"):
+            if p in w:
+                f = fractions(w["if1"] / w[p])
+                row[f"{p}_faster"], row[f"{p}_slower"] = f["faster"], f["slower"]
+        if "eaf" in w:
+            row["eaf_s_gt_2"] = float(np.mean(w["if1"] / w["eaf"] > 2))
+        out.append(row)
+    return out
+
+
 def _grade(ok_all: bool, ok_dir: bool) -> str:
     return "PASS" if ok_all else ("PARTIAL" if ok_dir else "FAIL")
 

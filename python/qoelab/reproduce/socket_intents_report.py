@@ -182,6 +182,23 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
             f.write(base64.b64decode(img))
         parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
                      f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+    sens = meta.get("sensitivity") or []
+    if sens:
+        def pc(x):
+            return "" if x is None else f"{100 * x:.1f}%"
+        head = ("<h2>Sensitivity</h2><p>The headline fractions on the Alexa-100-like set (384 scenarios) under the "
+                "model variants of the claims file §1.10, next to the base model (the public code's choices): "
+                "reuse of an idle connection costs one RTT (the text) instead of none; max-min sharing instead "
+                "of water-filling; decimal instead of binary units. Faster / slower than Interface 1: s > 1.001 / "
+                "s < 0.999. Data: <code>sweep-sensitivity/</code>.</p><table><tr><th>variant</th><th>cases</th>"
+                "<th>median PLT if1</th><th>EAF faster</th><th>EAF slower</th><th>P(EAF s &gt; 2)</th>"
+                "<th>EAF-MPTCP faster</th><th>MPTCP if1 faster</th><th>MPTCP if1 slower</th></tr>")
+        rows = "".join(
+            f"<tr><td>{html.escape(r['variant'])}</td><td>{r['cases']:,}</td><td>{r['if1_median_s']:.3f} s</td>"
+            f"<td>{pc(r.get('eaf_faster'))}</td><td>{pc(r.get('eaf_slower'))}</td><td>{pc(r.get('eaf_s_gt_2'))}</td>"
+            f"<td>{pc(r.get('eaf-mptcp_faster'))}</td><td>{pc(r.get('mptcp-if1_faster'))}</td>"
+            f"<td>{pc(r.get('mptcp-if1_slower'))}</td></tr>" for r in sens)
+        parts.append(head + rows + "</table>")
     wl = meta.get("workload", {})
     parts.append("<h2>Setup</h2><p>Flow-level page-load model (docs/models/pageload.md): interfaces (RTT, "
                  "bandwidth) with water-filling, TCP handshake 2 RTT (+2 TLS), IW10 slow start until the fair share, "
