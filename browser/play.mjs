@@ -1,6 +1,9 @@
 // qoelab: play one DASH stream with dash.js in headless Chromium and print its events as JSON lines.
-// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium)
-// Run by `qoelab dashjs` (python/qoelab/dashjs.py); not meant to be called by hand.
+// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium, wait_go)
+// Run by `qoelab dashjs` (python/qoelab/dashjs.py) and, with wait_go, by `qoelab run --real` for a client of
+// player "dashjs" (crates/qoelab-net/src/real.rs): the page loads, prints {"ev":"ready"} and starts playing
+// when a line arrives on stdin (the client's start time); its events' times count from then.
+// Not meant to be called by hand.
 import { chromium } from 'playwright-core';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -49,8 +52,17 @@ try {
   });
   page.on('pageerror', (e) => out({ ev: 'error', error: String(e).slice(0, 300) }));
   page.on('requestfailed', (r) => out({ ev: 'request_failed', url: r.url(), failure: (r.failure() || {}).errorText }));
-  const conf = { mpd: cfg.mpd, settings: cfg.settings, sample_ms: cfg.sample_ms };
+  const conf = { mpd: cfg.mpd, settings: cfg.settings, sample_ms: cfg.sample_ms, wait_go: !!cfg.wait_go };
   await page.goto(`${origin}/__qoelab/player.html#${encodeURIComponent(JSON.stringify(conf))}`);
+  if (cfg.wait_go) {
+    await page.waitForFunction(() => typeof window.qoelabStart === 'function');
+    out({ ev: 'ready' });
+    await new Promise((resolve) => {
+      process.stdin.once('data', resolve);
+      process.stdin.once('end', () => stop(0));       // told nothing: the run ended before this client's start
+    });
+    await page.evaluate(() => window.qoelabStart());
+  }
   const deadline = Date.now() + cfg.duration_s * 1000;
   while (Date.now() < deadline && !ended) await new Promise((r) => setTimeout(r, 100));
   out({ ev: 'done', ended });

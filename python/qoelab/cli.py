@@ -143,7 +143,8 @@ def build_parser():
     r.add_argument("--real", action="store_true",
                    help="run on a real network instead of simulating it (Linux, root): the bottleneck emulated on "
                         "real packets between two network namespaces, kernel TCP, `qoelab serve` and the sans-IO "
-                        "player; dumbbell scenarios (docs/realnet.md)")
+                        "player, or dash.js in headless Chromium for clients with player = \"dashjs\" (make "
+                        "setup-real); dumbbell scenarios (docs/realnet.md)")
     r.set_defaults(func=_cmd_run)
 
     v = sub.add_parser("validate", help="check scenario files without running them")

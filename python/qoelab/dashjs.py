@@ -51,7 +51,7 @@ def find_chromium() -> str | None:
 def missing() -> str | None:
     """Why dash.js in Chromium cannot run here (None if it can)."""
     if not shutil.which("node"):
-        return "node is not installed"
+        return "node is not installed (apt-get install nodejs, then make setup-real)"
     if not find_chromium():
         return "Chromium is not installed (make setup-real, or apt-get install chromium)"
     d = browser_dir()

@@ -121,8 +121,38 @@ def plan_for(sc, work: str, out: str) -> dict:
         pairs.append((where, f["dst"], f["src"]) if upstream else (where, f["src"], f["dst"]))
     clients, servers, ports = [], [], {}
     si = cfg.get("output", {}).get("sample_interval", 100_000_000) / 1e9
+    players = meta.get("players") or {}
+
+    def add_server(cc: str) -> int:
+        port = BASE_PORT + len(servers)
+        k = len(servers)
+        servers.append({
+            "argv": [sys.executable, "-c", "import sys; from qoelab.cli import main; sys.exit(main())",
+                     "serve", os.path.join(work, "www"), "--bind", SERVER_ADDR, "--port", str(port),
+                     "--cc", cc, "--tcp-info-log", os.path.join(work, f"server{k}.tcp_info.jsonl"),
+                     "--tcp-info-interval", f"{max(si, 0.001):g}", "--log", os.path.join(work, f"server{k}.log"),
+                     "--idle-timeout", "3600"],
+            "port": port,
+            "tcp_info_log": os.path.join(work, f"server{k}.tcp_info.jsonl"),
+            "stderr": os.path.join(work, f"server{k}.stderr"),
+        })
+        return k
+
     for i, c in enumerate(cfg.get("clients", [])):
         where = f"client[{i}] ({c['name']})"
+        pl = players.get(i)
+        if pl is not None:
+            c["cc"] = KERNEL_CC.get(c["cc"], c["cc"])
+            _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)
+            path = _video_path(cfg["videos"][c["video"]]) + "media/"
+            _check_playable(where, cfg["videos"][c["video"]])
+            # A server of its own (with the client's cc): its TCP_INFO log then holds exactly this
+            # browser's connections.
+            k = add_server(c["cc"])
+            clients.append({"path": path, "server": k, "browser": _browser(pl, i, c, servers[k]["port"], path, cfg,
+                                                                          work)})
+            pairs.append((where, c["server"], c["client"]))
+            continue
         if c.get("arrival_rate") is not None:
             raise Unsupported(f"{where}.arrival_rate: session arrivals do not run on the real network yet")
         if c["abr"].startswith("python:"):
@@ -133,19 +163,7 @@ def plan_for(sc, work: str, out: str) -> dict:
         _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)
         path = _video_path(cfg["videos"][c["video"]])
         if c["cc"] not in ports:
-            port = BASE_PORT + len(servers)
-            ports[c["cc"]] = len(servers)
-            k = len(servers)
-            servers.append({
-                "argv": [sys.executable, "-c", "import sys; from qoelab.cli import main; sys.exit(main())",
-                         "serve", os.path.join(work, "www"), "--bind", SERVER_ADDR, "--port", str(port),
-                         "--cc", c["cc"], "--tcp-info-log", os.path.join(work, f"server{k}.tcp_info.jsonl"),
-                         "--tcp-info-interval", f"{max(si, 0.001):g}", "--log", os.path.join(work, f"server{k}.log"),
-                         "--idle-timeout", "3600"],
-                "port": port,
-                "tcp_info_log": os.path.join(work, f"server{k}.tcp_info.jsonl"),
-                "stderr": os.path.join(work, f"server{k}.stderr"),
-            })
+            ports[c["cc"]] = add_server(c["cc"])
         clients.append({"path": path, "server": ports[c["cc"]]})
         pairs.append((where, c["server"], c["client"]))
     # One emulated hop: every flow must see the same path delays, and only the bottleneck may
@@ -169,7 +187,33 @@ def plan_for(sc, work: str, out: str) -> dict:
     dd, du = delays.pop() if delays else (links[down]["delay"], links[up]["delay"])
     return {"config": cfg, "down": down, "up": up, "delay_down_ns": dd, "delay_up_ns": du,
             "servers": servers, "clients": clients, "bulk_upstream": bulk_up, "out": out, "rt": True,
-            "parent_pid": os.getpid()}
+            "parent_pid": os.getpid(),
+            "players": {str(i): {k: v for k, v in p.items() if k not in ("where", "core_abr")}
+                        for i, p in players.items()}}
+
+
+def _check_playable(where: str, v: dict) -> None:
+    from qoelab.video.playable import MIN_SEGMENT_BYTES
+    small = min(min(row) for row in v["sizes"])
+    if small < MIN_SEGMENT_BYTES:
+        raise Unsupported(f"{where}.video: a segment of {small} bytes is too small to be served as playable media "
+                          f"for dash.js (at least {MIN_SEGMENT_BYTES})")
+
+
+def _browser(pl: dict, i: int, c: dict, port: int, path: str, cfg: dict, work: str) -> dict:
+    """The driver's plan of a dash.js client: `node play.mjs CONFIG` (waits for its start on stdin)."""
+    from qoelab import dashjs
+    why = dashjs.missing()
+    if why:
+        raise Unsupported(f"client[{i}] ({c['name']}).player: dash.js in Chromium cannot run: {why}")
+    settings = dashjs.apply_sets(dashjs.settings(pl["abr"], pl["buffer_max_s"], pl["buffer_max_s"]), pl["set"])
+    conf = {"mpd": f"http://{SERVER_ADDR}:{port}{path}manifest.mpd",
+            "duration_s": max(1.0, (cfg["duration"] - c["start"]) / 1e9 + 10.0),
+            "settings": settings, "sample_ms": 250, "chromium": dashjs.find_chromium(), "wait_go": True}
+    d = dashjs.browser_dir()
+    return {"argv": [shutil.which("node") or "node", os.path.join(d, "play.mjs"), json.dumps(conf)], "cwd": d,
+            "events": os.path.join(work, f"browser{i}.events.jsonl"),
+            "stderr": os.path.join(work, f"browser{i}.stderr")}
 
 
 def find_driver() -> str | None:
@@ -225,7 +269,7 @@ def run(args) -> int:
         print(f"{err} /dev/net/tun is missing (load the tun module or create the device node)", file=sys.stderr)
         return EXIT_INPUT
     out = outdir.check(args.out, force=args.force)
-    sc = scmod.load(args.scenario, standalone=True)
+    sc = scmod.load(args.scenario, standalone=True, real=True)
     if args.seed is not None:
         sc = sc.with_seed(args.seed)
     t0 = time.perf_counter()
@@ -262,6 +306,8 @@ def run(args) -> int:
             tables = json.load(f)
         with open(os.path.join(work, "real.json")) as f:
             real = json.load(f)
+        if real.get("dashjs"):
+            _merge_dashjs(summary, tables, real, sc)
         wall = time.perf_counter() - t0
         with open(os.path.join(tmp, "summary.json"), "w") as f:
             json.dump(summary, f, indent=2)
@@ -282,6 +328,141 @@ def run(args) -> int:
     else:
         _print(summary, perf, names, out)
     return 0
+
+
+def _merge_dashjs(summary: dict, tables: list, real: dict, sc) -> None:
+    """Put the dash.js clients into the summary (at their index among the scenario's clients) and
+    their segments into the segments table, from their events (dashjs.summarize), with the keys of
+    a simulated client; what dash.js does not define is null (docs/realnet.md)."""
+    from qoelab import dashjs
+    cfg = sc.config
+    dur = cfg["duration"] / 1e9
+    players = sc.meta.get("players") or {}
+    done = {}
+    seg_rows = []
+    for d in real["dashjs"]:
+        i, go = d["client"], d.get("go_s")
+        c = cfg["clients"][i]
+        events = []
+        try:
+            with open(d["events"]) as f:
+                for line in f:
+                    try:
+                        events.append(json.loads(line))
+                    except ValueError:
+                        pass
+        except OSError:
+            pass
+        if go is None:
+            events = []
+        else:   # page times count from its start; nothing after the end of the run
+            events = [e for e in events if e.get("ev") not in ("ready", "done") and e.get("t", 0.0) <= dur - go]
+        s, rows = dashjs.summarize(events, c["name"])
+        t_load = next((e["t"] for e in events if e.get("ev") == "load"), 0.0)
+        session = max((e.get("t", 0.0) for e in events), default=0.0) - t_load
+        done[i] = _client_entry(s, rows, d, c, cfg, players.get(i) or {}, session)
+        real.setdefault("dashjs_clients", []).append(
+            {"name": c["name"], "go_s": go, "micro_stalls": s["micro_stalls"], "errors": s["errors"],
+             "ended": s["ended"], "events": len(events)})
+        for r in rows:
+            r["client"] = i
+            for k in ("t_request_s", "t_first_byte_s", "t_last_byte_s"):
+                r[k] = float("nan") if r[k] is None else r[k] + go
+            seg_rows.append(r)
+    for d in real["dashjs"]:   # the paths of the work directory are gone with it
+        d.pop("events", None)
+        d.pop("stderr", None)
+    rest = iter(summary["clients"])
+    summary["clients"] = [done[i] if i in done else next(rest) for i in range(len(cfg["clients"]))]
+    summary["video"] = _fairness([c for c in summary["clients"] if "segments" in c])
+    if "segments" in cfg.get("output", {}).get("tables", []):
+        _append_segments(tables, seg_rows)
+
+
+def _client_entry(s: dict, rows: list, d: dict, c: dict, cfg: dict, pl: dict, session: float) -> dict:
+    """A simulated client's summary keys (report::ClientSummary, docs/metrics.md) for a dash.js client."""
+    played = [r for r in rows if not r["abandoned"]]
+    n = len(played)
+    mbps = [r["bitrate_bps"] / 1e6 for r in played]
+    bps = [r["bitrate_bps"] for r in played]
+    ar = [r["tput_first_byte_bps"] for r in played]
+    ar = [x for x in ar if x == x]
+    mean = (lambda x: sum(x) / len(x) if x else 0.0)
+    # Chunklets' instability index over bitrates (k = 10, w(d) = k - d), as metrics::instability_index
+    k, ii = 10, []
+    for t in range(k, len(bps)):
+        num = sum(abs(bps[t - j] - bps[t - j - 1]) * (k - j) for j in range(k))
+        den = sum(bps[t - j] * (k - j) for j in range(1, k + 1))
+        ii.append(num / den if den else 0.0)
+    # QoE (Minerva Eq. 1, qoelab's defaults: P = bitrate in Mbit/s, beta 25, gamma 2.5): dash.js does not
+    # attribute a stall to a segment, so the total is exact and the mean is the total over the segments.
+    qoe_total = sum(mbps) - 25.0 * s["rebuffer_s"] - 2.5 * sum(abs(a - b) for a, b in zip(mbps[1:], mbps))
+    startup = s["startup_s"] or 0.0
+    z = (lambda v: 0.0 if v is None else v)
+    out = {"name": c["name"], "abr": f"dashjs:{pl.get('abr', c['abr'])}",
+           "segments": n, "abandoned": s["abandoned"], "bytes": s["bytes"], "avg_bitrate_bps": z(s["avg_bitrate_bps"]),
+           "avg_quality": None, "quality_level_pct": z(s["quality_level_pct"]), "startup_s": startup,
+           "rebuffer_s": s["rebuffer_s"], "stall_count": s["stall_count"], "rebuffer_ratio": z(s["rebuffer_ratio"]),
+           "rebuffer_ratio_with_startup": z(s["rebuffer_ratio_with_startup"]), "switches": s["switches"],
+           "instability_pct": z(s["instability_pct"]), "instability_index_mean": mean(ii),
+           "instability_index_max": max(ii, default=0.0), "qoe_mean": qoe_total / n if n else 0.0,
+           "qoe_total": qoe_total, "achieved_rate_mean_bps": mean(ar),
+           "smoothed_ar_last_bps": mean(ar[-3:]),
+           "goodput_bps": s["bytes"] * 8 / session if session > 0 else 0.0,
+           "video": cfg["videos"][c["video"]]["name"],
+           # dash.js's buffer target at the top quality (bufferTimeAtTopQuality: 30 s unless set)
+           "buffer_max_s": pl.get("buffer_max_s") or 30.0,
+           "base_rtt_ms": c.get("rtt", 0) / 1e6,
+           "flow": d["flow"], "connections": d["connections"], "srtt_mean_ms": d["srtt_mean_ms"]}
+    if d.get("loss_phases") is not None:
+        out["loss_phases"] = d["loss_phases"]
+    return out
+
+
+def _fairness(cs: list) -> dict | None:
+    """metrics::FairnessMetrics over every client (sans-IO and dash.js)."""
+    if not cs:
+        return None
+
+    def jain(x):
+        s2 = sum(v * v for v in x)
+        return 1.0 if not x or s2 == 0 else sum(x) ** 2 / (len(x) * s2)
+
+    def spread(x):
+        return max(x) - min(x) if x else 0.0
+    g = [c["goodput_bps"] for c in cs]
+    q = [c["qoe_mean"] for c in cs]
+    lo = min(q)
+    return {"clients": len(cs), "jfi_goodput": jain(g), "jfi_qoe": jain([v - lo for v in q] if lo < 0 else q),
+            "festive_unfairness": max(0.0, 1.0 - jain(g)) ** 0.5,
+            "quality_unfairness_pct": spread([c["quality_level_pct"] for c in cs]),
+            "bitrate_unfairness_bps": spread([c["avg_bitrate_bps"] for c in cs]),
+            "min_qoe": lo, "qoe_spread": spread(q)}
+
+
+#: The segments table's columns (report::segments_table) and a dash.js row's value for each.
+_SEG_COLS = [("client", "i64"), ("segment", "i64"), ("rung", "i64"), ("bitrate_bps", "i64"), ("bytes", "i64"),
+             ("quality", "f64"), ("t_request_s", "f64"), ("t_first_byte_s", "f64"), ("t_last_byte_s", "f64"),
+             ("tput_request_bps", "f64"), ("tput_first_byte_bps", "f64"), ("buffer_before_s", "f64"),
+             ("buffer_after_s", "f64"), ("stall_s", "f64"), ("abr_delay_s", "f64"), ("abandoned", "i64"),
+             ("abr_reason", "str")]
+
+
+def _append_segments(tables: list, rows: list) -> None:
+    t = next((t for t in tables if t["name"] == "segments"), None)
+    if t is None:
+        t = {"name": "segments", "columns": [[n, k, []] for n, k in _SEG_COLS]}
+        tables.append(t)
+    nan = float("nan")
+    for r in rows:
+        for col in t["columns"]:
+            name, kind, vals = col
+            v = r.get(name)
+            if name == "abr_reason":
+                v = "dashjs"
+            elif v is None or (isinstance(v, float) and v != v):
+                v = -1 if kind == "i64" else nan
+            vals.append(int(v) if kind == "i64" else (float(v) if kind == "f64" else str(v)))
 
 
 class _Exit(Exception):

@@ -228,7 +228,7 @@ class Scenario:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
             raise InputError(None, "--seed", f"an integer in 0..{U64_MAX}", str(seed))
         if self.raw is not None:
-            return from_dict(self.raw, self.path, seed=seed)
+            return from_dict(self.raw, self.path, seed=seed, real=bool(self.meta.get("real")))
         s = copy.deepcopy(self)
         s.config["seed"] = seed
         return s
@@ -237,7 +237,7 @@ class Scenario:
         return json.dumps(self.config, separators=(",", ":"))
 
 
-def load(path: str, standalone: bool = False) -> Scenario:
+def load(path: str, standalone: bool = False, real: bool = False) -> Scenario:
     """Read and validate a scenario TOML file. `standalone` (the CLI): no ABR classes will be
     given at run time, so a bare `python:<name>` ABR is an error now rather than at run time."""
     try:
@@ -263,16 +263,17 @@ def load(path: str, standalone: bool = False) -> Scenario:
     except RecursionError:
         raise InputError(path, None, message="invalid TOML: arrays or tables nested too deeply") from None
     try:
-        return from_dict(data, path, standalone=standalone)
+        return from_dict(data, path, standalone=standalone, real=real)
     except RecursionError:
         raise InputError(path, None, message="values nested too deeply") from None
 
 
 def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True,
-              standalone: bool = False) -> Scenario:
+              standalone: bool = False, real: bool = False) -> Scenario:
     """Validate a scenario given as a dict (the parsed TOML). `seed` overrides the scenario's
     seed. With `check`, the core also builds the simulation from the config (without running
-    it), so that a scenario that loads is one that runs."""
+    it), so that a scenario that loads is one that runs. `real`: for `qoelab run --real`, which also
+    runs clients of player "dashjs" (refused otherwise)."""
     base_dir = os.path.dirname(os.path.abspath(src)) if os.path.exists(src) else os.getcwd()
     top = _Section(src, "", data)
     sc = top.sub("scenario")
@@ -402,7 +403,12 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
     result = Scenario(path=src, name=name, config=config, raw=data,
                       meta={"topology": kind, "bottleneck": builder.bottleneck, "python_abrs": builder.python_abrs,
                             "origin": builder.origin, "link_origin": builder.link_origin,
-                            "has_trace": builder.links[builder.hops[0]["down"]].get("trace") is not None})
+                            "has_trace": builder.links[builder.hops[0]["down"]].get("trace") is not None,
+                            "players": builder.players, "real": real})
+    if builder.players and not real:
+        where = next(iter(builder.players.values()))["where"]
+        raise InputError(src, where, message="player \"dashjs\" (dash.js in Chromium) runs only on the real network: "
+                         "use `qoelab run --real`")
     if check:
         check_core(result, standalone)
     return result
@@ -559,6 +565,8 @@ class _Builder:
         self.python_abrs: dict = {}
         # normalized config path prefix -> scenario key (for errors raised by the core)
         self.origin: dict[str, str] = {}
+        #: clients[i] -> its dash.js player (clients of player "dashjs" only)
+        self.players: dict[int, dict] = {}
         # link index -> (scenario key of its section, key suffix "" or "_up", access link?)
         self.link_origin: dict[int, tuple] = {}
         self.seed = 1
@@ -991,7 +999,20 @@ def _client(b, c: _Section):
     name = c.str("name", default=f"client{len(b.clients)}")
     count = c.int("count", default=1, minimum=1, maximum=b.max_count())
     abr = c.str("abr", default="dynamic")
-    if abr.startswith("python:"):
+    kind, ps = "qoelab", None
+    if isinstance(c.data.get("player"), str):
+        kind = c.str("player", choices=list(PLAYERS))
+    else:
+        ps = c.sub("player")
+        if ps is not None:
+            kind = ps.str("kind", default="qoelab", choices=list(PLAYERS))
+    browser = None
+    if kind == "dashjs":
+        browser = _dashjs_client(c, ps, abr)
+        # The simulator's counterpart of dash.js's rule stands in the normalized config (the core checks
+        # it); the player that runs is dash.js (meta["players"], docs/realnet.md).
+        abr, abr_params, ps = browser["core_abr"], {}, None
+    elif abr.startswith("python:"):
         from qoelab import abr as pyabr
         if ":" in abr[len("python:"):]:  # python:<module or file>:<Class>; a bare python:<name> comes from run(abrs=...)
             b.python_abrs[abr] = pyabr.resolve(abr, b.base_dir, c.src, c.key("abr"))
@@ -1010,7 +1031,6 @@ def _client(b, c: _Section):
     stagger = c.get("stagger", units.duration, 0)
     tcp, cc, cc_params = _tcp_cc(b, c)
     player = None
-    ps = c.sub("player")
     if ps is not None:
         player = {}
         bm = ps.get("buffer_max", _positive(units.duration, "a duration"), None)
@@ -1083,10 +1103,46 @@ def _client(b, c: _Section):
             if stop is not None:
                 d["stop"] = stop
         b.origin[f"clients[{len(b.clients)}]"] = c.path
+        if browser is not None:
+            b.players[len(b.clients)] = dict(browser, where=f"{c.path}.player")
         b.clients.append(d)
 
 
 _Builder.client = _client
+
+#: `[[client]] player`: qoelab's own sans-IO player, or dash.js 5 in headless Chromium (real network only).
+PLAYERS = {"qoelab": "qoelab's sans-IO player (any ABR of the registry)",
+           "dashjs": "dash.js 5 in headless Chromium (qoelab run --real only)"}
+
+
+def _dashjs_client(c: _Section, ps: "_Section | None", abr: str) -> dict:
+    """A dash.js client's settings: its ABR is dash.js's own rules (qoelab.dashjs.ABR), the optional
+    `[client.player]` table (`kind = "dashjs"`) may set `buffer_max` (dash.js's buffer targets) and
+    `set` (dash.js settings, "KEY=VALUE" strings as `qoelab dashjs --set`)."""
+    from qoelab import dashjs
+    if abr not in dashjs.ABR:
+        raise c.err("abr", "a dash.js ABR for player \"dashjs\" (" + ", ".join(dashjs.ABR) + ")", abr)
+    for k in ("abr_params", "cc_params", "tcp", "data_plane", "http", "arrival_rate"):
+        if k in c.data:
+            raise InputError(c.src, c.key(k), message="not available for player \"dashjs\" (dash.js in Chromium "
+                             "has its own HTTP stack and ABR; its connections' TCP is the kernel's)")
+    buffer_max, sets = None, []
+    if ps is not None:
+        buffer_max = ps.get("buffer_max", _positive(units.duration, "a duration"), None)
+
+        def strings(v):
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValueError(f"expected a list of \"KEY=VALUE\" strings (dash.js settings), found {_show(v)}")
+            try:
+                dashjs.apply_sets({}, v)
+            except InputError as e:
+                raise ValueError(f"expected \"KEY=VALUE\" with a dotted dash.js settings key, found {e.found}") from None
+            return v
+        sets = ps.get("set", strings, [])
+        ps.finish(extra_hint=" (player \"dashjs\" takes kind, buffer_max, set)")
+    core = abr if abr in ("dynamic", "bola", "throughput") else "dynamic"
+    return {"kind": "dashjs", "abr": abr, "core_abr": core,
+            "buffer_max_s": None if buffer_max is None else buffer_max / 1e9, "set": sets}
 
 WEIGHTED_CC = ("wcubic", "multcp", "fast")
 

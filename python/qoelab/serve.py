@@ -240,7 +240,12 @@ _RUNG = re.compile(r"(0|[1-9]\d{0,3})\.mp4")
 
 
 def _synthetic(segs: list[str]):
-    """``segs`` after ``synthetic``: ("mpd", bytes) or ("rung", video, r); HttpError(404) otherwise."""
+    """``segs`` after ``synthetic``: ("mpd", bytes) or ("rung", video, r, media); HttpError(404) otherwise.
+    ``<ladder>/s<seed>-n<n>/media/<name>``: the same video as playable fMP4 (``media`` True; see
+    :mod:`qoelab.video.playable`), for browsers."""
+    media = len(segs) == 4 and segs[2] == "media"
+    if media:
+        segs = segs[:2] + segs[3:]
     if len(segs) not in (2, 3):
         raise HttpError(404, "not a synthetic path", close=False)
     ladder, rest = segs[0], segs[1:]
@@ -263,7 +268,26 @@ def _synthetic(segs: list[str]):
     m = _RUNG.fullmatch(name)
     if not m or int(m.group(1)) >= len(video["bitrates_bps"]):
         raise HttpError(404, "no such rung", close=False)
-    return ("rung", video, int(m.group(1)))
+    if media and _min_size(ladder, seed, n) < _playable_min():
+        raise HttpError(404, "segments too small to be playable", close=False)
+    return ("rung", video, int(m.group(1)), media)
+
+
+def _playable_min() -> int:
+    from qoelab.video.playable import MIN_SEGMENT_BYTES
+    return MIN_SEGMENT_BYTES
+
+
+@functools.lru_cache(maxsize=32)
+def _min_size(ladder: str, seed: int, n: int) -> int:
+    return min(min(row) for row in synthetic_layout(ladder, seed, n)["sizes"])
+
+
+@functools.lru_cache(maxsize=64)
+def _playable_segment(ladder: str, seed: int, n: int, r: int, t: int) -> bytes:
+    from qoelab.video.playable import media_segment
+    video = synthetic_layout(ladder, seed, n)
+    return media_segment(t, video["sizes"][t][r], video["segment_duration"] // 1_000_000)
 
 
 @functools.lru_cache(maxsize=32)
@@ -638,8 +662,9 @@ class Server:
                 data = syn[1]
                 total, src, ctype = len(data), ("bytes", data), TYPES[".mpd"]
             else:
-                video, r = syn[1], syn[2]
-                total, src, ctype = _rung_total(video, r), ("pattern", None), TYPES[".mp4"]
+                video, r, media = syn[1], syn[2], syn[3]
+                total, ctype = _rung_total(video, r), TYPES[".mp4"]
+                src = ("media", (video, r, segs[1:3])) if media else ("pattern", None)
             etag = f'"syn-{zlib.crc32(path.encode()):x}-{total:x}"'
         else:
             real = resolve_path(self.root, segs)
@@ -727,6 +752,17 @@ class Server:
                 raise OSError("short file")
         elif kind == "bytes":
             sock.sendall(memoryview(obj)[off:off + n])
+        elif kind == "media":
+            from qoelab.video.playable import rung_bytes
+            video, r, (ladder, variant) = obj
+            m = _VARIANT.fullmatch(variant)
+            seed, nseg = (int(m.group(1)), int(m.group(2))) if m else (0, 300)
+            seg = functools.partial(_playable_segment, ladder, seed, nseg, r)
+            while n > 0:
+                k = min(n, 4 * CHUNK)
+                sock.sendall(rung_bytes(video, r, off, k, segment=seg))
+                off += k
+                n -= k
         else:
             while n > 0:
                 k = min(n, CHUNK)

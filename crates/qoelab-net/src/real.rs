@@ -8,6 +8,12 @@
 //! the video clients: the core's `VideoSession` (player + ABR + data plane + HTTP model), unchanged,
 //! over a [`Transport`] made of kernel TCP sockets and a real HTTP/1.1 client ([`crate::reader`]).
 //!
+//! Clients of player "dashjs" are dash.js in headless Chromium instead (`browser/play.mjs` under
+//! node, started in the client namespace before time 0, told to start playing at the client's
+//! `start` on its stdin, stopped at the end); the Python front turns their events into the
+//! client's metrics and segments. Their connections are known from their own `qoelab serve`'s
+//! TCP_INFO log.
+//!
 //! Threads: the emulator (SCHED_FIFO when permitted, timerfd, the queue samples) and this one (a
 //! poll loop over the non-blocking sockets, a timerfd for the sessions' `poll_at()`, a signalfd).
 //! Time is CLOCK_MONOTONIC in integer ns since the start of the run, for both.
@@ -60,6 +66,15 @@ pub struct ServerPlan {
     pub stderr: String,
 }
 
+/// dash.js in Chromium for one client: `node play.mjs CONFIG` in the client namespace.
+pub struct BrowserPlan {
+    pub argv: Vec<String>,
+    pub cwd: String,
+    /// Its stdout (dash.js's events, JSON lines) and stderr.
+    pub events: String,
+    pub stderr: String,
+}
+
 /// What the Python front hands over (plan.json).
 pub struct Plan {
     /// The process that runs the driver (`qoelab run --real`): the driver dies with it.
@@ -76,6 +91,8 @@ pub struct Plan {
     /// Per client: the URL path of its video's rung files (`/synthetic/<ladder>/s<S>-n<N>/`) and
     /// its server.
     pub clients: Vec<(String, usize)>,
+    /// Per client: dash.js in Chromium (player "dashjs") or None (the core's VideoSession).
+    pub browsers: Vec<Option<BrowserPlan>>,
     /// Per bulk flow: upstream (sender on the client side).
     pub bulk_upstream: Vec<bool>,
     pub out: String,
@@ -114,19 +131,41 @@ impl Plan {
             });
         }
         let mut clients = Vec::new();
+        let mut browsers = Vec::new();
         for c in get(&v, "clients")?.as_array().ok_or_else(|| fatal("plan: clients"))? {
             clients.push((get_str(c, "path")?, get_u64(c, "server")? as usize));
+            browsers.push(match c.get("browser") {
+                Some(b) if !b.is_null() => Some(BrowserPlan {
+                    argv: get(b, "argv")?
+                        .as_array()
+                        .ok_or_else(|| fatal("plan: browser.argv"))?
+                        .iter()
+                        .map(|a| a.as_str().unwrap_or("").to_string())
+                        .collect(),
+                    cwd: get_str(b, "cwd")?,
+                    events: get_str(b, "events")?,
+                    stderr: get_str(b, "stderr")?,
+                }),
+                _ => None,
+            });
         }
+        // The players are part of what was run: a scenario with a dash.js client hashes differently
+        // from the same scenario with the sans-IO player.
+        let hashed = match v.get("players") {
+            Some(p) if !p.is_null() && p.as_object().is_none_or(|o| !o.is_empty()) => format!("{cfg_json}{p}"),
+            _ => cfg_json.clone(),
+        };
         Ok(Plan {
             parent_pid: v.get("parent_pid").and_then(|p| p.as_u64()).map(|p| p as u32),
             config,
-            config_hash: config_hash(&cfg_json),
+            config_hash: config_hash(&hashed),
             down: get_u64(&v, "down")? as usize,
             up: get_u64(&v, "up")? as usize,
             delay_down: get_u64(&v, "delay_down_ns")?,
             delay_up: get_u64(&v, "delay_up_ns")?,
             servers,
             clients,
+            browsers,
             bulk_upstream: get(&v, "bulk_upstream")?
                 .as_array()
                 .ok_or_else(|| fatal("plan: bulk_upstream"))?
@@ -625,6 +664,53 @@ fn spawn_server(s: &ServerPlan, ns: &File, pid_ns: &File) -> Result<Child, Fatal
     sys::spawn_in(&mut cmd, ns, Some(pid_ns)).map_err(|e| fatal(format!("cannot run {:?}: {e}", s.argv[0])))
 }
 
+/// A client of player "dashjs": node + Chromium (`browser/play.mjs`) in the client namespace.
+struct Browser {
+    /// Index of the client in the config, and of its server in the plan.
+    idx: usize,
+    server: usize,
+    /// Index of its process in the run's children (stopped with them).
+    child: usize,
+    stdin: Option<std::process::ChildStdin>,
+    started: bool,
+    /// When it was told to start (ns since time 0).
+    go: Option<Ns>,
+    /// Flow ids of its connections (from its server's TCP_INFO log, at the end).
+    resp_flows: Vec<usize>,
+}
+
+fn spawn_browser(b: &BrowserPlan, ns: &File, pid_ns: &File) -> Result<Child, Fatal> {
+    use std::os::unix::process::CommandExt;
+    let out = File::create(&b.events).map_err(|e| fatal(format!("cannot write {}: {e}", b.events)))?;
+    let err = File::create(&b.stderr).map_err(|e| fatal(format!("cannot write {}: {e}", b.stderr)))?;
+    let mut cmd = Command::new(&b.argv[0]);
+    cmd.args(&b.argv[1..]).current_dir(&b.cwd).stdin(Stdio::piped()).stdout(out).stderr(err).process_group(0);
+    sys::spawn_in(&mut cmd, ns, Some(pid_ns)).map_err(|e| fatal(format!("cannot run {:?}: {e}", b.argv[0])))
+}
+
+/// Wait until the browser's page has loaded dash.js and waits for its start (`ready` on stdout).
+fn wait_ready(b: &BrowserPlan, ch: &mut Child, by: std::time::Instant) -> Result<(), Fatal> {
+    loop {
+        let text = std::fs::read_to_string(&b.events).unwrap_or_default();
+        if text.lines().any(|l| l.contains("\"ev\":\"ready\"")) {
+            return Ok(());
+        }
+        if let Some(l) = text.lines().find(|l| l.contains("\"ev\":\"fatal\"")) {
+            return Err(fatal(format!("dash.js in Chromium failed to start: {l}")));
+        }
+        if let Ok(Some(st)) = ch.try_wait() {
+            return Err(fatal(format!(
+                "dash.js in Chromium exited ({st}) before it was ready: {}",
+                last_line(&b.stderr)
+            )));
+        }
+        if std::time::Instant::now() > by {
+            return Err(fatal("dash.js in Chromium was not ready within 60 s"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// GET one byte of rung 0 of `path` and read the answer (blocking, at most 10 s).
 fn warm(addr: SocketAddrV4, path: &str) -> std::io::Result<()> {
     let mut s = TcpStream::connect_timeout(&addr.into(), Duration::from_secs(2))?;
@@ -688,11 +774,15 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
 
     let mut sessions = Vec::new();
     for (i, c) in cfg.clients.iter().enumerate() {
+        if plan.browsers.get(i).is_some_and(|b| b.is_some()) {
+            continue;
+        }
         let p = format!("clients[{i}]");
         let (video, abr, pcfg, plane) =
             session_parts(&p, c, cfg, None).map_err(|e| fatal(format!("{}: {}", e.path, e.msg)))?;
         let player = Player::new(pcfg, video, abr, c.start);
-        sessions.push(VideoSession::with_plane(c.name.clone(), c.abr.clone(), player, c.http.clone(), plane, c.rtt));
+        sessions
+            .push((i, VideoSession::with_plane(c.name.clone(), c.abr.clone(), player, c.http.clone(), plane, c.rtt)));
     }
 
     // Signals through a file descriptor (blocked here, so also in the emulator thread).
@@ -742,6 +832,33 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
         }
     }
 
+    // dash.js clients: their browsers start now (Chromium takes a second or two) and wait in their
+    // loaded page for the word to start playing at the client's start time.
+    let mut browsers = Vec::new();
+    for (i, b) in plan.browsers.iter().enumerate() {
+        let Some(b) = b else { continue };
+        let ch = match spawn_browser(b, &client.ns, &pid_ns) {
+            Ok(ch) => ch,
+            Err(e) => {
+                stop_children(&mut children);
+                return Err(e);
+            }
+        };
+        children.push(ch);
+        let k = children.len() - 1;
+        let stdin = children[k].stdin.take();
+        let server = plan.clients.get(i).map(|c| c.1).unwrap_or(0);
+        browsers.push(Browser { idx: i, server, child: k, stdin, started: false, go: None, resp_flows: Vec::new() });
+    }
+    let ready_by = std::time::Instant::now() + Duration::from_secs(60);
+    for b in &browsers {
+        let bp = plan.browsers[b.idx].as_ref().expect("a browser plan");
+        if let Err(e) = wait_ready(bp, &mut children[b.child], ready_by) {
+            stop_children(&mut children);
+            return Err(e);
+        }
+    }
+
     // Flows: the scenario's bulk flows first (ids in config order), then the clients' connections.
     let mut flows = Vec::new();
     let mut bulks = Vec::new();
@@ -784,7 +901,7 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
         });
     }
     let mut clients = Vec::new();
-    for (i, s) in sessions.into_iter().enumerate() {
+    for (i, s) in sessions {
         let c = &cfg.clients[i];
         let (path, sv) = plan.clients.get(i).cloned().ok_or_else(|| fatal("plan: a client without a path"))?;
         let port = plan.servers.get(sv).map(|s| s.port).ok_or_else(|| fatal("plan: no such server"))?;
@@ -823,22 +940,34 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
             .spawn(move || emulate(down, up, stun, ctun, t0, stop, si, ids, rt))
             .map_err(|e| fatal(format!("cannot start the emulator thread: {e}")))?
     };
-    let res = app_loop(&mut app, &mut bulks, &sigfd, t0, si);
+    let res = app_loop(&mut app, &mut bulks, &mut browsers, &sigfd, t0, si);
     stop.store(true, Ordering::Relaxed);
     let emu = emu_thread.join().map_err(|_| fatal("the emulator thread panicked"))?;
+    // The browsers first (their pages stop requesting), then the servers.
+    for b in &mut browsers {
+        b.stdin = None;
+        run::stop(&mut children[b.child], true, Duration::from_millis(2000));
+    }
     stop_children(&mut children);
     let (interrupted, tcp, flows_tab, loops) = res?;
     let emu = emu.map_err(Fatal)?;
     if let Some(sig) = interrupted {
         return Ok(128 + sig);
     }
-    finish(plan, app, emu, tcp, flows_tab, loops, t0)?;
+    finish(plan, app, browsers, emu, tcp, flows_tab, loops, t0)?;
     Ok(0)
 }
 
 type LoopOut = (Option<i32>, Table, Table, u64);
 
-fn app_loop(app: &mut App, bulks: &mut [Bulk], sigfd: &File, t0: u64, si: Ns) -> Result<LoopOut, Fatal> {
+fn app_loop(
+    app: &mut App,
+    bulks: &mut [Bulk],
+    browsers: &mut [Browser],
+    sigfd: &File,
+    t0: u64,
+    si: Ns,
+) -> Result<LoopOut, Fatal> {
     let cfg = app.cfg;
     let dur = cfg.duration;
     let timer = sys::timerfd_new().map_err(|e| fatal(format!("timerfd: {e}")))?;
@@ -886,6 +1015,20 @@ fn app_loop(app: &mut App, bulks: &mut [Bulk], sigfd: &File, t0: u64, si: Ns) ->
                     // Closed: the kernel still sends what is queued (at most BULK_LOWAT unsent).
                 }
                 app.flows[b.flow].end = b.stop;
+            }
+        }
+        // Browsers that start playing.
+        for b in browsers.iter_mut() {
+            if !b.started && now >= cfg.clients[b.idx].start {
+                b.started = true;
+                b.go = Some(now);
+                let told = b.stdin.as_mut().is_some_and(|w| w.write_all(b"go\n").and_then(|_| w.flush()).is_ok());
+                if !told {
+                    return Err(fatal(format!(
+                        "client {}: dash.js in Chromium exited before its start",
+                        cfg.clients[b.idx].name
+                    )));
+                }
             }
         }
         // Sessions that start, and timers.
@@ -951,6 +1094,9 @@ fn app_loop(app: &mut App, bulks: &mut [Bulk], sigfd: &File, t0: u64, si: Ns) ->
         }
         for c in &app.clients {
             deadline = deadline.min(if c.started { c.session.poll_at() } else { cfg.clients[c.idx].start });
+        }
+        for b in browsers.iter().filter(|b| !b.started) {
+            deadline = deadline.min(cfg.clients[b.idx].start);
         }
         if deadline != armed {
             sys::timerfd_set_abs(&timer, Some(t0 + deadline)).map_err(|e| fatal(format!("timerfd_settime: {e}")))?;
@@ -1149,13 +1295,84 @@ fn read_server_logs(plan: &Plan, app: &mut App, tcp: &mut Table, t0: u64) {
     }
 }
 
+/// A dash.js client's connections, from its own server's TCP_INFO log: one `video` flow per
+/// connection (`<client>/resp`, then `<client>/c<k>/resp`, in the order they appear), its bytes the
+/// server's `bytes_acked`, and rows of the `flows` table at the log's sample times.
+fn browser_flows(plan: &Plan, app: &mut App, b: &mut Browser, flows_tab: &mut Table, t0: u64) {
+    let Some(s) = plan.servers.get(b.server) else { return };
+    let Ok(text) = std::fs::read_to_string(&s.tcp_info_log) else { return };
+    let cfg = &app.cfg.clients[b.idx];
+    let t0_s = t0 as f64 / 1e9;
+    let dur = secs(app.cfg.duration);
+    let mut last: Vec<(u16, usize, f64, u64)> = Vec::new(); // port, flow, time, bytes acked
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let peer = v.get("peer").and_then(|p| p.as_str()).unwrap_or("");
+        // Only the browser's connections (not the driver's warm-up request from the server side).
+        let Some((addr, port)) = peer.rsplit_once(':') else { continue };
+        let Ok(port) = port.parse::<u16>() else { continue };
+        let Some(t) = v.get("mono_s").and_then(|m| m.as_f64()).map(|m| m - t0_s) else { continue };
+        if addr != CLIENT_ADDR || !(0.0..=dur).contains(&t) {
+            continue;
+        }
+        let acked = v.get("bytes_acked").and_then(|x| x.as_u64()).unwrap_or(0);
+        let k = match last.iter().position(|l| l.0 == port) {
+            Some(k) => k,
+            None => {
+                let n = b.resp_flows.len();
+                let slot = if n == 0 { String::new() } else { format!("/c{n}") };
+                let fid = app.flows.len();
+                app.flows.push(Flow {
+                    name: format!("{}{slot}/resp", cfg.name),
+                    kind: "video",
+                    src: cfg.server,
+                    dst: cfg.client,
+                    cc: cfg.cc.clone(),
+                    // Chromium may open it early (preconnect): it counts from the client's start.
+                    start: ((t * 1e9) as Ns).max(cfg.start),
+                    end: None,
+                    bytes: 0,
+                    prev_bytes: 0,
+                    info: None,
+                    port,
+                    rtt_samples: Vec::new(),
+                });
+                b.resp_flows.push(fid);
+                last.push((port, fid, t, 0));
+                last.len() - 1
+            }
+        };
+        let (_, fid, tp, bp) = last[k];
+        let f = &mut app.flows[fid];
+        f.bytes = f.bytes.max(acked);
+        if t > tp {
+            flows_tab.f(0, t);
+            flows_tab.i(1, fid as i64);
+            flows_tab.i(2, f.bytes as i64);
+            flows_tab.f(3, f.bytes.saturating_sub(bp) as f64 * 8.0 / (t - tp));
+            last[k] = (port, fid, t, f.bytes);
+        }
+    }
+}
+
+/// Rewrite a table's `client` column (indices among the sans-IO sessions) to the clients' indices
+/// in the scenario (dash.js clients are not sessions).
+fn remap_clients(t: &mut Table, idx: &[usize]) {
+    if let Some((_, Column::I64(v))) = t.columns.iter_mut().find(|(n, _)| n == "client") {
+        for x in v.iter_mut() {
+            *x = idx.get(*x as usize).map_or(*x, |&i| i as i64);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn finish(
     plan: &Plan,
     mut app: App,
+    mut browsers: Vec<Browser>,
     emu: EmuResult,
     mut tcp: Table,
-    flows_tab: Table,
+    mut flows_tab: Table,
     loops: u64,
     t0: u64,
 ) -> Result<(), Fatal> {
@@ -1170,6 +1387,9 @@ fn finish(
                 }
             }
         }
+    }
+    for b in &mut browsers {
+        browser_flows(plan, &mut app, b, &mut flows_tab, t0);
     }
     read_server_logs(plan, &mut app, &mut tcp, t0);
     let mut out = Summary::new("real", &cfg.name, cfg.seed, dur, plan.config_hash.clone());
@@ -1217,18 +1437,17 @@ fn finish(
         discarded_after_reset: 0,
     };
     let phases = cfg.output.loss_phases.then(|| loss_phases(&emu.down, &emu.up));
-    let mut infos = Vec::new();
-    for c in &app.clients {
-        let samples: Vec<f64> = c.resp_flows.iter().flat_map(|&f| app.flows[f].rtt_samples.iter().copied()).collect();
-        infos.push(PacketClientInfo {
-            flow: c.resp_flows.first().copied().unwrap_or(0),
-            connections: c.session.connections(),
+    let info_of = |resp_flows: &[usize], connections| {
+        let samples: Vec<f64> = resp_flows.iter().flat_map(|&f| app.flows[f].rtt_samples.iter().copied()).collect();
+        PacketClientInfo {
+            flow: resp_flows.first().copied().unwrap_or(0),
+            connections,
             srtt_mean_ms: (!samples.is_empty())
                 .then(|| samples.iter().sum::<f64>() / samples.len() as f64 / 1e3)
                 .map(|v| (v * 1000.0).round() / 1000.0),
             loss_phases: phases.as_ref().map(|ph| {
                 let mut k = qoelab_core::report::summary::LossPhaseCounts::default();
-                for &f in &c.resp_flows {
+                for &f in resp_flows {
                     if let Some(e) = ph.get(&app.flows[f].port) {
                         k.b += e[0];
                         k.t += e[1];
@@ -1237,8 +1456,23 @@ fn finish(
                 }
                 k
             }),
-        });
+        }
+    };
+    let mut infos = Vec::new();
+    for c in &app.clients {
+        infos.push(info_of(&c.resp_flows, c.session.connections()));
     }
+    let dashjs: Vec<Value> = browsers
+        .iter()
+        .map(|b| {
+            let i = info_of(&b.resp_flows, b.resp_flows.len() as u32);
+            let bp = plan.browsers[b.idx].as_ref().expect("a browser plan");
+            json!({"client": b.idx, "name": cfg.clients[b.idx].name, "events": bp.events, "stderr": bp.stderr,
+                   "go_s": b.go.map(secs), "flow": i.flow, "connections": i.connections,
+                   "srtt_mean_ms": i.srtt_mean_ms,
+                   "loss_phases": i.loss_phases.map(|k| json!({"b": k.b, "t": k.t, "c": k.c}))})
+        })
+        .collect();
     let views: Vec<_> = app.clients.iter().map(|c| c.session.view()).collect();
     let rows: Vec<_> = app.clients.iter().zip(infos).map(|(c, i)| (c.session.view(), Some(i))).collect();
     let (cs, video) = rep::client_summaries(&rows);
@@ -1297,10 +1531,15 @@ fn finish(
     if want("web") {
         tables.push(qoelab_core::report::web_table());
     }
+    let idx: Vec<usize> = app.clients.iter().map(|c| c.idx).collect();
     if want("segments") && !views.is_empty() {
-        tables.push(rep::segments_table(&views));
+        let mut t = rep::segments_table(&views);
+        remap_clients(&mut t, &idx);
+        tables.push(t);
         if views.iter().any(|v| v.data_plane != "sequential") {
-            tables.push(rep::requests_table(&views));
+            let mut t = rep::requests_table(&views);
+            remap_clients(&mut t, &idx);
+            tables.push(t);
         }
     }
     for t in &tables {
@@ -1331,6 +1570,7 @@ fn finish(
         "uplink": dir(&emu.up),
         "session_timer_lateness_us": serde_json::from_str::<Value>(&emu::hist_json(&app.timer_lateness, 1e-3)).unwrap_or(Value::Null),
         "clients": clients,
+        "dashjs": dashjs,
         "server_addr": SERVER_ADDR,
         "client_addr": CLIENT_ADDR,
     });
