@@ -35,3 +35,19 @@ def test_video_example_runs(tmp_path):
     assert all(c["segments"] == 90 for c in s["clients"])
     assert s["video"]["jfi_goodput"] > 0.9
     assert (tmp_path / "o" / "segments.parquet").exists()
+
+
+def test_page_load_example_runs_and_fq_codel_loads_faster():
+    import statistics
+
+    import qoelab
+    from qoelab import scenario
+    path = os.path.join(REPO, "scenarios", "page-loads-beside-video.toml")
+    fq = qoelab.run(path).summary
+    raw = scenario.load(path).raw
+    raw["topology"]["aqm"] = "pfifo"
+    fifo = qoelab.run(scenario.from_dict(raw, src=path)).summary
+    for s in (fq, fifo):
+        assert len(s["pages"]) == 5 and all(p["objects_done"] == 52 for p in s["pages"])
+    med = [statistics.median(p["plt_s"] for p in s["pages"]) for s in (fq, fifo)]
+    assert med[0] < 0.75 * med[1], med

@@ -43,6 +43,10 @@ def _print_summary(res, out):
         print(f"  ... {len(s['flows']) - 12} more flows")
     if s.get("jain_index") is not None:
         print(f"  Jain's fairness index over bulk flows: {s['jain_index']:.4f}")
+    for pg in s.get("pages", [])[:12]:
+        plt = f"{pg['plt_s']:.3f} s" if pg["plt_s"] is not None else "not finished"
+        print(f"  page {pg['name']:<20} load time {plt} ({pg['objects_done']}/{pg['objects']} objects, "
+              f"{pg['bytes']:,} B, {pg['connections']} connections)")
     for l in s["links"]:
         d = l["queue_delay_ms"]
         print(f"  link {l['name']:<14} {l['aqm']:<9} utilization {l['utilization']:.3f}  queue delay mean "
@@ -56,7 +60,9 @@ def _cmd_validate(args):
         sc = scenario.load(path, standalone=True)
         n = len(sc.config["flows"])
         nc = len(sc.config.get("clients", []))
-        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {nc} video clients, {len(sc.config['links'])} links, "
+        npg = len(sc.config.get("pages", []))
+        pg = f"{npg} page loads, " if npg else ""
+        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {nc} video clients, {pg}{len(sc.config['links'])} links, "
               f"{sc.config['duration'] / 1e9:g} s)")
     return 0
 
