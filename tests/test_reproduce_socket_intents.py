@@ -95,6 +95,9 @@ def test_small_reproduction_end_to_end(tmp_path):
     # run again into the same directory: every task is found in the store and not run again, same loads
     meta2 = SI.reproduce(out, jobs=1, spec=spec)
     assert meta2["sweep"]["ran"] == 0 and meta2["sweep"]["skipped"] == 3
+    assert meta2["perf"]["tasks_resumed"] == 3 and meta2["perf"]["page_loads_run"] == 0
+    p21 = {c["id"]: c for c in meta2["claims"]}["P21"]["ours"]
+    assert "3 tasks resumed from the store" in p21
     pd.testing.assert_frame_equal(pd.read_parquet(os.path.join(out, "runs.parquet")), runs)
     # P17/P18 ran: the packet-level loads and their HARs are in the output, and both have a verdict
     by_id = {c["id"]: c for c in claims}

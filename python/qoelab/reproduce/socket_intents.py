@@ -185,6 +185,12 @@ def run_pages(item: GridItem, pages: list) -> tuple[dict, list[dict]]:
     return out, stats
 
 
+def _stored_keys(store_dir: str) -> set:
+    """Keys of the runs a sweep store at ``store_dir`` already holds (none if there is no store)."""
+    from qoelab.sweep.store import Store, is_store
+    return Store(store_dir).done_keys() if os.path.isdir(store_dir) and is_store(store_dir) else set()
+
+
 def grid_task(point: dict) -> dict:
     """The sweep engine's task for a :class:`GridItem` (``point["payload"]``): its page loads as the
     run's ``loads`` table and the pages' statistics in the record."""
@@ -280,6 +286,7 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
     log(f"{NAME}: {len(items)} tasks, {n_loads} page loads ({spec.name}), {njobs} worker process"
         f"{'es' if njobs > 1 else ''}")
     store_dir = os.path.join(out_dir, "sweep")
+    before = _stored_keys(store_dir)
     t1 = time.perf_counter()
     recs, sres = common.run_on_sweep(f"{NAME}-{spec.name}-{len(items)}", items, None, None, store_dir, njobs,
                                      None, log, _cost, task_of=lambda it: f"{__name__}:grid_task")
@@ -299,13 +306,18 @@ def reproduce(out_dir: str = "results/socket-intents", quick: bool = False, jobs
     pages = pd.DataFrame([p for r in recs if r and r.get("status") == "ok"
                           for p in (r.get("metrics") or {}).get("pages", [])])
     scen = pd.DataFrame(scenarios(spec.units))
-    cpu_s = sum(r.get("wall_s") or 0 for r in recs if r)
-    perf = {"page_loads": int(len(df)), "wall_s_runs": round(wall_runs, 2), "worker_cpu_s": round(cpu_s, 2),
-            "loads_per_s_wall": round(len(df) / wall_runs, 1) if wall_runs > 0 else None,
-            "loads_per_s_per_worker": round(len(df) / cpu_s, 1) if cpu_s > 0 else None,
+    # what this invocation ran (a rerun into the same DIR resumes what the store holds)
+    now = [r for r in recs if r and r.get("status") == "ok" and r.get("key") not in before]
+    loads_now = sum(((r.get("metrics") or {}).get("run") or {}).get("loads", 0) for r in now)
+    cpu_s = sum(r.get("wall_s") or 0 for r in now)
+    perf = {"page_loads": int(len(df)), "page_loads_run": int(loads_now), "wall_s_runs": round(wall_runs, 2),
+            "worker_s": round(cpu_s, 2),
+            "loads_per_s_wall": round(loads_now / wall_runs, 1) if wall_runs > 0 and loads_now else None,
+            "loads_per_s_per_worker": round(loads_now / cpu_s, 1) if cpu_s > 0 else None,
             "tasks_run": sres.get("ran"), "tasks_resumed": sres.get("skipped")}
-    log(f"{NAME}: {len(df)} loads in {wall_runs:.0f} s ({perf['loads_per_s_wall']} loads/s wall, "
-        f"{perf['loads_per_s_per_worker']} per worker), {len(failures)} failed tasks")
+    log(f"{NAME}: {len(df)} loads ({loads_now} run now in {wall_runs:.0f} s: {perf['loads_per_s_wall']} loads/s "
+        f"wall, {perf['loads_per_s_per_worker']} per worker; {sres.get('skipped')} tasks resumed from the store), "
+        f"{len(failures)} failed tasks")
     sens, sens_store = None, os.path.join(out_dir, "sweep-sensitivity")
     vitems = variant_items(spec)
     if vitems:

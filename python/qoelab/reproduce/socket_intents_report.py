@@ -141,7 +141,9 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']:,} page loads, {meta['failed']} failed "
              f"items, {meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes "
-             f"({perf.get('loads_per_s_wall')} loads/s; {perf.get('loads_per_s_per_worker')} per worker). "
+             f"({perf.get('loads_per_s_wall')} loads/s; {perf.get('loads_per_s_per_worker')} per worker"
+             + (f"; {perf['tasks_resumed']} tasks resumed from the sweep store, {perf.get('page_loads_run', 0):,} "
+                "loads run in this invocation" if perf.get("tasks_resumed") else "") + "). "
              + ("<b>Quick run: 24 pages; the verdicts are indicative only.</b> " if meta['grid'] == 'quick' else "")
              + "Workload: synthetic HAR files calibrated to the dissertation's statistics (the crawls are not "
              "public); every fraction is workload-dependent. Verdicts: the claims file's grade (PASS/PARTIAL/FAIL) "
