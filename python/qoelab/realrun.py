@@ -104,13 +104,12 @@ def plan_for(sc, work: str, out: str) -> dict:
     down, up = names.index(name), names.index(name + "_up")
     avail = _kernel_ccs()
     pairs = []   # (where, server-side node, client-side node)
-    bulk_up = []   # per flow: upstream (client side -> server side)
+    bulk_up = []   # per flow (bulk, onoff, web): upstream (client side -> server side)
     for i, f in enumerate(cfg.get("flows", [])):
         where = f"flow[{i}] ({f['name']})"
-        if f["kind"] != "bulk":
-            raise Unsupported(f"{where}.kind: {f['kind']!r} flows do not run on the real network yet (bulk only)")
-        if f.get("bytes") is not None:
-            raise Unsupported(f"{where}.bytes: finite transfers do not run on the real network yet")
+        if f["kind"] not in ("bulk", "onoff", "web"):
+            raise Unsupported(f"{where}.kind: {f['kind']!r} flows do not run on the real network yet "
+                              "(bulk, onoff and web do)")
         if f.get("weight_schedule"):
             raise Unsupported(f"{where}.weight_schedule: weights do not apply to kernel TCP")
         f["cc"] = KERNEL_CC.get(f["cc"], f["cc"])
