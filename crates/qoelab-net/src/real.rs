@@ -43,7 +43,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -628,6 +628,9 @@ enum SrcKind {
     Onoff { bytes: u64, period: Ns, next: Ns, xfer: usize, flow: usize },
     /// Poisson arrivals of finite transfers, drawn as the simulator draws them (world::web_draw).
     Web { rng: Rng, cdf: Vec<(f64, f64)>, mean_gap_s: f64, next: Ns, count: u64 },
+    /// Datagrams of `size` IP bytes (UDP payload `size` - 28) every tx_time(size, rate) from start
+    /// to stop, as the simulator's CbrSource; the receiver counts the payload bytes.
+    Cbr { rate_bps: u64, size: u32, next: Ns, flow: usize, tx: Option<UdpSocket>, rx: UdpSocket },
 }
 
 struct Source {
@@ -962,9 +965,23 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
                     count: 0,
                 },
             ),
-            FlowCfg::Cbr { .. } => {
-                stop_children(&mut children);
-                return Err(fatal("cbr flows do not run on the real network yet"));
+            FlowCfg::Cbr { name, src, dst, rate_bps, packet_size, start, stop } => {
+                let up = plan.bulk_upstream.get(i).copied().unwrap_or(false);
+                let (rx_ns, rx_addr) = if up { (&server.ns, SERVER_ADDR) } else { (&client.ns, CLIENT_ADDR) };
+                let rx = in_ns(rx_ns, &client.ns, || {
+                    let u = UdpSocket::bind((rx_addr, 0))?;
+                    u.set_nonblocking(true)?;
+                    Ok(u)
+                })?;
+                let kind = SrcKind::Cbr {
+                    rate_bps: *rate_bps,
+                    size: *packet_size,
+                    next: *start,
+                    flow: flows.len(),
+                    tx: None,
+                    rx,
+                };
+                (name, src, dst, &String::new(), start, stop, kind)
             }
         };
         let up = plan.bulk_upstream.get(i).copied().unwrap_or(false);
@@ -977,7 +994,11 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
         if !matches!(kind, SrcKind::Web { .. }) {
             flows.push(Flow {
                 name: name.clone(),
-                kind: if matches!(kind, SrcKind::Onoff { .. }) { "onoff" } else { "bulk" },
+                kind: match kind {
+                    SrcKind::Onoff { .. } => "onoff",
+                    SrcKind::Cbr { .. } => "cbr",
+                    _ => "bulk",
+                },
                 src: *src,
                 dst: *dst,
                 cc: cc.clone(),
@@ -1134,6 +1155,32 @@ fn app_loop(
                         }
                     }
                 }
+                SrcKind::Cbr { .. } => {
+                    if !src.started && now >= src.start {
+                        src.started = true;
+                        let (tx_ns, tx_addr) =
+                            if src.up { (app.client_ns, CLIENT_ADDR) } else { (app.server_ns, SERVER_ADDR) };
+                        let SrcKind::Cbr { rx, tx, .. } = &mut src.kind else { unreachable!() };
+                        let to = rx.local_addr().map_err(|e| fatal(format!("flow {}: {e}", src.name)))?;
+                        *tx = Some(in_ns(tx_ns, app.client_ns, || {
+                            let u = UdpSocket::bind((tx_addr, 0))?;
+                            u.connect(to)?;
+                            u.set_nonblocking(true)?;
+                            Ok(u)
+                        })?);
+                    }
+                    if let SrcKind::Cbr { rate_bps, size, next, tx: Some(u), .. } = &mut src.kind {
+                        let payload = (*size as usize).saturating_sub(28);
+                        while *next <= now && src.stop.is_none_or(|s| *next < s) {
+                            match u.send(&ZEROS[..payload]) {
+                                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                                // Sent, or lost at the sender (an ICMP error of an earlier
+                                // datagram): the schedule goes on, as on the simulated link.
+                                _ => *next += qoelab_core::time::tx_time(*size as u64, *rate_bps),
+                            }
+                        }
+                    }
+                }
                 SrcKind::Web { .. } => {
                     while let SrcKind::Web { rng, cdf, mean_gap_s, next, count } = &mut src.kind {
                         if *next > now || *next >= dur || src.stop.is_some_and(|s| *next >= s) {
@@ -1185,6 +1232,10 @@ fn app_loop(
                     // A finite transfer goes on (its bytes were all written at its start, as in
                     // the simulator); only its active span ends. Onoff: no more bursts.
                     SrcKind::Bulk { flow, .. } | SrcKind::Onoff { flow, .. } => end_at(&mut app.flows[flow], stop),
+                    SrcKind::Cbr { flow, ref mut tx, .. } => {
+                        *tx = None;
+                        end_at(&mut app.flows[flow], stop);
+                    }
                     SrcKind::Web { .. } => {}
                 }
             }
@@ -1264,7 +1315,7 @@ fn app_loop(
                     deadline = deadline.min(s.max(src.start));
                 }
             }
-            if let SrcKind::Onoff { next, .. } | SrcKind::Web { next, .. } = src.kind {
+            if let SrcKind::Onoff { next, .. } | SrcKind::Web { next, .. } | SrcKind::Cbr { next, .. } = src.kind {
                 if src.stop.is_none_or(|s| next < s) {
                     deadline = deadline.min(next);
                 }
@@ -1288,11 +1339,11 @@ fn app_loop(
         ];
         let none = libc::pollfd { fd: -1, events: 0, revents: 0 };
         for src in sources.iter() {
-            pfd.push(if src.started {
-                libc::pollfd { fd: src.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 }
-            } else {
-                none
-            });
+            let fd = match &src.kind {
+                SrcKind::Cbr { rx, .. } => rx.as_raw_fd(),
+                _ => src.listener.as_raw_fd(),
+            };
+            pfd.push(if src.started { libc::pollfd { fd, events: libc::POLLIN, revents: 0 } } else { none });
         }
         // Transfers still open (index into `xfers`).
         let open: Vec<usize> =
@@ -1340,6 +1391,12 @@ fn app_loop(
         }
         for (sx, src) in sources.iter().enumerate() {
             if pfd[2 + sx].revents == 0 {
+                continue;
+            }
+            if let SrcKind::Cbr { rx, flow, .. } = &src.kind {
+                while let Ok(n) = rx.recv(&mut buf) {
+                    app.flows[*flow].bytes += n as u64;
+                }
                 continue;
             }
             while let Ok((s, peer)) = src.listener.accept() {
@@ -1638,7 +1695,7 @@ fn finish(
             goodput_bps: r6(gp),
             completed_s: f.done.and_then(|d| r6(secs(d))),
             size_bytes: f.size,
-            tcp: Some(TcpFlowSummary {
+            tcp: (f.kind != "cbr").then(|| TcpFlowSummary {
                 cc: Some(f.cc.clone()),
                 weight: None,
                 retransmits: x.total_retrans as u64,
