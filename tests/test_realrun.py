@@ -1,5 +1,6 @@
 """Real-network tier, part 2: `qoelab run --real SCENARIO` (crates/qoelab-net/src/real.rs and
-python/qoelab/realrun.py): a dumbbell scenario on the emulated bottleneck with kernel TCP bulk flows,
+python/qoelab/realrun.py): a dumbbell scenario on the emulated bottleneck with kernel TCP bulk, on/off
+and web flows,
 `qoelab serve` and the core's sans-IO video sessions over real sockets. Skipped, with the reason,
 where the machine cannot create network namespaces or TUN devices (the refusal tests run everywhere).
 Traffic stays inside the test's own namespaces (10.77.0.1 <-> 10.77.1.1). About 55 s.
@@ -63,6 +64,57 @@ kind = "bulk"
 name = "bulk"
 cc = "cubic"
 """
+
+
+FLOWS = """
+[scenario]
+name = "real-flows"
+duration = "8s"
+seed = 7
+
+[topology]
+rate = "10Mbps"
+rtt = "40ms"
+buffer = "100pkts"
+
+[[flow]]
+kind = "bulk"
+name = "file"
+size = "1500KB"
+start = "0.5s"
+
+[[flow]]
+kind = "onoff"
+name = "chunks"
+size = "200KB"
+period = "2s"
+start = "1s"
+stop = "8.5s"
+
+[[flow]]
+kind = "web"
+name = "web"
+arrival_rate = 2
+sizes = "sizes.txt"
+start = "0.5s"
+stop = "6s"
+
+[[flow]]
+kind = "bulk"
+name = "upload"
+direction = "up"
+size = "500KB"
+start = "1s"
+
+[[flow]]
+kind = "cbr"
+name = "voice"
+rate = "1Mbps"
+start = "2s"
+stop = "6s"
+"""
+
+SIZES = "# bytes  cumulative probability\n10000 0\n50000 0.5\n200000 1\n"
 
 
 def qoelab(*args, timeout=120):
@@ -211,6 +263,54 @@ def test_chunklets_and_sprint_data_planes_on_real_connections(tmp_path):
 
 
 @real
+def test_finite_onoff_web_and_upstream_flows_run_for_real(tmp_path):
+    """A finite download and a finite upload, an on/off source, a web generator and a CBR flow at 10 Mbit/s
+    (8 s): exact byte counts, completion times no shorter than size / rate, the on/off source's
+    four bursts, and the web generator's arrival times and sizes equal to the simulator's."""
+    import pandas as pd
+    (tmp_path / "sizes.txt").write_text(SIZES)
+    sc = tmp_path / "flows.toml"
+    sc.write_text(FLOWS)
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "real"), timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = qoelab("run", str(sc), "--out", str(tmp_path / "sim"))
+    assert r.returncode == 0, r.stderr
+    real = json.loads((tmp_path / "real" / "summary.json").read_text())
+    sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
+    assert real["network"] == "real"
+    assert key_paths(real) == key_paths(sim)
+    fl = {f["name"]: f for f in real["flows"]}
+    for name, size, start, src in (("file", 1_500_000, 0.5, "server"), ("upload", 500_000, 1.0, "client")):
+        f = fl[name]
+        assert f["kind"] == "bulk" and f["size_bytes"] == size and f["bytes_received"] == size, f
+        assert f["src"].endswith(src), f["src"]
+        fct = f["completed_s"] - start
+        print(f"{name}: {size} bytes in {fct:.3f} s")
+        assert size * 8 / 10e6 <= fct < 8 - start
+        assert f["active_s"] == pytest.approx(fct, abs=1e-6)
+    # bursts at 1, 3, 5 and 7 s (before the stop at 8.5 s), 200 KB each, on one connection
+    assert fl["chunks"]["kind"] == "onoff" and fl["chunks"]["bytes_received"] == 4 * 200_000
+    assert "completed_s" not in fl["chunks"]
+    # cbr: 1500-byte datagrams every 12 ms from 2 s to 6 s, 1472 payload bytes each; the simulator
+    # delivers all 334, the real run what the FIFO did not drop (pfifo shared with the bursts)
+    v, vs = fl["voice"], next(f for f in sim["flows"] if f["name"] == "voice")
+    assert vs["bytes_received"] == 334 * 1472 and v["kind"] == "cbr" and "cc" not in v
+    assert v["bytes_received"] % 1472 == 0 and 0.9 * vs["bytes_received"] <= v["bytes_received"] <= vs["bytes_received"]
+    print(f"cbr: {v['bytes_received'] // 1472} of 334 datagrams")
+    web_r = pd.read_parquet(tmp_path / "real" / "web.parquet").sort_values("start_s")
+    web_s = pd.read_parquet(tmp_path / "sim" / "web.parquet").sort_values("start_s")
+    assert list(web_r.columns) == list(web_s.columns)
+    assert len(web_s) >= 5
+    assert web_r["start_s"].tolist() == web_s["start_s"].tolist()
+    assert web_r["bytes"].tolist() == web_s["bytes"].tolist()
+    assert (web_r["fct_s"] > 0.04).all() and set(web_r["generator"]) == {"web"}
+    for row in web_r.itertuples():
+        f = real["flows"][row.flow]
+        assert f["kind"] == "web" and f["bytes_received"] == f["size_bytes"] == row.bytes
+        assert f["completed_s"] == pytest.approx(row.start_s + row.fct_s, abs=1e-5)
+
+
+@real
 def test_kernel_cubic_alone_reaches_90_percent_of_the_link_rate(tmp_path):
     import pandas as pd
     sc = tmp_path / "bulk.toml"
@@ -285,7 +385,7 @@ def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
     ('[scenario]\nname="c"\nduration="5s"\n[topology]\nkind="chain"\n[[topology.hop]]\nrate="10Mbps"\n'
      '[[flow]]\nname="a"\n', "topology 'chain'"),
     ('[scenario]\nname="w"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nkind="cbr"\nname="a"\n'
-     'rate="1Mbps"\n', "'cbr' flows"),
+     'rate="1Mbps"\npacket_size=9000\n', "packet_size"),
     ('[scenario]\nname="d"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[client]]\nname="v"\n'
      'video="synthetic:sprint"\nvideo_duration="20s"\narrival_rate=0.5\n', "arrival_rate"),
 ])

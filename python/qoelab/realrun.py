@@ -104,17 +104,20 @@ def plan_for(sc, work: str, out: str) -> dict:
     down, up = names.index(name), names.index(name + "_up")
     avail = _kernel_ccs()
     pairs = []   # (where, server-side node, client-side node)
-    bulk_up = []   # per flow: upstream (client side -> server side)
+    bulk_up = []   # per flow (bulk, onoff, web): upstream (client side -> server side)
     for i, f in enumerate(cfg.get("flows", [])):
         where = f"flow[{i}] ({f['name']})"
-        if f["kind"] != "bulk":
-            raise Unsupported(f"{where}.kind: {f['kind']!r} flows do not run on the real network yet (bulk only)")
-        if f.get("bytes") is not None:
-            raise Unsupported(f"{where}.bytes: finite transfers do not run on the real network yet")
+        if f["kind"] not in ("bulk", "onoff", "web", "cbr"):
+            raise Unsupported(f"{where}.kind: {f['kind']!r} flows do not run on the real network")
         if f.get("weight_schedule"):
             raise Unsupported(f"{where}.weight_schedule: weights do not apply to kernel TCP")
-        f["cc"] = KERNEL_CC.get(f["cc"], f["cc"])
-        _check_cc(where, f["cc"], f.get("cc_params"), f.get("tcp"), avail)
+        if f["kind"] == "cbr":
+            if not 29 <= f["packet_size"] <= 1500:
+                raise Unsupported(f"{where}.packet_size: {f['packet_size']} bytes; on the real network a datagram "
+                                  "is 29-1500 IP bytes (MTU 1500, no fragments)")
+        else:
+            f["cc"] = KERNEL_CC.get(f["cc"], f["cc"])
+            _check_cc(where, f["cc"], f.get("cc_params"), f.get("tcp"), avail)
         fwd = _path(links, f["src"], f["dst"]) or []
         upstream = up in fwd and down not in fwd
         bulk_up.append(upstream)

@@ -31,17 +31,19 @@ use qoelab_core::metrics::histogram::LogHistogram;
 use qoelab_core::net::clients::session_parts;
 use qoelab_core::net::config::{FlowCfg, SimConfig};
 use qoelab_core::net::summary::{jain, link_summary};
+use qoelab_core::net::world::{web_draw, web_rng};
 use qoelab_core::player::Player;
 use qoelab_core::report::summary::{config_hash, r6, FlowSummary, PacketCounts, Summary, TcpFlowSummary};
 use qoelab_core::report::table::{Column, Table};
 use qoelab_core::report::{self as rep, PacketClientInfo};
+use qoelab_core::rng::Rng;
 use qoelab_core::session::{ConnId, Dir, Transport, VideoSession};
 use qoelab_core::time::{secs, Ns, NEVER};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -221,6 +223,9 @@ struct Flow {
     port: u16,
     /// Smoothed RTT samples of the server's side (video responses), µs.
     rtt_samples: Vec<f64>,
+    /// A finite transfer's size (bulk with `size`, web) and when its last byte arrived.
+    size: Option<u64>,
+    done: Option<Ns>,
 }
 
 /// What the emulator thread hands back.
@@ -469,6 +474,8 @@ impl App<'_> {
             info: None,
             port,
             rtt_samples: Vec::new(),
+            size: None,
+            done: None,
         };
         let req = mk(format!("{}{slot}/req{suffix}", cfg.name), "http_req", cfg.client, cfg.server);
         let probe = c.session.probe_slot() == Some(k as u32);
@@ -609,19 +616,85 @@ impl App<'_> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bulk flows: a sender in the server namespace, a receiver in the client namespace
+// Bulk, on/off and web flows: senders in the server namespace, receivers in the client namespace
+// (the other way round upstream). A `Source` is a `[[flow]]` entry; each of its TCP connections is
+// an `Xfer` (one for bulk and onoff, one per arrival for web).
 
-struct Bulk {
-    flow: usize,
+enum SrcKind {
+    /// Unlimited between start and stop, or `size` bytes.
+    Bulk { size: Option<u64>, flow: usize },
+    /// `bytes` every `period` on one connection (world.rs AppAction::Burst): bursts at
+    /// start + k x period while before stop.
+    Onoff { bytes: u64, period: Ns, next: Ns, xfer: usize, flow: usize },
+    /// Poisson arrivals of finite transfers, drawn as the simulator draws them (world::web_draw).
+    Web { rng: Rng, cdf: Vec<(f64, f64)>, mean_gap_s: f64, next: Ns, count: u64 },
+    /// Datagrams of `size` IP bytes (UDP payload `size` - 28) every tx_time(size, rate) from start
+    /// to stop, as the simulator's CbrSource; the receiver counts the payload bytes.
+    Cbr { rate_bps: u64, size: u32, next: Ns, flow: usize, tx: Option<UdpSocket>, rx: UdpSocket },
+}
+
+struct Source {
+    name: String,
+    src: usize,
+    dst: usize,
+    cc: String,
     /// Upstream: the sender is on the client side, the receiver on the server side.
     up: bool,
     start: Ns,
     stop: Option<Ns>,
     listener: TcpListener,
-    sender: Option<TcpStream>,
-    receiver: Option<TcpStream>,
+    kind: SrcKind,
     started: bool,
     stopped: bool,
+}
+
+struct Xfer {
+    flow: usize,
+    source: usize,
+    /// The sender's local port (matches the accepted connection to its transfer).
+    port: u16,
+    sender: Option<TcpStream>,
+    receiver: Option<TcpStream>,
+    /// Bytes the application still has to write (None: unlimited).
+    quota: Option<u64>,
+    /// Finite: the write side is shut once the quota is written.
+    fin: bool,
+    shut: bool,
+    accepted: bool,
+}
+
+/// Opens a transfer's sending socket (non-blocking connect to its source's listener, with the
+/// flow's congestion controller).
+fn open_xfer(app: &App, src: &Source, si: usize, flow: usize, quota: Option<u64>) -> Result<Xfer, Fatal> {
+    let port = src.listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let (tx_ns, rx_addr) = if src.up { (app.client_ns, SERVER_ADDR) } else { (app.server_ns, CLIENT_ADDR) };
+    let addr = SocketAddrV4::new(rx_addr.parse().unwrap(), port);
+    let s = in_ns(tx_ns, app.client_ns, || sys::tcp_connect_nb(addr, &src.cc))?;
+    sys::set_tcp_int(s.as_raw_fd(), libc::TCP_NOTSENT_LOWAT, BULK_LOWAT)
+        .map_err(|e| fatal(format!("TCP_NOTSENT_LOWAT: {e}")))?;
+    let local = s.local_addr().map(|a| a.port()).map_err(|e| fatal(format!("flow {}: {e}", src.name)))?;
+    Ok(Xfer {
+        flow,
+        source: si,
+        port: local,
+        sender: Some(s),
+        receiver: None,
+        quota,
+        fin: quota.is_some() && !matches!(src.kind, SrcKind::Onoff { .. }),
+        shut: false,
+        accepted: false,
+    })
+}
+
+/// A flow's end: its stop or its completion, whichever came first.
+fn end_at(f: &mut Flow, t: Ns) {
+    f.end = Some(f.end.map_or(t, |e| e.min(t)));
+}
+
+impl Xfer {
+    fn wants_write(&self) -> bool {
+        !self.shut && self.quota != Some(0)
+    }
 }
 
 fn tcp_row(t: &mut Table, time: f64, flow: usize, x: &TcpInfo) {
@@ -859,45 +932,99 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
         }
     }
 
-    // Flows: the scenario's bulk flows first (ids in config order), then the clients' connections.
+    // Flows: the scenario's bulk and onoff flows first (ids in config order), then the clients'
+    // connections and the web transfers as they come.
     let mut flows = Vec::new();
-    let mut bulks = Vec::new();
-    for f in &cfg.flows {
-        let FlowCfg::Bulk { name, src, dst, cc, start, stop, .. } = f else {
-            stop_children(&mut children);
-            return Err(fatal("only bulk flows run on the real network yet"));
+    let mut sources = Vec::new();
+    for (i, f) in cfg.flows.iter().enumerate() {
+        let (name, src, dst, cc, start, stop, kind) = match f {
+            FlowCfg::Bulk { name, src, dst, cc, start, stop, bytes, .. } => {
+                (name, src, dst, cc, start, stop, SrcKind::Bulk { size: *bytes, flow: flows.len() })
+            }
+            FlowCfg::Onoff { name, src, dst, cc, start, stop, bytes, period, .. } => (
+                name,
+                src,
+                dst,
+                cc,
+                start,
+                stop,
+                SrcKind::Onoff { bytes: *bytes, period: *period, next: *start, xfer: 0, flow: flows.len() },
+            ),
+            FlowCfg::Web { name, src, dst, cc, start, stop, arrival_rate, sizes, .. } => (
+                name,
+                src,
+                dst,
+                cc,
+                start,
+                stop,
+                SrcKind::Web {
+                    rng: web_rng(cfg.seed, name),
+                    cdf: sizes.clone(),
+                    mean_gap_s: 1.0 / arrival_rate,
+                    next: *start,
+                    count: 0,
+                },
+            ),
+            FlowCfg::Cbr { name, src, dst, rate_bps, packet_size, start, stop } => {
+                let up = plan.bulk_upstream.get(i).copied().unwrap_or(false);
+                let (rx_ns, rx_addr) = if up { (&server.ns, SERVER_ADDR) } else { (&client.ns, CLIENT_ADDR) };
+                let rx = in_ns(rx_ns, &client.ns, || {
+                    let u = UdpSocket::bind((rx_addr, 0))?;
+                    u.set_nonblocking(true)?;
+                    Ok(u)
+                })?;
+                let kind = SrcKind::Cbr {
+                    rate_bps: *rate_bps,
+                    size: *packet_size,
+                    next: *start,
+                    flow: flows.len(),
+                    tx: None,
+                    rx,
+                };
+                (name, src, dst, &String::new(), start, stop, kind)
+            }
         };
-        let up = plan.bulk_upstream.get(bulks.len()).copied().unwrap_or(false);
+        let up = plan.bulk_upstream.get(i).copied().unwrap_or(false);
         let (rx_ns, rx_addr) = if up { (&server.ns, SERVER_ADDR) } else { (&client.ns, CLIENT_ADDR) };
         let listener = in_ns(rx_ns, &client.ns, || {
             let l = TcpListener::bind((rx_addr, 0))?;
             l.set_nonblocking(true)?;
             Ok(l)
         })?;
-        bulks.push(Bulk {
-            flow: flows.len(),
+        if !matches!(kind, SrcKind::Web { .. }) {
+            flows.push(Flow {
+                name: name.clone(),
+                kind: match kind {
+                    SrcKind::Onoff { .. } => "onoff",
+                    SrcKind::Cbr { .. } => "cbr",
+                    _ => "bulk",
+                },
+                src: *src,
+                dst: *dst,
+                cc: cc.clone(),
+                start: *start,
+                end: None,
+                bytes: 0,
+                prev_bytes: 0,
+                info: None,
+                port: 0,
+                rtt_samples: Vec::new(),
+                size: if let SrcKind::Bulk { size, .. } = kind { size } else { None },
+                done: None,
+            });
+        }
+        sources.push(Source {
+            name: name.clone(),
+            src: *src,
+            dst: *dst,
+            cc: cc.clone(),
             up,
             start: *start,
             stop: *stop,
             listener,
-            sender: None,
-            receiver: None,
+            kind,
             started: false,
             stopped: false,
-        });
-        flows.push(Flow {
-            name: name.clone(),
-            kind: "bulk",
-            src: *src,
-            dst: *dst,
-            cc: cc.clone(),
-            start: *start,
-            end: None,
-            bytes: 0,
-            prev_bytes: 0,
-            info: None,
-            port: 0,
-            rtt_samples: Vec::new(),
         });
     }
     let mut clients = Vec::new();
@@ -940,7 +1067,9 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
             .spawn(move || emulate(down, up, stun, ctun, t0, stop, si, ids, rt))
             .map_err(|e| fatal(format!("cannot start the emulator thread: {e}")))?
     };
-    let res = app_loop(&mut app, &mut bulks, &mut browsers, &sigfd, t0, si);
+    let mut xfers = Vec::new();
+    let mut web_rows = Vec::new();
+    let res = app_loop(&mut app, &mut sources, &mut xfers, &mut web_rows, &mut browsers, &sigfd, t0, si);
     stop.store(true, Ordering::Relaxed);
     let emu = emu_thread.join().map_err(|_| fatal("the emulator thread panicked"))?;
     // The browsers first (their pages stop requesting), then the servers.
@@ -954,15 +1083,18 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
     if let Some(sig) = interrupted {
         return Ok(128 + sig);
     }
-    finish(plan, app, browsers, emu, tcp, flows_tab, loops, t0)?;
+    finish(plan, app, browsers, emu, tcp, flows_tab, web_rows, loops, t0)?;
     Ok(0)
 }
 
 type LoopOut = (Option<i32>, Table, Table, u64);
 
+#[allow(clippy::too_many_arguments)]
 fn app_loop(
     app: &mut App,
-    bulks: &mut [Bulk],
+    sources: &mut [Source],
+    xfers: &mut Vec<Xfer>,
+    web_rows: &mut Vec<usize>,
     browsers: &mut [Browser],
     sigfd: &File,
     t0: u64,
@@ -987,34 +1119,125 @@ fn app_loop(
         let now = sys::monotonic_ns() - t0;
         if now >= dur {
             // The senders still running end with the run: their last TCP_INFO.
-            for b in bulks.iter() {
-                if let Some(s) = &b.sender {
-                    app.flows[b.flow].info = TcpInfo::of(s.as_raw_fd());
+            for x in xfers.iter() {
+                if let Some(s) = &x.sender {
+                    app.flows[x.flow].info = TcpInfo::of(s.as_raw_fd());
                 }
             }
             break;
         }
-        // Bulk starts and stops.
-        for b in bulks.iter_mut() {
-            if !b.started && now >= b.start {
-                b.started = true;
-                let port = b.listener.local_addr().map(|a| a.port()).unwrap_or(0);
-                let (tx_ns, rx_addr) = if b.up { (app.client_ns, SERVER_ADDR) } else { (app.server_ns, CLIENT_ADDR) };
-                let addr = SocketAddrV4::new(rx_addr.parse().unwrap(), port);
-                let cc = app.flows[b.flow].cc.clone();
-                let s = in_ns(tx_ns, app.client_ns, || sys::tcp_connect_nb(addr, &cc))?;
-                sys::set_tcp_int(s.as_raw_fd(), libc::TCP_NOTSENT_LOWAT, BULK_LOWAT)
-                    .map_err(|e| fatal(format!("TCP_NOTSENT_LOWAT: {e}")))?;
-                b.sender = Some(s);
-            }
-            if b.started && !b.stopped && b.stop.is_some_and(|s| now >= s) {
-                b.stopped = true;
-                if let Some(s) = b.sender.take() {
-                    app.flows[b.flow].info = TcpInfo::of(s.as_raw_fd());
-                    let _ = s.shutdown(std::net::Shutdown::Write);
-                    // Closed: the kernel still sends what is queued (at most BULK_LOWAT unsent).
+        // Flow starts, bursts, arrivals and stops.
+        for (sx, src) in sources.iter_mut().enumerate() {
+            let stop_reached = src.stop.is_some_and(|s| now >= s);
+            match src.kind {
+                SrcKind::Bulk { size, flow } => {
+                    if !src.started && now >= src.start {
+                        src.started = true;
+                        xfers.push(open_xfer(app, src, sx, flow, size)?);
+                    }
                 }
-                app.flows[b.flow].end = b.stop;
+                SrcKind::Onoff { .. } => {
+                    if !src.started && now >= src.start {
+                        src.started = true;
+                        let flow = if let SrcKind::Onoff { flow, .. } = src.kind { flow } else { 0 };
+                        let x = open_xfer(app, src, sx, flow, Some(0))?;
+                        if let SrcKind::Onoff { xfer, .. } = &mut src.kind {
+                            *xfer = xfers.len();
+                        }
+                        xfers.push(x);
+                    }
+                    if let SrcKind::Onoff { bytes, period, next, xfer, .. } = &mut src.kind {
+                        while src.started && *next <= now && src.stop.is_none_or(|s| *next < s) {
+                            if let Some(q) = &mut xfers[*xfer].quota {
+                                *q += *bytes;
+                            }
+                            *next += *period;
+                        }
+                    }
+                }
+                SrcKind::Cbr { .. } => {
+                    if !src.started && now >= src.start {
+                        src.started = true;
+                        let (tx_ns, tx_addr) =
+                            if src.up { (app.client_ns, CLIENT_ADDR) } else { (app.server_ns, SERVER_ADDR) };
+                        let SrcKind::Cbr { rx, tx, .. } = &mut src.kind else { unreachable!() };
+                        let to = rx.local_addr().map_err(|e| fatal(format!("flow {}: {e}", src.name)))?;
+                        *tx = Some(in_ns(tx_ns, app.client_ns, || {
+                            let u = UdpSocket::bind((tx_addr, 0))?;
+                            u.connect(to)?;
+                            u.set_nonblocking(true)?;
+                            Ok(u)
+                        })?);
+                    }
+                    if let SrcKind::Cbr { rate_bps, size, next, tx: Some(u), .. } = &mut src.kind {
+                        let payload = (*size as usize).saturating_sub(28);
+                        while *next <= now && src.stop.is_none_or(|s| *next < s) {
+                            match u.send(&ZEROS[..payload]) {
+                                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                                // Sent, or lost at the sender (an ICMP error of an earlier
+                                // datagram): the schedule goes on, as on the simulated link.
+                                _ => *next += qoelab_core::time::tx_time(*size as u64, *rate_bps),
+                            }
+                        }
+                    }
+                }
+                SrcKind::Web { .. } => {
+                    while let SrcKind::Web { rng, cdf, mean_gap_s, next, count } = &mut src.kind {
+                        if *next > now || *next >= dur || src.stop.is_some_and(|s| *next >= s) {
+                            break;
+                        }
+                        let (size, gap) = web_draw(rng, cdf, *mean_gap_s);
+                        *count += 1;
+                        let t = *next;
+                        *next += gap;
+                        let name = format!("{}#{}", src.name, count);
+                        src.started = true;
+                        let fid = app.flows.len();
+                        app.flows.push(Flow {
+                            name,
+                            kind: "web",
+                            src: src.src,
+                            dst: src.dst,
+                            cc: src.cc.clone(),
+                            start: t,
+                            end: None,
+                            bytes: 0,
+                            prev_bytes: 0,
+                            info: None,
+                            port: 0,
+                            rtt_samples: Vec::new(),
+                            size: Some(size),
+                            done: None,
+                        });
+                        xfers.push(open_xfer(app, src, sx, fid, Some(size))?);
+                    }
+                }
+            }
+            if src.started && !src.stopped && stop_reached {
+                src.stopped = true;
+                let stop = src.stop.unwrap_or(now);
+                match src.kind {
+                    // An unlimited sender stops writing; the kernel still sends what is queued
+                    // (at most BULK_LOWAT unsent).
+                    SrcKind::Bulk { size: None, flow } => {
+                        if let Some(x) = xfers.iter_mut().find(|x| x.flow == flow) {
+                            if let Some(s) = x.sender.take() {
+                                app.flows[flow].info = TcpInfo::of(s.as_raw_fd());
+                                let _ = s.shutdown(std::net::Shutdown::Write);
+                            }
+                            x.shut = true;
+                        }
+                        end_at(&mut app.flows[flow], stop);
+                    }
+                    // A finite transfer goes on (its bytes were all written at its start, as in
+                    // the simulator); only its active span ends. Onoff: no more bursts.
+                    SrcKind::Bulk { flow, .. } | SrcKind::Onoff { flow, .. } => end_at(&mut app.flows[flow], stop),
+                    SrcKind::Cbr { flow, ref mut tx, .. } => {
+                        *tx = None;
+                        end_at(&mut app.flows[flow], stop);
+                    }
+                    SrcKind::Web { .. } => {}
+                }
             }
         }
         // Browsers that start playing.
@@ -1062,10 +1285,10 @@ fn app_loop(
                 flows_tab.i(2, f.bytes as i64);
                 flows_tab.f(3, d as f64 * 8.0 / secs(si));
             }
-            for b in bulks.iter() {
-                if let Some(s) = &b.sender {
-                    if let Some(x) = TcpInfo::of(s.as_raw_fd()) {
-                        tcp_row(&mut tcp, t, b.flow, &x);
+            for x in xfers.iter() {
+                if let Some(s) = &x.sender {
+                    if let Some(i) = TcpInfo::of(s.as_raw_fd()) {
+                        tcp_row(&mut tcp, t, x.flow, &i);
                     }
                 }
             }
@@ -1083,12 +1306,18 @@ fn app_loop(
 
         // Wait.
         let mut deadline = dur.min(next_sample);
-        for b in bulks.iter() {
-            if !b.started {
-                deadline = deadline.min(b.start);
-            } else if !b.stopped {
-                if let Some(s) = b.stop {
-                    deadline = deadline.min(s);
+        for src in sources.iter() {
+            if !src.started {
+                deadline = deadline.min(src.start);
+            }
+            if !src.stopped {
+                if let Some(s) = src.stop {
+                    deadline = deadline.min(s.max(src.start));
+                }
+            }
+            if let SrcKind::Onoff { next, .. } | SrcKind::Web { next, .. } | SrcKind::Cbr { next, .. } = src.kind {
+                if src.stop.is_none_or(|s| next < s) {
+                    deadline = deadline.min(next);
                 }
             }
         }
@@ -1102,25 +1331,30 @@ fn app_loop(
             sys::timerfd_set_abs(&timer, Some(t0 + deadline)).map_err(|e| fatal(format!("timerfd_settime: {e}")))?;
             armed = deadline;
         }
-        // The poll set: timer, signals, then per bulk (listener, sender, receiver), then per
-        // client connection.
+        // The poll set: timer, signals, then per source its listener, per transfer its sender and
+        // receiver, then per client connection.
         let mut pfd = vec![
             libc::pollfd { fd: timer.as_raw_fd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: sigfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
         ];
         let none = libc::pollfd { fd: -1, events: 0, revents: 0 };
-        for b in bulks.iter() {
-            let rx = b.receiver.is_none() && b.started;
-            pfd.push(if rx {
-                libc::pollfd { fd: b.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 }
-            } else {
-                none
+        for src in sources.iter() {
+            let fd = match &src.kind {
+                SrcKind::Cbr { rx, .. } => rx.as_raw_fd(),
+                _ => src.listener.as_raw_fd(),
+            };
+            pfd.push(if src.started { libc::pollfd { fd, events: libc::POLLIN, revents: 0 } } else { none });
+        }
+        // Transfers still open (index into `xfers`).
+        let open: Vec<usize> =
+            (0..xfers.len()).filter(|&i| xfers[i].sender.is_some() || xfers[i].receiver.is_some()).collect();
+        for &i in &open {
+            let x = &xfers[i];
+            pfd.push(match &x.sender {
+                Some(s) if x.wants_write() => libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLOUT, revents: 0 },
+                _ => none,
             });
-            pfd.push(match &b.sender {
-                Some(s) => libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLOUT, revents: 0 },
-                None => none,
-            });
-            pfd.push(match &b.receiver {
+            pfd.push(match &x.receiver {
                 Some(s) => libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 },
                 None => none,
             });
@@ -1155,52 +1389,96 @@ fn app_loop(
                 }
             }
         }
-        for (bi, b) in bulks.iter_mut().enumerate() {
-            let base = 2 + 3 * bi;
-            if pfd[base].revents != 0 {
-                if let Ok((s, _)) = b.listener.accept() {
+        for (sx, src) in sources.iter().enumerate() {
+            if pfd[2 + sx].revents == 0 {
+                continue;
+            }
+            if let SrcKind::Cbr { rx, flow, .. } = &src.kind {
+                while let Ok(n) = rx.recv(&mut buf) {
+                    app.flows[*flow].bytes += n as u64;
+                }
+                continue;
+            }
+            while let Ok((s, peer)) = src.listener.accept() {
+                if let Some(x) = xfers.iter_mut().find(|x| x.source == sx && !x.accepted && x.port == peer.port()) {
                     let _ = s.set_nonblocking(true);
-                    b.receiver = Some(s);
+                    x.receiver = Some(s);
+                    x.accepted = true;
                 }
             }
-            if pfd[base + 1].revents != 0 {
-                if let Some(s) = &mut b.sender {
-                    if pfd[base + 1].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+        }
+        let base = 2 + sources.len();
+        for (j, &xi) in open.iter().enumerate() {
+            let x = &mut xfers[xi];
+            let flow = x.flow;
+            if pfd[base + 2 * j].revents != 0 {
+                if let Some(s) = &mut x.sender {
+                    if pfd[base + 2 * j].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
                         return Err(fatal(format!(
-                            "bulk flow {}: the connection failed ({:?})",
-                            app.flows[b.flow].name,
+                            "flow {}: the connection failed ({:?})",
+                            app.flows[flow].name,
                             s.take_error().ok().flatten()
                         )));
                     }
                     for _ in 0..64 {
-                        match s.write(&ZEROS) {
-                            Ok(_) => {}
-                            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => break,
-                            Err(e) => return Err(fatal(format!("bulk flow {}: {e}", app.flows[b.flow].name))),
+                        let n = x.quota.map_or(ZEROS.len(), |q| q.min(ZEROS.len() as u64) as usize);
+                        if n == 0 {
+                            break;
                         }
+                        match s.write(&ZEROS[..n]) {
+                            Ok(k) => {
+                                if let Some(q) = &mut x.quota {
+                                    *q -= k as u64;
+                                }
+                            }
+                            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => break,
+                            Err(e) => return Err(fatal(format!("flow {}: {e}", app.flows[flow].name))),
+                        }
+                    }
+                    if x.fin && x.quota == Some(0) {
+                        // All written: FIN after the data, as the simulator's stop_writing.
+                        let _ = s.shutdown(std::net::Shutdown::Write);
+                        x.shut = true;
                     }
                 }
             }
-            if pfd[base + 2].revents != 0 {
-                if let Some(s) = &mut b.receiver {
+            if pfd[base + 2 * j + 1].revents != 0 {
+                let mut eof = false;
+                if let Some(s) = &mut x.receiver {
                     loop {
                         match s.read(&mut buf) {
                             Ok(0) => {
-                                b.receiver = None;
+                                eof = true;
                                 break;
                             }
-                            Ok(n) => app.flows[b.flow].bytes += n as u64,
+                            Ok(n) => app.flows[flow].bytes += n as u64,
                             Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => break,
                             Err(_) => {
-                                b.receiver = None;
+                                eof = true;
                                 break;
                             }
+                        }
+                    }
+                }
+                let f = &mut app.flows[flow];
+                if f.done.is_none() && f.size.is_some_and(|sz| f.bytes >= sz) {
+                    f.done = Some(now);
+                    end_at(f, now);
+                    if f.kind == "web" {
+                        web_rows.push(flow);
+                    }
+                }
+                if eof {
+                    x.receiver = None;
+                    if x.fin {
+                        if let Some(s) = x.sender.take() {
+                            app.flows[flow].info = TcpInfo::of(s.as_raw_fd());
                         }
                     }
                 }
             }
         }
-        let base = 2 + 3 * bulks.len();
+        let base = base + 2 * open.len();
         for (j, &(ci, k)) in where_.iter().enumerate() {
             let re = pfd[base + j].revents;
             if re != 0 {
@@ -1336,6 +1614,8 @@ fn browser_flows(plan: &Plan, app: &mut App, b: &mut Browser, flows_tab: &mut Ta
                     info: None,
                     port,
                     rtt_samples: Vec::new(),
+                    size: None,
+                    done: None,
                 });
                 b.resp_flows.push(fid);
                 last.push((port, fid, t, 0));
@@ -1373,6 +1653,7 @@ fn finish(
     emu: EmuResult,
     mut tcp: Table,
     mut flows_tab: Table,
+    web_rows: Vec<usize>,
     loops: u64,
     t0: u64,
 ) -> Result<(), Fatal> {
@@ -1412,9 +1693,9 @@ fn finish(
             active_s: r6(secs(b - a)),
             bytes_received: f.bytes,
             goodput_bps: r6(gp),
-            completed_s: None,
-            size_bytes: None,
-            tcp: Some(TcpFlowSummary {
+            completed_s: f.done.and_then(|d| r6(secs(d))),
+            size_bytes: f.size,
+            tcp: (f.kind != "cbr").then(|| TcpFlowSummary {
                 cc: Some(f.cc.clone()),
                 weight: None,
                 retransmits: x.total_retrans as u64,
@@ -1529,7 +1810,19 @@ fn finish(
         tables.push(emu.queues);
     }
     if want("web") {
-        tables.push(qoelab_core::report::web_table());
+        // As the simulator's (world.rs flow_completed): one row per completed web transfer, in
+        // the order they completed.
+        let mut t = qoelab_core::report::web_table();
+        for &fid in &web_rows {
+            let f = &app.flows[fid];
+            let gen = f.name.rsplit_once('#').map(|x| x.0).unwrap_or(&f.name);
+            t.i(0, fid as i64);
+            t.s(1, gen);
+            t.f(2, secs(f.start));
+            t.i(3, f.size.unwrap_or(0) as i64);
+            t.f(4, secs(f.done.unwrap_or(f.start) - f.start));
+        }
+        tables.push(t);
     }
     let idx: Vec<usize> = app.clients.iter().map(|c| c.idx).collect();
     if want("segments") && !views.is_empty() {

@@ -55,17 +55,24 @@ struct WebGen {
     action: usize,
 }
 
-impl WebGen {
-    /// Inverse-transform sample of the piecewise-linear CDF (bytes, at least 1).
-    fn draw_size(&mut self) -> u64 {
-        let u = self.rng.uniform();
-        let c = &self.cdf;
-        let i = c.partition_point(|p| p.1 <= u).clamp(1, c.len() - 1);
-        let (x0, p0) = c[i - 1];
-        let (x1, p1) = c[i];
-        let x = if p1 > p0 { x0 + (u - p0) / (p1 - p0) * (x1 - x0) } else { x1 };
-        x.round().max(1.0) as u64
-    }
+/// The random stream of web generator `name` (`[[flow]] kind = "web"`), shared by the simulator and
+/// the real-network runtime so that the same scenario and seed give the same arrivals in both.
+pub fn web_rng(seed: u64, name: &str) -> Rng {
+    Rng::for_component(seed, &format!("web/{name}"))
+}
+
+/// One web arrival's draws, in the simulator's order: the flow's size (inverse-transform sample of
+/// the piecewise-linear CDF, bytes, at least 1), then the gap to the next arrival (exponential with
+/// mean `mean_gap_s`, at least 1 ns).
+pub fn web_draw(rng: &mut Rng, cdf: &[(f64, f64)], mean_gap_s: f64) -> (u64, Ns) {
+    let u = rng.uniform();
+    let i = cdf.partition_point(|p| p.1 <= u).clamp(1, cdf.len() - 1);
+    let (x0, p0) = cdf[i - 1];
+    let (x1, p1) = cdf[i];
+    let x = if p1 > p0 { x0 + (u - p0) / (p1 - p0) * (x1 - x0) } else { x1 };
+    let size = x.round().max(1.0) as u64;
+    let gap = crate::time::from_secs_f64(rng.exp(mean_gap_s)).max(1);
+    (size, gap)
 }
 
 #[derive(Clone, Debug)]
@@ -433,7 +440,7 @@ impl World {
                     stop: *stop,
                     mean_gap_s: 1.0 / arrival_rate,
                     cdf: sizes.clone(),
-                    rng: Rng::for_component(self.seed, &format!("web/{name}")),
+                    rng: web_rng(self.seed, name),
                     count: 0,
                     action,
                 });
@@ -479,8 +486,7 @@ impl World {
         if g.stop.is_some_and(|s| now >= s) {
             return;
         }
-        let size = g.draw_size();
-        let gap = crate::time::from_secs_f64(g.rng.exp(g.mean_gap_s)).max(1);
+        let (size, gap) = web_draw(&mut g.rng, &g.cdf, g.mean_gap_s);
         g.count += 1;
         let name = format!("{}#{}", g.name, g.count);
         let (src, dst, ccn, ccp, tcfg, action) =
