@@ -228,6 +228,28 @@ struct Flow {
     done: Option<Ns>,
 }
 
+impl Flow {
+    /// A flow that has carried nothing yet.
+    fn new(name: String, kind: &'static str, (src, dst): (usize, usize), cc: &str, start: Ns, port: u16) -> Flow {
+        Flow {
+            name,
+            kind,
+            src,
+            dst,
+            cc: cc.to_string(),
+            start,
+            end: None,
+            bytes: 0,
+            prev_bytes: 0,
+            info: None,
+            port,
+            rtt_samples: Vec::new(),
+            size: None,
+            done: None,
+        }
+    }
+}
+
 /// What the emulator thread hands back.
 struct EmuResult {
     down: Direction,
@@ -461,22 +483,7 @@ impl App<'_> {
             String::new()
         };
         let slot = if k == 0 { String::new() } else { format!("/c{k}") };
-        let mk = |name: String, kind, src, dst| Flow {
-            name,
-            kind,
-            src,
-            dst,
-            cc: cfg.cc.clone(),
-            start: now,
-            end: None,
-            bytes: 0,
-            prev_bytes: 0,
-            info: None,
-            port,
-            rtt_samples: Vec::new(),
-            size: None,
-            done: None,
-        };
+        let mk = |name: String, kind, src, dst| Flow::new(name, kind, (src, dst), &cfg.cc, now, port);
         let req = mk(format!("{}{slot}/req{suffix}", cfg.name), "http_req", cfg.client, cfg.server);
         let probe = c.session.probe_slot() == Some(k as u32);
         let kind = if probe { "probe" } else { "video" };
@@ -992,26 +999,14 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
             Ok(l)
         })?;
         if !matches!(kind, SrcKind::Web { .. }) {
-            flows.push(Flow {
-                name: name.clone(),
-                kind: match kind {
-                    SrcKind::Onoff { .. } => "onoff",
-                    SrcKind::Cbr { .. } => "cbr",
-                    _ => "bulk",
-                },
-                src: *src,
-                dst: *dst,
-                cc: cc.clone(),
-                start: *start,
-                end: None,
-                bytes: 0,
-                prev_bytes: 0,
-                info: None,
-                port: 0,
-                rtt_samples: Vec::new(),
-                size: if let SrcKind::Bulk { size, .. } = kind { size } else { None },
-                done: None,
-            });
+            let fk = match kind {
+                SrcKind::Onoff { .. } => "onoff",
+                SrcKind::Cbr { .. } => "cbr",
+                _ => "bulk",
+            };
+            let mut f = Flow::new(name.clone(), fk, (*src, *dst), cc, *start, 0);
+            f.size = if let SrcKind::Bulk { size, .. } = kind { size } else { None };
+            flows.push(f);
         }
         sources.push(Source {
             name: name.clone(),
@@ -1193,22 +1188,9 @@ fn app_loop(
                         let name = format!("{}#{}", src.name, count);
                         src.started = true;
                         let fid = app.flows.len();
-                        app.flows.push(Flow {
-                            name,
-                            kind: "web",
-                            src: src.src,
-                            dst: src.dst,
-                            cc: src.cc.clone(),
-                            start: t,
-                            end: None,
-                            bytes: 0,
-                            prev_bytes: 0,
-                            info: None,
-                            port: 0,
-                            rtt_samples: Vec::new(),
-                            size: Some(size),
-                            done: None,
-                        });
+                        let mut f = Flow::new(name, "web", (src.src, src.dst), &src.cc, t, 0);
+                        f.size = Some(size);
+                        app.flows.push(f);
                         xfers.push(open_xfer(app, src, sx, fid, Some(size))?);
                     }
                 }
@@ -1600,23 +1582,10 @@ fn browser_flows(plan: &Plan, app: &mut App, b: &mut Browser, flows_tab: &mut Ta
                 let n = b.resp_flows.len();
                 let slot = if n == 0 { String::new() } else { format!("/c{n}") };
                 let fid = app.flows.len();
-                app.flows.push(Flow {
-                    name: format!("{}{slot}/resp", cfg.name),
-                    kind: "video",
-                    src: cfg.server,
-                    dst: cfg.client,
-                    cc: cfg.cc.clone(),
-                    // Chromium may open it early (preconnect): it counts from the client's start.
-                    start: ((t * 1e9) as Ns).max(cfg.start),
-                    end: None,
-                    bytes: 0,
-                    prev_bytes: 0,
-                    info: None,
-                    port,
-                    rtt_samples: Vec::new(),
-                    size: None,
-                    done: None,
-                });
+                // Chromium may open it early (preconnect): it counts from the client's start.
+                let start = ((t * 1e9) as Ns).max(cfg.start);
+                let name = format!("{}{slot}/resp", cfg.name);
+                app.flows.push(Flow::new(name, "video", (cfg.server, cfg.client), &cfg.cc, start, port));
                 b.resp_flows.push(fid);
                 last.push((port, fid, t, 0));
                 last.len() - 1
