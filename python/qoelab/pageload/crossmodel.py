@@ -143,7 +143,7 @@ def p17(rows_out: list, log=None, cc: str = "newreno", units: str = "binary") ->
         if log:
             log(f"P17: {label}: {len(handcrafted.pages())} handcrafted pages loaded by both models")
     mine = [r for r in rows_out if r["check"] == "P17"]
-    frac_le = sum(r["flow_plt_s"] <= r["packet_plt_s"] for r in mine) / len(mine)
+    frac_le = _frac(mine)
     med_abs = _median([abs(r["rel_diff"]) for r in mine])
     # EAF part: flow model only.
     bw1, bw2 = pu.rate_bytes("6Mbps", units), pu.rate_bytes("5Mbps", units)

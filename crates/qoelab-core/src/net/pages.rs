@@ -36,9 +36,15 @@ impl World {
     pub(crate) fn add_page(&mut self, p: &str, c: &PageCfg) -> Result<(), SimError> {
         c.load.validate().map_err(|e| serr(format!("{p}.load.{e}"), ""))?;
         self.check_nodes(p, c.server, c.client, true)?;
-        tcp_config(p, &c.tcp)?;
+        let tcfg = tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
-        let ctx = crate::cc::CcBuildCtx { mss: 1448, initial_window: 10, abc_l: 2, seed: 0 };
+        // the controller's parameters are checked here; connections build their own when they open
+        let ctx = crate::cc::CcBuildCtx {
+            mss: tcfg.mss as u64,
+            initial_window: tcfg.initial_window as u64,
+            abc_l: tcfg.abc_l as u64,
+            seed: 0,
+        };
         crate::cc::build(&c.cc, &ccp, &ctx).map_err(|e| super::world::cc_err(p, e))?;
         let session = PageSession::new(c.name.clone(), c.load.clone(), c.start);
         let pi = self.pages.next_id();

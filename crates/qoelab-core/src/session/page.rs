@@ -108,8 +108,9 @@ impl PageLoadCfg {
                 return Err(format!("objects[{i}].parent: expected the index of an earlier object"));
             }
         }
-        if self.max_per_origin == 0 || self.max_total == 0 || self.max_total > 256 {
-            return Err("max_total: expected 1 <= max_per_origin and 1 <= max_total <= 256".into());
+        // at most 64 slots: the packet driver tracks a call's resets in one u64 bit mask
+        if self.max_per_origin == 0 || self.max_total == 0 || self.max_total > 64 {
+            return Err("max_total: expected 1 <= max_per_origin and 1 <= max_total <= 64".into());
         }
         Ok(())
     }
