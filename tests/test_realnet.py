@@ -156,7 +156,7 @@ def test_cubic_goodput_reaches_90_percent_of_the_link_rate(tmp_path):
 
 def _bulk_sojourn(tmp_path, aqm, *extra):
     d = _scripts(tmp_path)
-    stats = tmp_path / f"stats-{aqm}.json"
+    stats = tmp_path / f"stats-{aqm}-{len(extra)}.json"
     # Reno: slow start runs until the buffer overflows (Cubic's HyStart may leave slow start
     # early and take longer than this test to fill a 1000-packet buffer).
     r = link("--rate", "10Mbps", "--rtt", "40ms", "--aqm", aqm, *extra, "--server",
@@ -164,15 +164,21 @@ def _bulk_sojourn(tmp_path, aqm, *extra):
              "--", sys.executable, str(d / "recv.py"), "4")
     assert r.returncode == 0, r.stderr
     st = json.loads(stats.read_text())
-    return st["downlink"], json.loads(r.stdout)
+    return st, json.loads(r.stdout)
 
 
 def test_codel_keeps_sojourn_low_where_pfifo_does_not(tmp_path):
-    fifo, g1 = _bulk_sojourn(tmp_path, "pfifo", "--buffer", "1000pkts")
-    codel, g2 = _bulk_sojourn(tmp_path, "codel")
+    # The pfifo run sets its downlink queue the mm-link way (--downlink-queue droptail) and leaves
+    # the uplink (ACKs) on --aqm codel: one direction's queue overrides the common one.
+    st1, g1 = _bulk_sojourn(tmp_path, "codel", "--downlink-queue", "droptail",
+                            "--downlink-queue-args", "packets=1000")
+    st2, g2 = _bulk_sojourn(tmp_path, "codel")
+    fifo, codel = st1["downlink"], st2["downlink"]
     print("pfifo sojourn ms:", fifo["sojourn_ms"], "goodput", g1)
     print("codel sojourn ms:", codel["sojourn_ms"], "goodput", g2, "drops", codel["aqm_dropped_pkts"])
-    assert fifo["aqm"] == "pfifo" and codel["aqm"] == "codel"
+    assert (fifo["aqm"], fifo["queue"], st1["uplink"]["aqm"]) == ("pfifo", "droptail [packets=1000]", "codel")
+    assert fifo["max_queue_pkts"] <= 1000
+    assert codel["aqm"] == "codel"
     assert fifo["sojourn_ms"]["p50"] > 100, fifo
     assert codel["sojourn_ms"]["p50"] < 15, codel
     assert codel["aqm_dropped_pkts"] > 0
@@ -204,7 +210,10 @@ def test_exit_status_and_environment(tmp_path):
 
 def test_bad_options_one_line_exit_2():
     for args in (["--rate", "fast", "--", "true"], ["--rate", "10Mbps", "--aqm", "nope", "--", "true"],
-                 ["--rtt", "40ms", "--", "true"], ["--rate", "10Mbps", "--loss", "200%", "--", "true"]):
+                 ["--rtt", "40ms", "--", "true"], ["--rate", "10Mbps", "--loss", "200%", "--", "true"],
+                 ["--rate", "10Mbps", "--uplink-queue", "droptail", "--", "true"],
+                 ["--rate", "10Mbps", "--downlink-queue", "codel", "--downlink-queue-args", "qdelay_ref=5",
+                  "--", "true"]):
         r = link(*args)
         assert r.returncode == 2, (args, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and "error" in r.stderr, (args, r.stderr)

@@ -64,6 +64,15 @@ def add_parser(subparsers) -> None:
     p.add_argument("--downlink-log", metavar="FILE", help="log of the downlink in mm-link's format "
                    "(arrivals, delivery opportunities, departures; for mm-throughput-graph / mm-delay-graph)")
     p.add_argument("--uplink-log", metavar="FILE", help="the same for the uplink")
+    for d in ("uplink", "downlink"):
+        p.add_argument(f"--{d}-queue", metavar="KIND", help=f"the {d}'s queue as in mm-link (infinite, "
+                       "droptail, drophead, codel, pie; codel and pie in their Mahimahi modes) or any "
+                       "discipline of `qoelab list aqm`; overrides --aqm/--aqm-param/--buffer for the "
+                       f"{d}" if d == "uplink" else "the same for the downlink")
+        p.add_argument(f"--{d}-queue-args", metavar="ARGS", help="mm-link's \"NAME=NUMBER[, ...]\" with "
+                       "NAME = packets | bytes | target | interval | qdelay_ref | max_burst (milliseconds); "
+                       "for qoelab's disciplines K=V with units, e.g. \"target=2ms, packets=200\""
+                       if d == "uplink" else f"the same for the downlink")
     p.add_argument("--seed", metavar="N", help="seed of the loss and AQM random streams (default 1)")
     p.add_argument("--no-rt", action="store_true", help="do not ask for SCHED_FIFO")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
@@ -82,7 +91,8 @@ def _cmd_link(args) -> int:
         return EXIT_INPUT
     argv = [binary]
     for opt in ("rate", "uplink_rate", "rtt", "aqm", "buffer", "trace", "uplink_trace", "loss", "server",
-                "json_stats", "downlink_log", "uplink_log", "seed"):
+                "json_stats", "downlink_log", "uplink_log", "uplink_queue", "uplink_queue_args",
+                "downlink_queue", "downlink_queue_args", "seed"):
         v = getattr(args, opt)
         if v is not None:
             argv += ["--" + opt.replace("_", "-"), v]

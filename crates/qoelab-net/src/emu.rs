@@ -24,6 +24,8 @@ use std::io::{ErrorKind, Read, Write};
 /// One direction: a link and what the driver measures about it.
 pub struct Direction {
     pub name: &'static str,
+    /// The queue as the user named it (mm-link's `droptail [packets=100]`, or the discipline).
+    pub queue_label: String,
     pub link: Link<IpPacket>,
     /// Write time - due time of every departure (ns).
     pub lateness: LogHistogram,
@@ -84,7 +86,7 @@ struct MmLog {
 const MS_NS: Ns = 1_000_000;
 
 impl MmLog {
-    fn open(path: &str, name: &str, o: &Options) -> Result<MmLog, String> {
+    fn open(path: &str, name: &str, queue: &str) -> Result<MmLog, String> {
         let f = File::create(path).map_err(|e| format!("cannot write {path}: {e}"))?;
         let mut w = std::io::BufWriter::new(f);
         let unix_ms =
@@ -94,7 +96,7 @@ impl MmLog {
             w,
             "# mahimahi mm-link ({name}) [qoelab link] > {path}\n# command line: {}\n# queue: {}\n# init timestamp: {unix_ms}\n# base timestamp: 0",
             args.join(" "),
-            o.aqm
+            queue
         )
         .map_err(|e| format!("cannot write {path}: {e}"))?;
         Ok(MmLog { w, opp_until: 0, carry: 0 })
@@ -145,20 +147,28 @@ pub fn build_direction(o: &Options, uplink: bool) -> Result<Direction, String> {
         }
         _ => (Service::Fixed(rate), rate),
     };
-    let params = opts::aqm_params(&o.aqm, &o.aqm_params)?;
+    let q = o.queue(uplink);
+    let params = opts::aqm_params(&q.aqm, &q.params)?;
     let ctx = AqmBuildCtx {
-        limit_packets: o.buffer_pkts,
-        limit_bytes: o.buffer_bytes,
+        limit_packets: q.buffer_pkts,
+        limit_bytes: q.buffer_bytes,
         link_rate_bps: rate_bps,
         seed: Rng::for_component(o.seed, &format!("link/{name}/aqm")).next_u64(),
     };
-    let mut queue = Queue::build(&o.aqm, &params, &ctx).map_err(|e| format!("--aqm {}: {e}", o.aqm))?;
+    let which = match (uplink, &o.uplink_queue, &o.downlink_queue) {
+        (true, Some(_), _) => "--uplink-queue",
+        (false, _, Some(_)) => "--downlink-queue",
+        _ => "--aqm",
+    };
+    let mut queue = Queue::build(&q.aqm, &params, &ctx).map_err(|e| format!("{which} {}: {e}", q.label))?;
     queue.record_sojourns();
     let loss = (o.loss > 0.0)
         .then(|| Loss::new(LossCfg::Iid { rate: o.loss }, Rng::for_component(o.seed, &format!("link/{name}/loss"))));
     let (from, to) = if uplink { (NodeId(1), NodeId(0)) } else { (NodeId(0), NodeId(1)) };
     let link = Link::new(name.to_string(), from, to, service, o.rtt / 2 + o.rtt % 2 * (!uplink as u64), queue, loss);
-    Ok(Direction::from_link(name, link))
+    let mut d = Direction::from_link(name, link);
+    d.queue_label = q.label;
+    Ok(d)
 }
 
 impl Direction {
@@ -167,6 +177,7 @@ impl Direction {
     pub fn from_link(name: &'static str, link: Link<IpPacket>) -> Direction {
         Direction {
             name,
+            queue_label: link.queue.kind.to_string(),
             link,
             lateness: LogHistogram::new(),
             read_pkts: 0,
@@ -187,7 +198,7 @@ impl Direction {
 pub fn open_log(d: &mut Direction, o: &Options) -> Result<(), String> {
     let path = if d.name == "uplink" { &o.uplink_log } else { &o.downlink_log };
     if let Some(p) = path {
-        d.log = Some(MmLog::open(p, d.name, o)?);
+        d.log = Some(MmLog::open(p, d.name, &d.queue_label)?);
         d.link.record = true;
     }
     Ok(())
@@ -292,7 +303,7 @@ impl Direction {
         let secs = elapsed as f64 / 1e9;
         format!(
             concat!(
-                "{{\"rate_bps\": {}, \"delay_ms\": {}, \"aqm\": \"{}\", \"read_pkts\": {}, \"non_ipv4_pkts\": {}, ",
+                "{{\"rate_bps\": {}, \"delay_ms\": {}, \"aqm\": \"{}\", \"queue\": \"{}\", \"read_pkts\": {}, \"non_ipv4_pkts\": {}, ",
                 "\"malformed_pkts\": {}, \"lost_pkts\": {}, \"aqm_dropped_pkts\": {}, \"ce_marked_pkts\": {}, ",
                 "\"delivered_pkts\": {}, \"written_pkts\": {}, \"written_bytes\": {}, \"write_errors\": {}, ",
                 "\"throughput_bps\": {}, \"max_queue_pkts\": {}, \"sojourn_ms\": {}, \"mean_sojourn_ms\": {}, ",
@@ -301,6 +312,7 @@ impl Direction {
             num(l.nominal_rate_bps()),
             num(l.delay as f64 / 1e6),
             l.queue.kind,
+            self.queue_label.replace('\\', "\\\\").replace('"', "\\\""),
             self.read_pkts,
             self.non_ipv4,
             self.malformed,

@@ -23,11 +23,133 @@ pub struct Options {
     pub seed: u64,
     pub rt: bool,
     pub command: Vec<String>,
+    /// `--uplink-queue` / `--uplink-queue-args` (mm-link), overriding --aqm/--aqm-param/--buffer.
+    pub uplink_queue: Option<QueueSpec>,
+    /// `--downlink-queue` / `--downlink-queue-args` (mm-link).
+    pub downlink_queue: Option<QueueSpec>,
+}
+
+/// One direction's queue: a discipline of the registry, its parameters (K=V with units) and the
+/// buffer; `label` is what the mm-link log header and the statistics call it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSpec {
+    pub aqm: String,
+    pub params: Vec<(String, String)>,
+    pub buffer_pkts: Option<u64>,
+    pub buffer_bytes: Option<u64>,
+    pub label: String,
+}
+
+/// mm-link's queue types.
+pub const MM_QUEUES: [&str; 5] = ["infinite", "droptail", "drophead", "codel", "pie"];
+
+/// The queue of `--{dir}-queue=KIND --{dir}-queue-args=ARGS`. mm-link's types keep mm-link's
+/// meaning: `infinite` (no limit), `droptail` (`packets=N` → pfifo, `bytes=N` → bfifo), `drophead`,
+/// `codel` and `pie` in their Mahimahi modes, with `target`, `interval`, `qdelay_ref` and
+/// `max_burst` in milliseconds and `packets`/`bytes` the limits. Any other discipline of the
+/// registry takes `K=V` parameters with units (e.g. `target=5ms`) plus `packets`/`bytes`.
+pub fn queue_spec(opt: &str, kind: &str, args: &str) -> Result<QueueSpec, String> {
+    let mut kv = Vec::new();
+    for part in args.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| format!("{opt}-args: expected NAME=NUMBER[, NAME=NUMBER ...], found {part:?}"))?;
+        kv.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let count = |k: &str, v: &str| -> Result<u64, String> {
+        v.parse::<u64>()
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| format!("{opt}-args: {k} expects a positive integer, found {v:?}"))
+    };
+    let mut spec = QueueSpec {
+        aqm: kind.to_string(),
+        params: Vec::new(),
+        buffer_pkts: None,
+        buffer_bytes: None,
+        label: if args.trim().is_empty() { kind.to_string() } else { format!("{kind} [{}]", args.trim()) },
+    };
+    let mm = MM_QUEUES.contains(&kind);
+    let allowed: &[&str] = match kind {
+        "infinite" => &[],
+        "droptail" | "drophead" => &["packets", "bytes"],
+        "codel" => &["packets", "bytes", "target", "interval"],
+        "pie" => &["packets", "bytes", "qdelay_ref", "max_burst"],
+        _ => &[],
+    };
+    for (k, v) in &kv {
+        match k.as_str() {
+            "packets" => spec.buffer_pkts = Some(count(k, v)?),
+            "bytes" => spec.buffer_bytes = Some(count(k, v)?),
+            _ if mm => {
+                if !allowed.contains(&k.as_str()) {
+                    return Err(format!(
+                        "{opt}-args: {kind} takes {}; found {k:?}",
+                        if allowed.is_empty() { "no arguments".to_string() } else { allowed.join(", ") }
+                    ));
+                }
+                let ms: f64 = v
+                    .parse()
+                    .ok()
+                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
+                    .ok_or_else(|| format!("{opt}-args: {k} expects milliseconds (a positive number), found {v:?}"))?;
+                spec.params.push((k.clone(), format!("{}us", (ms * 1000.0).round() as u64)));
+            }
+            _ => spec.params.push((k.clone(), v.clone())),
+        }
+    }
+    if mm && !allowed.contains(&"packets") && (spec.buffer_pkts.is_some() || spec.buffer_bytes.is_some()) {
+        return Err(format!("{opt}-args: {kind} takes no arguments"));
+    }
+    match kind {
+        // Mahimahi's infinite queue: no limit at all (memory is bounded by what the senders put in).
+        "infinite" => {
+            spec.aqm = "pfifo".into();
+            spec.buffer_pkts = Some(u32::MAX as u64);
+        }
+        "droptail" => {
+            spec.aqm = match (spec.buffer_pkts, spec.buffer_bytes) {
+                (Some(_), None) => "pfifo".into(),
+                (None, Some(_)) => "bfifo".into(),
+                (None, None) => return Err(format!("{opt}-args: droptail needs packets=N or bytes=N")),
+                (Some(_), Some(_)) => {
+                    return Err(format!(
+                        "{opt}-args: droptail takes packets=N or bytes=N, not both (qoelab's pfifo / bfifo)"
+                    ))
+                }
+            }
+        }
+        "drophead" if spec.buffer_pkts.is_none() && spec.buffer_bytes.is_none() => {
+            return Err(format!("{opt}-args: drophead needs packets=N and/or bytes=N"))
+        }
+        "drophead" => {
+            // Both limits apply when both are given; an unset one means none.
+            spec.params.push(("limit".into(), spec.buffer_pkts.unwrap_or(0).to_string()));
+            spec.params.push(("limit_bytes".into(), format!("{}B", spec.buffer_bytes.unwrap_or(0))));
+        }
+        "codel" | "pie" => {
+            spec.params.push(("mode".into(), "mahimahi".into()));
+            if let Some(b) = spec.buffer_bytes {
+                spec.params.push(("limit_bytes".into(), format!("{b}B")));
+                if spec.buffer_pkts.is_none() {
+                    spec.params.push(("limit".into(), "0".into()));
+                }
+            }
+        }
+        _ => {}
+    }
+    aqm_params(&spec.aqm, &spec.params).map_err(|e| format!("{opt}: {}", e.trim_start_matches("--aqm-param: ")))?;
+    Ok(spec)
 }
 
 pub const USAGE: &str = "usage: qoelab link [--rate R] [--uplink-rate R] [--rtt D] [--aqm NAME] [--aqm-param K=V ...] \
 [--buffer N(pkts|B|KB|MB)] [--trace FILE] [--uplink-trace FILE] [--loss P] [--server CMD] [--json-stats FILE] \
-[--downlink-log FILE] [--uplink-log FILE] [--seed N] [--no-rt] -- COMMAND [ARG ...]";
+[--downlink-log FILE] [--uplink-log FILE] [--uplink-queue KIND] [--uplink-queue-args ARGS] [--downlink-queue KIND] \
+[--downlink-queue-args ARGS] [--seed N] [--no-rt] -- COMMAND [ARG ...]";
 
 impl Default for Options {
     fn default() -> Options {
@@ -49,6 +171,8 @@ impl Default for Options {
             seed: 1,
             rt: true,
             command: Vec::new(),
+            uplink_queue: None,
+            downlink_queue: None,
         }
     }
 }
@@ -209,6 +333,8 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut o = Options::default();
     let mut rate = None;
     let mut rtt = None;
+    // (kind, args) per direction: 0 = uplink, 1 = downlink.
+    let mut queues: [(Option<String>, Option<String>); 2] = [(None, None), (None, None)];
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -253,7 +379,11 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--server" => o.server = Some(val),
             "--json-stats" => o.json_stats = Some(val),
             "--downlink-log" => o.downlink_log = Some(val),
-            "--uplink-log" => o.uplink_log = Some(val),
+"--uplink-log" => o.uplink_log = Some(val),
+            "--uplink-queue" => queues[0].0 = Some(val),
+            "--downlink-queue" => queues[1].0 = Some(val),
+            "--uplink-queue-args" => queues[0].1 = Some(val),
+            "--downlink-queue-args" => queues[1].1 = Some(val),
             "--seed" => {
                 o.seed = val.parse().map_err(|_| e(format!("expected a non-negative integer, found {val:?}")))?
             }
@@ -272,7 +402,34 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         return Err("--uplink-rate and --uplink-trace exclude each other".into());
     }
     aqm_params(&o.aqm, &o.aqm_params)?;
+    for (d, (kind, args)) in queues.into_iter().enumerate() {
+        let opt = if d == 0 { "--uplink-queue" } else { "--downlink-queue" };
+        let spec = match (kind, args) {
+            (Some(k), a) => Some(queue_spec(opt, &k, a.as_deref().unwrap_or(""))?),
+            (None, Some(_)) => return Err(format!("{opt}-args needs {opt}")),
+            (None, None) => None,
+        };
+        if d == 0 {
+            o.uplink_queue = spec;
+        } else {
+            o.downlink_queue = spec;
+        }
+    }
     Ok(o)
+}
+
+impl Options {
+    /// The queue of one direction: its `--{dir}-queue` if given, else --aqm/--aqm-param/--buffer.
+    pub fn queue(&self, uplink: bool) -> QueueSpec {
+        let own = if uplink { &self.uplink_queue } else { &self.downlink_queue };
+        own.clone().unwrap_or_else(|| QueueSpec {
+            aqm: self.aqm.clone(),
+            params: self.aqm_params.clone(),
+            buffer_pkts: self.buffer_pkts,
+            buffer_bytes: self.buffer_bytes,
+            label: self.aqm.clone(),
+        })
+    }
 }
 
 #[cfg(test)]
@@ -327,5 +484,47 @@ mod tests {
         assert!(parse(&args("--rate 10Mbps --aqm codel --aqm-param nope=1")).unwrap_err().contains("no parameter"));
         assert!(parse(&args("--rate")).unwrap_err().contains("expected a value"));
         assert!(parse(&args("--rate=5Mbps --no-rt true")).is_ok_and(|o| !o.rt && o.command == ["true"]));
+    }
+
+    #[test]
+    fn mm_link_queues() {
+        let o = parse(&args(
+            "--rate 10Mbps --aqm fq_codel --downlink-queue=droptail --downlink-queue-args=packets=100 -- true",
+        ))
+        .unwrap();
+        let d = o.queue(false);
+        assert_eq!((d.aqm.as_str(), d.buffer_pkts, d.label.as_str()), ("pfifo", Some(100), "droptail [packets=100]"));
+        assert_eq!(o.queue(true).aqm, "fq_codel");
+        let q = |k: &str, a: &str| queue_spec("--uplink-queue", k, a);
+        assert_eq!(q("droptail", "bytes=30000").unwrap().aqm, "bfifo");
+        assert_eq!(q("infinite", "").unwrap().buffer_pkts, Some(u32::MAX as u64));
+        let c = q("codel", "target=5, interval=100, packets=1000").unwrap();
+        assert_eq!(c.aqm, "codel");
+        let p = aqm_params("codel", &c.params).unwrap();
+        assert_eq!((p.0["target"].clone(), p.0["interval"].clone()), (5_000_000.into(), 100_000_000.into()));
+        assert_eq!(p.0["mode"], "mahimahi");
+        let pie = q("pie", "qdelay_ref=20,max_burst=100,bytes=300000").unwrap();
+        let p = aqm_params("pie", &pie.params).unwrap();
+        assert_eq!((p.0["qdelay_ref"].clone(), p.0["limit_bytes"].clone()), (20_000_000.into(), 300_000.into()));
+        let dh = aqm_params("drophead", &q("drophead", "packets=50").unwrap().params).unwrap();
+        assert_eq!((dh.0["limit"].clone(), dh.0["limit_bytes"].clone()), (50.into(), 0.into()));
+        // qoelab's own disciplines with units.
+        assert!(q("fq_codel", "target=2ms, packets=200").is_ok_and(|s| s.buffer_pkts == Some(200)));
+        for (k, a, msg) in [
+            ("droptail", "", "needs packets=N or bytes=N"),
+            ("droptail", "packets=10,bytes=15000", "not both"),
+            ("drophead", "", "needs packets"),
+            ("infinite", "packets=10", "takes no arguments"),
+            ("codel", "qdelay_ref=5", "codel takes packets, bytes, target, interval"),
+            ("codel", "target=fast", "expects milliseconds"),
+            ("droptail", "packets=-1", "positive integer"),
+            ("droptail", "packets", "expected NAME=NUMBER"),
+            ("nope", "", "unknown queue discipline"),
+            ("fq_codel", "bogus=1", "no parameter"),
+        ] {
+            let e = q(k, a).unwrap_err();
+            assert!(e.starts_with("--uplink-queue") && e.contains(msg), "{k} {a}: {e}");
+        }
+        assert!(parse(&args("--rate 1Mbps --uplink-queue-args=packets=5 -- true")).unwrap_err().contains("needs"));
     }
 }
