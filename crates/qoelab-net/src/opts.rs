@@ -92,11 +92,10 @@ pub fn queue_spec(opt: &str, kind: &str, args: &str) -> Result<QueueSpec, String
                         if allowed.is_empty() { "no arguments".to_string() } else { allowed.join(", ") }
                     ));
                 }
-                let ms: f64 = v
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
-                    .ok_or_else(|| format!("{opt}-args: {k} expects milliseconds (a positive number), found {v:?}"))?;
+                let ms: f64 =
+                    v.parse().ok().filter(|x: &f64| x.is_finite() && *x > 0.0).ok_or_else(|| {
+                        format!("{opt}-args: {k} expects milliseconds (a positive number), found {v:?}")
+                    })?;
                 spec.params.push((k.clone(), format!("{}us", (ms * 1000.0).round() as u64)));
             }
             _ => spec.params.push((k.clone(), v.clone())),
@@ -379,7 +378,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
             "--server" => o.server = Some(val),
             "--json-stats" => o.json_stats = Some(val),
             "--downlink-log" => o.downlink_log = Some(val),
-"--uplink-log" => o.uplink_log = Some(val),
+            "--uplink-log" => o.uplink_log = Some(val),
             "--uplink-queue" => queues[0].0 = Some(val),
             "--downlink-queue" => queues[1].0 = Some(val),
             "--uplink-queue-args" => queues[0].1 = Some(val),
