@@ -80,28 +80,6 @@ def _why_no_netns():
     return None if r.returncode == 0 else "cannot create a network namespace"
 
 
-@pytest.mark.skipif(_why_no_netns() is not None, reason=f"emulated link skipped: {_why_no_netns()}")
-def test_dashjs_behind_the_emulated_bottleneck(content, tmp_path):
-    """At 1 Mbit/s the emulator, not loopback, sets the pace: each segment's download rate stays at the
-    link rate, and dash.js settles below the top rung."""
-    import pandas as pd
-    qo = " ".join(QOELAB)
-    t0 = time.monotonic()
-    r = subprocess.run(QOELAB + ["link", "--rate", "1Mbps", "--rtt", "40ms", "--aqm", "fq_codel", "--server",
-                                 f"{qo} serve {content} --bind 10.77.0.1 --port 8000", "--",
-                                 *QOELAB, "dashjs", "http://10.77.0.1:8000/manifest.mpd", "--duration", "45",
-                                 "--out", str(tmp_path / "o")], cwd=REPO, capture_output=True, text=True, timeout=180)
-    assert r.returncode == 0, r.stderr[-2000:]
-    assert time.monotonic() - t0 < 120
-    c = _summary(tmp_path / "o")
-    assert not c["errors"] and c["segments"] >= 6, c
-    seg = pd.read_parquet(tmp_path / "o" / "segments.parquet")
-    big = seg[seg["bytes"] > 100_000]
-    assert len(big) and big["tput_request_bps"].median() <= 1.05e6, big["tput_request_bps"].tolist()
-    assert seg["rung"].iloc[-4:].max() < 7, seg["rung"].tolist()      # not the 2.35 Mbit/s top rung at 1 Mbit/s
-    assert "departure lateness" in r.stderr
-
-
 def test_bad_arguments_one_line_exit_2(tmp_path):
     r = qoelab_cli("dashjs", "not-a-url", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "MPD" in r.stderr
@@ -112,7 +90,9 @@ def test_bad_arguments_one_line_exit_2(tmp_path):
 
 @pytest.mark.skipif(_why_no_netns() is not None, reason=f"emulated link skipped: {_why_no_netns()}")
 def test_compare_sim_real(content, tmp_path):
-    """The same 2 Mbit/s session simulated (sans-IO dynamic) and played by dash.js (Resource Timing off)."""
+    """The same 2 Mbit/s session simulated (sans-IO dynamic) and played by dash.js (Resource Timing off)
+    behind the emulator (`qoelab link` around `qoelab serve` and `qoelab dashjs`)."""
+    import pandas as pd
     sc = tmp_path / "sr.toml"
     sc.write_text(f"""[scenario]
 name = "sr"
@@ -137,4 +117,10 @@ video = "{content}/manifest.mpd"
     assert abs(real["bitrate_vs_sim"]) <= 0.15 and abs(real["stall_count"] - sim["stall_count"]) <= 1, table
     assert real["goal_met"] is True and "lateness" in real["lateness"]
     assert "<svg" in (tmp_path / "o" / "report.html").read_text()
+    # The emulator, not loopback, sets the pace: no large segment arrives faster than the 2 Mbit/s
+    # link, and dash.js stays below the 2.35 Mbit/s top rung at the end.
+    seg = pd.read_parquet(tmp_path / "o" / "segments-dashjs_no-rt.parquet")
+    big = seg[seg["bytes"] > 100_000]
+    assert len(big) and big["tput_request_bps"].max() <= 2.1e6, big["tput_request_bps"].tolist()
+    assert seg["rung"].iloc[-4:].max() < 7, seg["rung"].tolist()
 
