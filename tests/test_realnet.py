@@ -324,22 +324,117 @@ def test_trace_driven_link(tmp_path):
     assert sum(int(e[2]) for e in dep) <= sum(int(e[2]) for e in opp)
 
 
-def test_missing_privileges_one_line_exit_2():
+def nobody_copy(path):
+    """A copy of the binary at `path` in a fresh directory that `nobody` can read (pytest's tmp_path
+    is not). Returns (dir, exe); the caller removes dir."""
+    import shutil
+    import tempfile
+    d = tempfile.mkdtemp(prefix="qoelab-netemu-")
+    os.chmod(d, 0o755)
+    exe = os.path.join(d, "qoelab-netemu")
+    shutil.copy(path, exe)
+    os.chmod(exe, 0o755)
+    return d, exe
+
+
+def run_as_nobody_without_user_namespaces(argv, timeout=30):
+    """Run argv as `nobody` where no user namespace can be created: in a user namespace of its own
+    (ids mapped 1:1 by us, root, from outside) whose max_user_namespaces is 0, after dropping to
+    uid/gid 65534 there. Nothing of the machine's settings changes."""
+    import ctypes
+    import threading
+    libc = ctypes.CDLL(None, use_errno=True)
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+
+    def child():
+        os.close(ready_r)
+        os.close(go_w)
+        if libc.unshare(0x10000000) != 0:                  # CLONE_NEWUSER
+            os._exit(97)
+        os.write(ready_w, str(os.getpid()).encode() + b"\n")
+        os.read(go_r, 1)
+        with open("/proc/sys/user/max_user_namespaces", "w") as f:
+            f.write("0")
+        os.setgroups([])
+        os.setgid(65534)
+        os.setuid(65534)
+
+    def mapper():
+        pid = int(os.read(ready_r, 32).decode().strip())
+        for m in ("uid_map", "gid_map"):
+            with open(f"/proc/{pid}/{m}", "w") as f:
+                f.write("0 0 65536\n")
+        os.write(go_w, b"x")
+
+    t = threading.Thread(target=mapper, daemon=True)
+    t.start()
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, preexec_fn=child,
+                              pass_fds=(ready_w, go_r))
+    finally:
+        for fd in (ready_r, ready_w, go_r, go_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _nobody_has_user_namespaces():
+    import shutil
+    runuser = shutil.which("runuser")
+    if runuser is None:
+        return "needs runuser to drop privileges"
+    r = subprocess.run([runuser, "-u", "nobody", "--", "unshare", "--user", "--map-root-user", "--net", "true"],
+                       capture_output=True, text=True)
+    return None if r.returncode == 0 else f"no unprivileged user namespaces here ({r.stderr.strip()})"
+
+
+def test_unprivileged_user_runs_in_a_user_namespace(tmp_path):
+    """Without root, `qoelab link` makes a user namespace of its own (root there) and runs as usual;
+    no SCHED_FIFO. As `nobody`: the RTT, COMMAND's exit status, the statistics say so."""
     import shutil
     import tempfile
     from qoelab.realnet import find_emulator
-    runuser = shutil.which("runuser")
-    if runuser is None:
-        pytest.skip("needs runuser to drop privileges")
-    d = tempfile.mkdtemp(prefix="qoelab-netemu-")   # readable by nobody, unlike pytest's tmp_path
+    why = _nobody_has_user_namespaces()
+    if why:
+        pytest.skip(why)
+    py = "/usr/bin/python3"         # the system's: `nobody` may not reach the test's interpreter
+    if not os.access(py, os.X_OK):
+        pytest.skip("needs /usr/bin/python3 for the echo server run as nobody")
+    d, exe = nobody_copy(find_emulator())
+    w = tempfile.mkdtemp(prefix="qoelab-rootless-")
     try:
-        os.chmod(d, 0o755)
-        exe = os.path.join(d, "qoelab-netemu")
-        shutil.copy(find_emulator(), exe)
-        os.chmod(exe, 0o755)
-        r = subprocess.run([runuser, "-u", "nobody", "--", exe, "--rate", "10Mbps", "--", "true"],
-                           capture_output=True, text=True, timeout=30)
+        os.chmod(w, 0o777)
+        for name, text in (("echo.py", ECHO), ("ping.py", PING)):
+            with open(os.path.join(w, name), "w") as f:
+                f.write(text)
+            os.chmod(os.path.join(w, name), 0o644)
+        stats = os.path.join(w, "stats.json")
+        r = subprocess.run([shutil.which("runuser"), "-u", "nobody", "--", exe, "--rate", "10Mbps", "--rtt", "40ms",
+                            "--server", f"{py} {w}/echo.py", "--json-stats", stats, "--", "sh", "-c",
+                            f"{py} {w}/ping.py && exit 5"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 5, r.stderr
+        res = json.loads(r.stdout)
+        st = json.load(open(stats))
+    finally:
+        shutil.rmtree(d)
+        shutil.rmtree(w)
+    print("rootless:", res, r.stderr.strip().splitlines()[-1])
+    assert abs(res["median_ms"] - 40) <= 1.5, res
+    assert st["user_namespace"] is True and st["sched_fifo"] is False
+    assert "unprivileged: in a user namespace" in r.stderr
+
+
+def test_missing_privileges_one_line_exit_2():
+    """Not root and no user namespace to be had: one line naming what is missing, exit 2."""
+    import shutil
+    from qoelab.realnet import find_emulator
+    d, exe = nobody_copy(find_emulator())
+    try:
+        r = run_as_nobody_without_user_namespaces([exe, "--rate", "10Mbps", "--", "true"])
     finally:
         shutil.rmtree(d)
     assert r.returncode == 2, r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1 and "network namespace" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "needs root, or unprivileged user namespaces" in r.stderr, r.stderr

@@ -147,7 +147,7 @@ def build_parser():
     r.add_argument("--json", action="store_true", help="print summary.json to stdout")
     r.add_argument("--force", action="store_true", help="replace DIR if it exists")
     r.add_argument("--real", action="store_true",
-                   help="run on a real network instead of simulating it (Linux, root): the bottleneck emulated on "
+                   help="run on a real network instead of simulating it (Linux; root or a user namespace): the bottleneck emulated on "
                         "real packets between two network namespaces, kernel TCP (bulk, finite, onoff, web flows, "
                         "also upstream), UDP (cbr), `qoelab serve` and the sans-IO player, or dash.js in headless Chromium for clients with player = \"dashjs\" (make "
                         "setup-real); dumbbell scenarios (docs/realnet.md)")

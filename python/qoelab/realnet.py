@@ -42,7 +42,8 @@ def add_parser(subparsers) -> None:
         "(Mahimahi-style, like mm-link + mm-delay). --server CMD runs in the server namespace; "
         "COMMAND finds the server's address in $MAHIMAHI_BASE and $QOELAB_SERVER_ADDR (10.77.0.1; the "
         "client is 10.77.1.1). Exit status: COMMAND's; 2 for bad options or missing prerequisites "
-        "(root or CAP_SYS_ADMIN, /dev/net/tun). Timing quality (departure lateness p50/p99/max) is "
+        "(/dev/net/tun; root, or unprivileged user namespaces, in which it runs without SCHED_FIFO). "
+        "Timing quality (departure lateness p50/p99/max) is "
         "printed at exit and written with the queue statistics to --json-stats. See docs/realnet.md.")
     p.add_argument("--rate", metavar="R", help="link rate in both directions, e.g. 10Mbps (or --trace)")
     p.add_argument("--uplink-rate", metavar="R", help="uplink (client -> server) rate if different")

@@ -1,4 +1,4 @@
-"""`qoelab run --real SCENARIO --out DIR`: a dumbbell scenario on a real network (Linux, root).
+"""`qoelab run --real SCENARIO --out DIR`: a dumbbell scenario on a real network (Linux; root or unprivileged user namespaces).
 
 This module checks that the scenario maps onto the real-network runtime (one line and exit 2 naming
 what does not), writes the plan for the driver ``qoelab-netemu run`` (crate ``crates/qoelab-net``,

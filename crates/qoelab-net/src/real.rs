@@ -822,9 +822,7 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
             return Err(fatal("the calling process is gone"));
         }
     }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        return Err(fatal("/dev/net/tun is missing (load the tun module or create the device node)"));
-    }
+    run::privileges()?;
     let mut down_link = qoelab_core::net::world::build_link::<crate::ip::IpPacket>(
         &format!("links[{}]", plan.down),
         &cfg.links[plan.down],
@@ -1825,6 +1823,7 @@ fn finish(
         .collect();
     let real = json!({
         "sched_fifo": emu.fifo,
+        "user_namespace": run::in_user_namespace(),
         "emulator_wakeups": emu.wakeups,
         "emulator_cpu_s": (emu.cpu_s * 1000.0).round() / 1000.0,
         "app_loops": loops,

@@ -106,11 +106,92 @@ fn exit_code(s: ExitStatus) -> i32 {
     s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
 }
 
-/// Run the whole thing; returns the exit status (COMMAND's), or a fatal error.
-pub fn run(o: &Options) -> Result<i32, Fatal> {
+/// The privileges the namespaces need: root as is, otherwise a user namespace of our own in
+/// which we are root (no SCHED_FIFO there). Call first, while the process has one thread.
+/// Returns whether a user namespace was entered.
+pub fn privileges() -> Result<bool, Fatal> {
+    let r = privileges_inner();
+    if let Ok(true) = r {
+        IN_USER_NAMESPACE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    r
+}
+
+static IN_USER_NAMESPACE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether `privileges` entered a user namespace (reported with the timing quality).
+pub fn in_user_namespace() -> bool {
+    IN_USER_NAMESPACE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn privileges_inner() -> Result<bool, Fatal> {
     if !std::path::Path::new("/dev/net/tun").exists() {
         return Err(Fatal("/dev/net/tun is missing (load the tun module or create the device node)".into()));
     }
+    if sys::geteuid() == 0 {
+        return Ok(false);
+    }
+    sys::enter_user_namespace().map_err(|e| {
+        Fatal(format!(
+            "needs root, or unprivileged user namespaces (not root, and unshare(CLONE_NEWUSER) failed: {e}; \
+             see /proc/sys/user/max_user_namespaces and kernel.unprivileged_userns_clone)"
+        ))
+    })?;
+    // The children's PID namespaces (spawn_in) are made with unshare and left with setns, which
+    // needs CAP_SYS_ADMIN over the PID namespace we return to: the original one is owned by the
+    // initial user namespace, so go on as the init of a PID namespace of our own user namespace.
+    // The parent stays outside, forwards signals and exits with our status; we die with it.
+    sys::unshare_pid().map_err(|e| Fatal(format!("unshare(CLONE_NEWPID) in the user namespace: {e}")))?;
+    let pid = sys::fork_single_threaded().map_err(|e| Fatal(format!("fork: {e}")))?;
+    if pid == 0 {
+        if !sys::set_parent_death_signal(libc::SIGKILL) {
+            return Err(Fatal("prctl(PR_SET_PDEATHSIG) failed".into()));
+        }
+        return Ok(true);
+    }
+    supervise(pid)
+}
+
+/// The parent outside the PID namespace: forward SIGINT/SIGTERM/SIGHUP to the child (the init
+/// of that namespace: it takes them through its signalfd) and exit with its status.
+fn supervise(child: i32) -> ! {
+    let sigfd = match sys::signalfd_for(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD]) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("qoelab link: error: signalfd: {e}");
+            sys::kill(child, libc::SIGKILL);
+            std::process::exit(2);
+        }
+    };
+    use std::os::fd::AsRawFd;
+    let mut sigfile = sigfd.try_clone().unwrap_or_else(|_| std::process::exit(2));
+    let mut ready = [false; 1];
+    let mut buf = [0u8; 128];
+    loop {
+        match sys::try_wait_pid(child) {
+            Ok(Some(code)) => std::process::exit(code),
+            Ok(None) => {}
+            Err(_) => std::process::exit(2),
+        }
+        // A bounded wait: a SIGCHLD that came before the signalfd is seen at the next round.
+        let _ = sys::poll_readable(&[sigfd.as_raw_fd()], 100, &mut ready);
+        if ready[0] {
+            while let Ok(n) = sigfile.read(&mut buf) {
+                if n < 4 {
+                    break;
+                }
+                let signo = u32::from_ne_bytes([buf[0], buf[1], buf[2], buf[3]]) as i32;
+                if signo != libc::SIGCHLD {
+                    sys::kill(child, signo);
+                }
+            }
+        }
+    }
+}
+
+/// Run the whole thing; returns the exit status (COMMAND's), or a fatal error.
+pub fn run(o: &Options) -> Result<i32, Fatal> {
+    let userns = privileges()?;
     let mut down = emu::build_direction(o, false).map_err(Fatal)?;
     let mut up = emu::build_direction(o, true).map_err(Fatal)?;
     emu::open_log(&mut down, o).map_err(Fatal)?;
@@ -220,13 +301,15 @@ pub fn run(o: &Options) -> Result<i32, Fatal> {
     let cpu = sys::cpu_seconds() - cpu0;
     let json = format!(
         concat!(
-            "{{\"duration_s\": {:.3}, \"rtt_ms\": {}, \"sched_fifo\": {}, \"timer_slack_1ns\": {}, \"wakeups\": {}, ",
+            "{{\"duration_s\": {:.3}, \"rtt_ms\": {}, \"sched_fifo\": {}, \"user_namespace\": {}, ",
+            "\"timer_slack_1ns\": {}, \"wakeups\": {}, ",
             "\"emulator_cpu_s\": {:.3}, \"server_addr\": \"{}\", \"client_addr\": \"{}\", \"exit_status\": {}, ",
             "\"downlink\": {}, \"uplink\": {}}}\n"
         ),
         elapsed as f64 / 1e9,
         o.rtt as f64 / 1e6,
         fifo,
+        userns,
         slack,
         wakeups,
         cpu,
@@ -244,10 +327,11 @@ pub fn run(o: &Options) -> Result<i32, Fatal> {
         format!("{} p50/p99/max {}/{}/{} us", d.name, q(50.0), q(99.0), d.lateness.max().map_or(0, |m| m / 1000))
     };
     eprintln!(
-        "qoelab link: departure lateness {}; {}; SCHED_FIFO {}",
+        "qoelab link: departure lateness {}; {}; SCHED_FIFO {}{}",
         lat(&down),
         lat(&up),
-        if fifo { "on" } else { "off" }
+        if fifo { "on" } else { "off" },
+        if userns { " (unprivileged: in a user namespace)" } else { "" }
     );
     Ok(status)
 }

@@ -43,6 +43,52 @@ pub fn unshare_net() -> io::Result<()> {
     cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map(|_| ())
 }
 
+/// Move the (single-threaded) process into a new user namespace in which it is root: its own
+/// uid and gid map to 0, so that it holds CAP_SYS_ADMIN and CAP_NET_ADMIN over the namespaces it
+/// creates next. Used when the emulator is not started as root.
+pub fn enter_user_namespace() -> io::Result<()> {
+    // SAFETY: getuid/getgid have no preconditions and cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // SAFETY: unshare takes only flags; CLONE_NEWUSER needs a single-threaded caller, which the
+    // callers are (first thing in main) — otherwise the kernel refuses with EINVAL.
+    cvt(unsafe { libc::unshare(libc::CLONE_NEWUSER) })?;
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    Ok(())
+}
+
+/// Give the next child a new PID namespace (of the current user namespace).
+pub fn unshare_pid() -> io::Result<()> {
+    // SAFETY: unshare takes only flags and touches no memory of ours.
+    cvt(unsafe { libc::unshare(libc::CLONE_NEWPID) }).map(|_| ())
+}
+
+/// fork(2): `Ok(0)` in the child, `Ok(pid)` in the parent. Only for a single-threaded caller (the
+/// child is a full copy that goes on running Rust code).
+pub fn fork_single_threaded() -> io::Result<i32> {
+    // SAFETY: the callers call this first thing in main, with one thread and no locks held, so
+    // the child's copy of the address space is consistent.
+    cvt(unsafe { libc::fork() })
+}
+
+/// The exit code of child `pid` if it has ended (128 + signal if killed), without blocking.
+pub fn try_wait_pid(pid: i32) -> io::Result<Option<i32>> {
+    let mut st: libc::c_int = 0;
+    // SAFETY: `st` is a valid, writable int; WNOHANG never blocks.
+    let r = cvt(unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) })?;
+    if r == 0 {
+        return Ok(None);
+    }
+    Ok(Some(if libc::WIFEXITED(st) {
+        libc::WEXITSTATUS(st)
+    } else if libc::WIFSIGNALED(st) {
+        128 + libc::WTERMSIG(st)
+    } else {
+        1
+    }))
+}
+
 /// Move the calling thread into the network namespace `ns` (an open /proc/…/ns/net file).
 pub fn setns_net(ns: &File) -> io::Result<()> {
     // SAFETY: setns takes an open fd and a flag; no memory is passed.
@@ -311,6 +357,13 @@ pub fn set_tcp_int(fd: RawFd, opt: libc::c_int, v: libc::c_int) -> io::Result<()
 
 /// Ask for `sig` when the parent process (the thread that started this one) dies; false if the
 /// parent is no longer `parent` (it died before the request took effect).
+/// Receive `sig` when the parent dies, without the check of `die_with_parent` (a child that is
+/// the init of a new PID namespace sees getppid() = 0).
+pub fn set_parent_death_signal(sig: i32) -> bool {
+    // SAFETY: PR_SET_PDEATHSIG takes a signal number; no memory is passed.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) == 0 }
+}
+
 pub fn die_with_parent(parent: u32, sig: i32) -> bool {
     // SAFETY: PR_SET_PDEATHSIG takes a signal number; no memory is passed.
     let ok = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong, 0, 0, 0) } == 0;
