@@ -209,7 +209,14 @@ def summarize(events: list[dict], name: str = "dashjs") -> tuple[dict, list[dict
         stalls.append(t_end - open_at)
     micro = [x for x in stalls if x < MIN_STALL_S]
     stalls = [x for x in stalls if x >= MIN_STALL_S]
-    played = [r for r in rows if not r["abandoned"]]
+    # What was played: per segment the last completed download (dash.js's fast switching may fetch
+    # a buffered segment again at another quality and replace it; abandoned downloads are not kept).
+    last: dict[int, dict] = {}
+    for r in rows:                 # in the order dash.js completed them
+        if not r["abandoned"]:
+            last[r["segment"]] = r
+    played = [last[k] for k in sorted(last)]
+    replaced = sum(1 for r in rows if not r["abandoned"]) - len(played)
     rungs = [r["rung"] for r in played]
     switches = sum(1 for a, b in zip(rungs, rungs[1:]) if a != b)
     startup = (t_start - t_load) if t_start is not None else None
@@ -218,7 +225,8 @@ def summarize(events: list[dict], name: str = "dashjs") -> tuple[dict, list[dict
     played_s = max(0.0, session - (startup or 0.0) - stalled)
     n = len(played)
     summary = {
-        "name": name, "abr": "dashjs", "segments": n, "abandoned": len(rows) - n,
+        "name": name, "abr": "dashjs", "segments": n, "abandoned": sum(1 for r in rows if r["abandoned"]),
+        "replaced": replaced,
         "bytes": sum(r["bytes"] for r in rows),
         "avg_bitrate_bps": sum(r["bitrate_bps"] for r in played) / n if n else None,
         "quality_level_pct": 100.0 * sum(rungs) / n / len(bitrates) if n and bitrates else None,

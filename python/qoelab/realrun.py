@@ -365,7 +365,8 @@ def _merge_dashjs(summary: dict, tables: list, real: dict, sc) -> None:
         session = max((e.get("t", 0.0) for e in events), default=0.0) - t_load
         done[i] = _client_entry(s, rows, d, c, cfg, players.get(i) or {}, session)
         real.setdefault("dashjs_clients", []).append(
-            {"name": c["name"], "go_s": go, "micro_stalls": s["micro_stalls"], "errors": s["errors"],
+            {"name": c["name"], "go_s": go, "micro_stalls": s["micro_stalls"], "replaced": s["replaced"],
+             "errors": s["errors"],
              "ended": s["ended"], "events": len(events)})
         for r in rows:
             r["client"] = i

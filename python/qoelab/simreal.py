@@ -52,8 +52,9 @@ def plan(path: str) -> dict:
         raise InputError(path, "flow", message="flows are not played for real by sim-real yet (they need "
                                                "`qoelab run --real`); remove them or compare the video alone")
     topo = raw.get("topology", {})
-    if topo.get("kind", "dumbbell") != "dumbbell" or "rate_profile" in topo or "trace" in topo:
-        raise InputError(path, "topology", "a dumbbell with a fixed rate (no trace or rate profile) for sim-real")
+    if topo.get("kind", "dumbbell") != "dumbbell" or "rate_profile" in topo:
+        raise InputError(path, "topology", "a dumbbell with a fixed rate or Mahimahi traces (no rate profile) "
+                                           "for sim-real")
     clients = raw.get("client", [])
     if len(clients) != 1 or clients[0].get("count", 1) != 1:
         raise InputError(path, "client", "exactly one [[client]] with count = 1 for sim-real")
@@ -66,10 +67,16 @@ def plan(path: str) -> dict:
     if not (isinstance(video, str) and video.endswith(".mpd") and os.path.isfile(mpd)):
         raise InputError(path, "client.0.video", "the path of a content-pipeline MPD (qoelab video prepare): "
                                                  "dash.js needs playable media", repr(video))
-    rate = topo.get("rate")
-    if not rate:
-        raise InputError(path, "topology.rate", "a fixed rate for sim-real", None)
-    link = ["--rate", str(rate), "--rtt", str(topo.get("rtt", "0ms")), "--aqm", str(topo.get("aqm", "pfifo"))]
+    link = []
+    for key, rkey, opt, ropt in (("trace", "rate", "--trace", "--rate"),
+                                 ("trace_up", "rate_up", "--uplink-trace", "--uplink-rate")):
+        if key in topo:
+            link += [opt, _mahimahi_path(path, topo, key)]
+        elif topo.get(rkey):
+            link += [ropt, str(topo[rkey])]
+    if "--rate" not in link and "--trace" not in link:
+        raise InputError(path, "topology.rate", "a fixed rate or a Mahimahi trace for sim-real", None)
+    link += ["--rtt", str(topo.get("rtt", "0ms")), "--aqm", str(topo.get("aqm", "pfifo"))]
     buf = topo.get("buffer")
     if isinstance(buf, str) and buf.strip().lower().endswith("bdp"):
         pk = sc.config["links"][0].get("buffer_packets") if sc.config.get("links") else None
@@ -81,6 +88,26 @@ def plan(path: str) -> dict:
         link += ["--loss", str(topo["loss"])]
     return {"scenario": sc, "raw": raw, "mpd": mpd, "abr": ABR_MAP[abr], "link": link,
             "duration_s": sc.config["duration"] / 1e9}
+
+
+def _mahimahi_path(path: str, topo: dict, key: str) -> str:
+    """The file of topology.<key>: the emulator reads Mahimahi packet-delivery traces only."""
+    from qoelab import traces
+    v = topo[key]
+    if not isinstance(v, str):
+        raise InputError(path, f"topology.{key}", "the path of a Mahimahi trace", repr(v))
+    if v.startswith("data:"):
+        full = os.path.join(traces.data_dir(), v[5:])
+    else:
+        full = v if os.path.isabs(v) else os.path.join(os.path.dirname(os.path.abspath(path)), v)
+    fmt = topo.get(key + "_format", "auto")
+    if fmt == "auto" and os.path.isfile(full):
+        fmt = traces.detect_format(full)
+    if fmt != "mahimahi":
+        raise InputError(path, f"topology.{key}", "a Mahimahi trace for sim-real (the emulator replays Mahimahi "
+                                                   "packet-delivery traces)",
+                         f"a {fmt} trace")
+    return full
 
 
 def run_real(p: dict, variant: str, out: str) -> dict:
