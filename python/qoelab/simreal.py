@@ -127,7 +127,9 @@ def run_real(p: dict, variant: str, out: str) -> dict:
     lat = next((ln for ln in r.stderr.splitlines() if "departure lateness" in ln), "")
     s = json.load(open(os.path.join(out, "summary.json")))["clients"][0]
     seg = pd.read_parquet(os.path.join(out, "segments.parquet"))
-    return {"summary": s, "segments": seg, "lateness": lat.split("qoelab link: ")[-1]}
+    with open(os.path.join(out, "events.jsonl")) as f:
+        events = f.read()
+    return {"summary": s, "segments": seg, "lateness": lat.split("qoelab link: ")[-1], "events": events}
 
 
 def compare(path: str, out: str, variants=("default", "no-rt"), force: bool = False, log=None) -> str:
@@ -157,6 +159,9 @@ def compare(path: str, out: str, variants=("default", "no-rt"), force: bool = Fa
             for name, r in rows.items():
                 key = name.replace(" ", "_").replace("(", "").replace(")", "").replace(".", "")
                 r["segments"].to_parquet(os.path.join(t, f"segments-{key}.parquet"), index=False)
+                if r.get("events"):     # dash.js's own record: throughput estimates, buffer samples
+                    with open(os.path.join(t, f"events-{key}.jsonl"), "w") as f:
+                        f.write(r["events"])
             with open(os.path.join(t, "agreement.json"), "w") as f:
                 json.dump(table, f, indent=2)
                 f.write("\n")
