@@ -11,6 +11,7 @@
 //! Adding an ABR: one file with a config struct (published defaults in its docs), `pub const
 //! ENTRY: AbrEntry`, hand-computed unit tests; one line in [`REGISTRY`]; a page in docs/models/.
 
+pub mod abrstar;
 pub mod bb;
 pub mod bba;
 pub mod bola;
@@ -177,6 +178,7 @@ pub static REGISTRY: &[AbrEntry] = &[
     festive::ENTRY,
     panda::ENTRY,
     fixed::ENTRY,
+    abrstar::ENTRY,
 ];
 
 pub fn find(name: &str) -> Option<&'static AbrEntry> {

@@ -1,0 +1,461 @@
+//! `abrstar`: VOXEL's ABR* decision (Palmer's dissertation §6.3; the public client's `--abr=bpp`,
+//! seed-systems.md §1.4): BOLA-E on SSIM utilities over every (rung, SSIM level) entry of the
+//! segment, with its own insufficient-buffer walk and the placeholder / pause rules.
+//!
+//! Units follow the public client: time in ms, sizes in bits, rates in kbit/s (= bits/ms).
+//!
+//! * utilities u_i = `avgSSIM` of rung i (the manifest's `Representation@avgSSIM`), else
+//!   ln(b_i / b_0);
+//! * α = (b_0 u_1 − b_1 u_0) / (b_1 − b_0); target = max(buffer_size − seg, 10,000 + 2,000 N);
+//!   V_p = (target − 10,000) / (u_max + α); g_p = (u_max 10,000 + α target) / (target − 10,000);
+//! * score of an entry (σ, S bytes) = (V_p (σ' + g_p) − (buffer + placeholder)) / (8 S), with
+//!   σ' = σ − (u_max − u_min) / (N − 1) when its rung is below the previous segment's;
+//! * safety: safe bits = tput · f · min(buffer, buffer_size − seg); walk down the SSIM-sorted
+//!   entries, only to smaller sizes, until 8 S ≤ safe bits; f starts at 1 and becomes
+//!   max(0.9 f, clamp(seg / (buffer_size − seg), 0.5, 0.9)) after each decision;
+//! * placeholder at the first decision with a throughput estimate: V_p (g_p − a_q) for the rung q
+//!   that fits 0.9 · tput, a_q = (b_{q−1} u_q − b_q u_{q−1}) / (b_q − b_{q−1}) (0 for q = 0);
+//! * pause: level = max(V_p (σ + g_p), 10,000); if buffer + placeholder > level the placeholder
+//!   becomes level − buffer, and a negative one becomes a pause; a buffer overrun
+//!   (buffer − pause + seg − buffer_size > 0) is added to both;
+//! * throughput: download-time-weighted EWMAs of per-download throughput with half-lives 3 s and
+//!   8 s, zero-bias corrected, the smaller of the two.
+//!
+//! The decision core ([`AbrStar::decide`]) takes any entries, partial segments included. Through
+//! the player ([`Abr::choose`]) it is offered full segments only (the public client's `no_drop`):
+//! the player does not fetch partial segments yet. Abandonment (keep-partial) is not here yet.
+//! docs/models/abr-abrstar.md.
+
+use super::estimators::{dur_param, float_in, Ewma};
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
+use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
+use crate::time::{Ns, MS};
+use crate::video::Video;
+
+/// One choice the ABR may make for a segment: a rung and how much of it (an SSIM level).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Entry {
+    pub rung: usize,
+    /// Index of the level in the segment's `ssims` list (`None`: the full segment, no VOXEL table).
+    pub level: Option<usize>,
+    /// SSIM (or utility) the segment plays at with this entry.
+    pub ssim: f64,
+    /// Bytes to fetch (reliable part + the unreliable prefix of the level).
+    pub bytes: u64,
+}
+
+/// A decision of the core.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Choice {
+    pub entry: Entry,
+    /// Wait before requesting (ms).
+    pub pause_ms: f64,
+    pub reason: String,
+}
+
+/// Constants (published defaults of the public client).
+#[derive(Clone, Debug)]
+pub struct AbrStarCfg {
+    /// kBufferLow (ms).
+    pub buffer_low_ms: f64,
+    /// kMinThreshold per rung (ms).
+    pub min_threshold_ms: f64,
+    /// kSafetyFactor.
+    pub safety: f64,
+    /// Bounds of the insufficient-buffer factor's target.
+    pub ibr_min: f64,
+    pub ibr_max: f64,
+}
+
+impl std::default::Default for AbrStarCfg {
+    fn default() -> Self {
+        AbrStarCfg { buffer_low_ms: 10_000.0, min_threshold_ms: 2_000.0, safety: 0.9, ibr_min: 0.5, ibr_max: 0.9 }
+    }
+}
+
+/// ABR*'s state.
+#[derive(Clone, Debug)]
+pub struct AbrStar {
+    pub cfg: AbrStarCfg,
+    /// Nominal bitrates (kbit/s) and utilities per rung.
+    pub b: Vec<f64>,
+    pub u: Vec<f64>,
+    pub seg_ms: f64,
+    pub buffer_size_ms: f64,
+    pub alpha: f64,
+    pub vp: f64,
+    pub gp: f64,
+    pub placeholder_ms: f64,
+    /// Insufficient-buffer factor f and its target.
+    pub ibr_safety: f64,
+    pub ibr_target: f64,
+    /// The placeholder has been initialized (first decision with an estimate).
+    pub started: bool,
+    pub tput: Ewma,
+}
+
+impl AbrStar {
+    /// `bitrates_kbps` ascending, `utilities` per rung (avgSSIM, or None for ln(b_i/b_0)).
+    pub fn new(
+        bitrates_kbps: &[f64],
+        utilities: Option<&[f64]>,
+        seg_ms: f64,
+        buffer_size_ms: f64,
+        cfg: AbrStarCfg,
+    ) -> AbrStar {
+        let b = bitrates_kbps.to_vec();
+        let u: Vec<f64> = match utilities {
+            Some(u) => u.to_vec(),
+            None => b.iter().map(|x| (x / b[0]).ln()).collect(),
+        };
+        let n = b.len();
+        let alpha = if n >= 2 { (b[0] * u[1] - b[1] * u[0]) / (b[1] - b[0]) } else { 0.0 };
+        let u_max = u.iter().cloned().fold(f64::MIN, f64::max);
+        let target = (buffer_size_ms - seg_ms)
+            .max(cfg.buffer_low_ms + cfg.min_threshold_ms * n as f64)
+            .max(cfg.buffer_low_ms + 1.0);
+        let vp = (target - cfg.buffer_low_ms) / (u_max + alpha);
+        let gp = (u_max * cfg.buffer_low_ms + alpha * target) / (target - cfg.buffer_low_ms);
+        let room = (buffer_size_ms - seg_ms).max(1.0);
+        let ibr_target = (seg_ms / room).clamp(cfg.ibr_min, cfg.ibr_max);
+        AbrStar {
+            cfg,
+            b,
+            u,
+            seg_ms,
+            buffer_size_ms,
+            alpha,
+            vp,
+            gp,
+            placeholder_ms: 0.0,
+            ibr_safety: 1.0,
+            ibr_target,
+            started: false,
+            tput: Ewma::new(3.0, 8.0),
+        }
+    }
+
+    /// The throughput estimate (kbit/s), if any download finished.
+    pub fn tput_kbps(&self) -> Option<f64> {
+        self.tput.estimate().map(|bps| bps / 1000.0)
+    }
+
+    /// A finished download: `bytes` in `dur_ms`.
+    pub fn on_download(&mut self, bytes: u64, dur_ms: f64) {
+        let d = dur_ms.max(1e-6);
+        self.tput.push(bytes as f64 * 8.0 / d * 1000.0, d / 1000.0);
+    }
+
+    /// a_q of BOLA-E's placeholder (0 for the lowest rung).
+    fn a(&self, q: usize) -> f64 {
+        if q == 0 {
+            return 0.0;
+        }
+        (self.b[q - 1] * self.u[q] - self.b[q] * self.u[q - 1]) / (self.b[q] - self.b[q - 1])
+    }
+
+    /// One decision. `buffer_ms`: media buffered; `last_rung`: the previous segment's rung;
+    /// `tput_kbps`: the estimate (None before any download: the first media segment is forced to
+    /// the lowest rung, as the public client's main loop does); `entries`: this segment's choices.
+    pub fn decide(
+        &mut self,
+        buffer_ms: f64,
+        last_rung: Option<usize>,
+        tput_kbps: Option<f64>,
+        entries: &[Entry],
+    ) -> Choice {
+        let lowest = *entries
+            .iter()
+            .min_by(|x, y| (x.rung, x.bytes).cmp(&(y.rung, y.bytes)))
+            .expect("a segment has at least one entry");
+        let Some(tput) = tput_kbps else {
+            // The first media segment: Q0 (its full segment, the largest entry of rung 0).
+            let e = entries.iter().filter(|e| e.rung == lowest.rung).max_by_key(|e| e.bytes).copied().unwrap();
+            return Choice { entry: e, pause_ms: 0.0, reason: "first segment -> rung 0".into() };
+        };
+        let mut why = String::new();
+        if !self.started {
+            self.started = true;
+            let q = (0..self.b.len()).rev().find(|&q| self.b[q] <= self.cfg.safety * tput).unwrap_or(0);
+            self.placeholder_ms = (self.vp * (self.gp - self.a(q))).max(0.0);
+            why = format!("start: rung {q} fits 0.9*{tput:.0}kbps, placeholder {:.0}ms; ", self.placeholder_ms);
+        }
+        let n = self.u.len();
+        let u_max = self.u.iter().cloned().fold(f64::MIN, f64::max);
+        let u_min = self.u.iter().cloned().fold(f64::MAX, f64::min);
+        let penalty = if n > 1 { (u_max - u_min) / (n - 1) as f64 } else { 0.0 };
+        let q_buf = buffer_ms + self.placeholder_ms;
+        let score = |e: &Entry| {
+            let s = if last_rung.is_some_and(|l| e.rung < l) { e.ssim - penalty } else { e.ssim };
+            (self.vp * (s + self.gp) - q_buf) / (8.0 * e.bytes.max(1) as f64)
+        };
+        let mut best = entries[0];
+        for e in &entries[1..] {
+            if score(e) > score(&best) {
+                best = *e;
+            }
+        }
+        // Safety walk: SSIM-descending order, only ever to smaller sizes, until it fits.
+        let safe_bits = tput * self.ibr_safety * buffer_ms.min(self.buffer_size_ms - self.seg_ms).max(0.0);
+        let mut chosen = best;
+        if 8.0 * chosen.bytes as f64 > safe_bits {
+            let mut sorted: Vec<Entry> = entries.to_vec();
+            sorted.sort_by(|x, y| y.ssim.total_cmp(&x.ssim).then(y.bytes.cmp(&x.bytes)));
+            let from = sorted.iter().position(|e| *e == chosen).unwrap_or(0);
+            for e in &sorted[from + 1..] {
+                if e.bytes < chosen.bytes {
+                    chosen = *e;
+                    if 8.0 * chosen.bytes as f64 <= safe_bits {
+                        break;
+                    }
+                }
+            }
+            why += &format!("safety {:.0} bits -> ", safe_bits);
+        }
+        self.ibr_safety = (self.ibr_safety * 0.9).max(self.ibr_target);
+        // Placeholder and pause.
+        let level = (self.vp * (chosen.ssim + self.gp)).max(self.cfg.buffer_low_ms);
+        let mut pause = 0.0;
+        if buffer_ms + self.placeholder_ms > level {
+            self.placeholder_ms = level - buffer_ms;
+            if self.placeholder_ms < 0.0 {
+                pause = -self.placeholder_ms;
+                self.placeholder_ms = 0.0;
+            }
+        }
+        let overrun = buffer_ms - pause + self.seg_ms - self.buffer_size_ms;
+        if overrun > 0.0 {
+            self.placeholder_ms += overrun;
+            pause += overrun;
+        }
+        let level_s = chosen.level.map_or("full".to_string(), |k| format!("level {k}"));
+        Choice {
+            entry: chosen,
+            pause_ms: pause,
+            reason: format!(
+                "{why}BOLA-SSIM Q {:.2}s -> rung {} {level_s} (ssim {:.4}){}",
+                q_buf / 1000.0,
+                chosen.rung,
+                chosen.ssim,
+                if pause > 0.0 { format!(", pause {:.3}s", pause / 1000.0) } else { String::new() }
+            ),
+        }
+    }
+}
+
+/// The ABR of the registry: the core over full segments (see the module docs).
+pub struct AbrStarAbr {
+    core: AbrStar,
+    /// Built lazily (the player's buffer size is known at the first decision).
+    built: bool,
+    avg_ssim: Option<Vec<f64>>,
+    cfg: AbrStarCfg,
+}
+
+pub const PARAMS: [ParamSpec; 3] = [
+    ParamSpec {
+        name: "safety",
+        unit: Unit::Float,
+        default: Default::Float(0.9),
+        doc: "bandwidth safety factor of the start-up pick (public client kSafetyFactor 0.9)",
+    },
+    ParamSpec {
+        name: "buffer_low",
+        unit: Unit::Duration,
+        default: Default::Int(10_000_000_000),
+        doc: "kBufferLow: BOLA's lower buffer bound and the pause level's floor (10 s)",
+    },
+    ParamSpec {
+        name: "min_threshold",
+        unit: Unit::Duration,
+        default: Default::Int(2_000_000_000),
+        doc: "kMinThreshold: buffer per rung in BOLA's target floor 10 s + N x this (2 s)",
+    },
+];
+
+fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
+    let safety = float_in(p, &PARAMS, "safety", 0.0, 1.0)?;
+    let low = dur_param(p, &PARAMS, "buffer_low")?;
+    let thr = dur_param(p, &PARAMS, "min_threshold")?;
+    if low <= 0.0 {
+        return Err(crate::params::perr("buffer_low", "expected a duration > 0"));
+    }
+    let cfg =
+        AbrStarCfg { buffer_low_ms: low * 1000.0, min_threshold_ms: thr * 1000.0, safety, ..AbrStarCfg::default() };
+    let avg_ssim = video.voxel.as_ref().and_then(|v| v.avg_ssim.clone());
+    let seg = video.seg_duration(0) as f64 / MS as f64;
+    let b: Vec<f64> = video.bitrates_bps.iter().map(|&x| x as f64 / 1000.0).collect();
+    Ok(Box::new(AbrStarAbr {
+        core: AbrStar::new(&b, avg_ssim.as_deref(), seg, 2.0 * seg, cfg.clone()),
+        built: false,
+        avg_ssim,
+        cfg,
+    }))
+}
+
+impl AbrStarAbr {
+    /// Full-segment entries of `segment`: the VOXEL table's full level when the segment has
+    /// droppable frames, else the rung's utility; the segment's size.
+    fn entries(&self, video: &Video, segment: usize) -> Vec<Entry> {
+        (0..video.n_rungs())
+            .map(|q| {
+                let full = video.size(segment, q);
+                let ssim = video
+                    .voxel
+                    .as_ref()
+                    .and_then(|v| v.segments.get(segment))
+                    .and_then(|s| s.get(q))
+                    // a segment without droppable frames has no measured levels (the loader lists it
+                    // as one reliable range at 1.0): the rung's utility stands for it
+                    .filter(|s| !s.unreliable.is_empty())
+                    .and_then(|s| s.ssim_with(s.unreliable.len()))
+                    .unwrap_or(self.core.u[q]);
+                Entry { rung: q, level: None, ssim, bytes: full }
+            })
+            .collect()
+    }
+}
+
+impl Abr for AbrStarAbr {
+    fn name(&self) -> &'static str {
+        "abrstar"
+    }
+
+    fn choose(&mut self, obs: &AbrObs) -> Decision {
+        if !self.built {
+            // The buffer size the thesis sweeps is the player's maximum (ms).
+            let v = obs.video;
+            let b: Vec<f64> = v.bitrates_bps.iter().map(|&x| x as f64 / 1000.0).collect();
+            let seg = v.seg_duration(0) as f64 / MS as f64;
+            let est = std::mem::replace(&mut self.core.tput, Ewma::new(3.0, 8.0));
+            self.core =
+                AbrStar::new(&b, self.avg_ssim.as_deref(), seg, obs.buffer_max as f64 / MS as f64, self.cfg.clone());
+            self.core.tput = est;
+            self.built = true;
+        }
+        let entries = self.entries(obs.video, obs.segment);
+        let tput = if obs.history.is_empty() { None } else { self.core.tput_kbps() };
+        let c = self.core.decide(obs.buffer as f64 / MS as f64, obs.last_rung, tput, &entries);
+        Decision { rung: c.entry.rung, delay: (c.pause_ms * MS as f64).round() as Ns, reason: c.reason }
+    }
+
+    fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
+        let dur = rec.t_last_byte.saturating_sub(rec.t_request) as f64 / MS as f64;
+        self.core.on_download(rec.bytes, dur);
+    }
+}
+
+pub const ENTRY: AbrEntry = AbrEntry {
+    name: "abrstar",
+    summary: "VOXEL's ABR*: BOLA-E on SSIM utilities over (rung, SSIM level) entries, its safety walk and pause rule (full segments through the player until it plays partial ones)",
+    reference: "Palmer, dissertation §6.3 (VOXEL, CoNEXT'21); public client --abr=bpp (seed-systems.md §1.4)",
+    params: &PARAMS,
+    build,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Ladder 1000/2000/4000 kbit/s, avgSSIM 0.90/0.95/0.98, 4-s segments, 20-s buffer.
+    // α = (1000·0.95 − 2000·0.90)/1000 = −0.85; target = max(16,000, 10,000 + 3·2,000) = 16,000;
+    // V_p = 6,000/(0.98 − 0.85) = 46,153.846; g_p = (9,800 − 13,600)/6,000 = −0.633333.
+    // V_p(u + g_p): 0.90 → 12,307.69; 0.95 → 14,615.38; 0.96 → 15,076.92; 0.98 → 16,000.
+    fn core() -> AbrStar {
+        AbrStar::new(&[1000.0, 2000.0, 4000.0], Some(&[0.90, 0.95, 0.98]), 4000.0, 20_000.0, AbrStarCfg::default())
+    }
+
+    fn entries() -> Vec<Entry> {
+        vec![
+            Entry { rung: 0, level: Some(0), ssim: 0.90, bytes: 500_000 },
+            Entry { rung: 1, level: Some(0), ssim: 0.95, bytes: 1_000_000 },
+            Entry { rung: 2, level: Some(0), ssim: 0.96, bytes: 1_500_000 },
+            Entry { rung: 2, level: Some(1), ssim: 0.98, bytes: 2_000_000 },
+        ]
+    }
+
+    #[test]
+    fn constants_from_the_ladder() {
+        let c = core();
+        assert!((c.alpha + 0.85).abs() < 1e-12);
+        assert!((c.vp - 46_153.846_153_846).abs() < 1e-6);
+        assert!((c.gp + 0.633_333_333_333).abs() < 1e-9);
+        assert!((c.vp * (0.98 + c.gp) - 16_000.0).abs() < 1e-6);
+        assert!((c.ibr_target - 0.5).abs() < 1e-12); // clamp(4,000/16,000 = 0.25, 0.5, 0.9)
+    }
+
+    #[test]
+    fn partial_entry_wins_and_penalty_applies() {
+        // buffer 12,000, placeholder 0, previous rung 2 (rungs 0 and 1 penalized by 0.04):
+        // r0 (10,461.54 − 12,000)/4e6 < 0; r1 (12,769.23 − 12,000)/8e6 = 9.62e-5;
+        // r2 partial (15,076.92 − 12,000)/12e6 = 2.564e-4 > r2 full (16,000 − 12,000)/16e6 = 2.5e-4.
+        let mut c = core();
+        c.started = true;
+        let ch = c.decide(12_000.0, Some(2), Some(1e6), &entries());
+        assert_eq!((ch.entry.rung, ch.entry.level, ch.pause_ms), (2, Some(0), 0.0), "{}", ch.reason);
+        // Without the penalty (previous rung 0), r1 wins: (14,615.38 − 12,000)/8e6 = 3.269e-4.
+        let mut c = core();
+        c.started = true;
+        assert_eq!(c.decide(12_000.0, Some(0), Some(1e6), &entries()).entry.rung, 1);
+    }
+
+    #[test]
+    fn pause_when_the_buffer_is_above_the_level() {
+        // buffer 18,000: r2 full scores (16,000 − 18,000)/16e6 = −1.25e-4, the best; level 16,000 <
+        // 18,000 → placeholder −2,000 → pause 2,000 ms; overrun 18,000 − 2,000 + 4,000 − 20,000 = 0.
+        let mut c = core();
+        c.started = true;
+        let ch = c.decide(18_000.0, Some(2), Some(1e6), &entries());
+        assert_eq!((ch.entry.rung, ch.entry.level), (2, Some(1)));
+        assert!((ch.pause_ms - 2_000.0).abs() < 1e-6 && c.placeholder_ms == 0.0, "{ch:?}");
+    }
+
+    #[test]
+    fn safety_walk_and_factor() {
+        // buffer 12,000, previous rung 0: r1 wins (above); 500 kbit/s: safe = 500·1·12,000 = 6e6 bits
+        // < 8e6 → down the SSIM order to smaller sizes: r0 (4e6 bits) fits. f → max(0.9, 0.5) = 0.9.
+        let mut c = core();
+        c.started = true;
+        let ch = c.decide(12_000.0, Some(0), Some(500.0), &entries());
+        assert_eq!(ch.entry.rung, 0, "{}", ch.reason);
+        assert!((c.ibr_safety - 0.9).abs() < 1e-12);
+        // at 1,500 kbit/s: 18e6 bits >= 8e6, r1 stays.
+        let mut c = core();
+        c.started = true;
+        assert_eq!(c.decide(12_000.0, Some(0), Some(1_500.0), &entries()).entry.rung, 1);
+        // the factor decays to its target: 1 → 0.9 → 0.81 → ... → 0.5.
+        let mut c = core();
+        c.started = true;
+        for _ in 0..10 {
+            c.decide(12_000.0, Some(0), Some(1e6), &entries());
+        }
+        assert!((c.ibr_safety - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn first_segment_then_start_placeholder() {
+        let mut c = core();
+        let ch = c.decide(0.0, None, None, &entries());
+        assert_eq!((ch.entry.rung, ch.entry.bytes), (0, 500_000));
+        assert!(!c.started);
+        // 2,300 kbit/s: 0.9·2,300 = 2,070 ≥ 2,000 → q = 1; a_1 = (1000·0.95 − 2000·0.90)/1000 =
+        // −0.85; placeholder = V_p(g_p − a_1) = 46,153.85·0.216667 = 10,000.
+        // Then Q = 4,000 + 10,000 = 14,000, previous rung 0: r2 full (16,000 − 14,000)/16e6 =
+        // 1.25e-4 is the best; safe = 2,300·1·4,000 = 9.2e6 bits: r2 full 16e6 → r2 partial 12e6 →
+        // r1 8e6 fits. Level of r1 14,615.38 > 14,000: no change; no overrun; no pause.
+        let ch = c.decide(4_000.0, Some(0), Some(2_300.0), &entries());
+        assert!((c.placeholder_ms - 10_000.0).abs() < 1e-6, "{}", ch.reason);
+        assert_eq!((ch.entry.rung, ch.pause_ms), (1, 0.0), "{}", ch.reason);
+    }
+
+    #[test]
+    fn estimator_is_time_weighted_min_of_two_ewmas() {
+        let mut c = core();
+        assert_eq!(c.tput_kbps(), None);
+        c.on_download(500_000, 2_000.0); // 2,000 kbit/s for 2 s
+        assert!((c.tput_kbps().unwrap() - 2_000.0).abs() < 1e-6); // zero-bias corrected: exact
+        c.on_download(500_000, 4_000.0); // 1,000 kbit/s for 4 s: the fast EWMA (3 s) falls further
+        let t = c.tput_kbps().unwrap();
+        assert!(t > 1_000.0 && t < 1_500.0, "{t}");
+    }
+}
