@@ -777,6 +777,13 @@ class _Builder:
         if kind in ("bulk", "web", "onoff"):
             common["tcp"], common["cc"], common["cc_params"] = _tcp_cc(self, f)
         if kind == "bulk":
+            transport = f.str("transport", default="tcp", choices=["tcp", "quic"])
+            if transport == "quic":
+                if "tcp" in f.data:
+                    raise f.err("tcp", "no [flow.tcp] options with transport = \"quic\" (TCP options do not "
+                                "apply to QUIC)", f.data["tcp"])
+                # only QUIC flows carry the key: TCP scenarios keep their configuration (and hash)
+                common["transport"] = "quic"
             size = f.get("size", _positive(units.size, "a size"), None)
             if size is not None:
                 common["bytes"] = size

@@ -25,6 +25,7 @@ pub mod packet;
 pub mod pageload;
 pub mod params;
 pub mod player;
+pub mod quic;
 pub mod report;
 pub mod rng;
 pub mod session;

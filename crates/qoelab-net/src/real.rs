@@ -942,6 +942,14 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
     let mut flows = Vec::new();
     let mut sources = Vec::new();
     for (i, f) in cfg.flows.iter().enumerate() {
+        if let FlowCfg::Bulk { transport: Some(t), .. } = f {
+            if t != "tcp" {
+                stop_children(&mut children);
+                return Err(fatal(format!(
+                    "flows[{i}].transport: \"{t}\" runs in the packet simulator only; the real network runs kernel TCP"
+                )));
+            }
+        }
         let (name, src, dst, cc, start, stop, kind) = match f {
             FlowCfg::Bulk { name, src, dst, cc, start, stop, bytes, .. } => {
                 (name, src, dst, cc, start, stop, SrcKind::Bulk { size: *bytes, flow: flows.len() })
@@ -1663,6 +1671,7 @@ fn finish(
             completed_s: f.done.and_then(|d| r6(secs(d))),
             size_bytes: f.size,
             tcp: (f.kind != "cbr").then(|| TcpFlowSummary {
+                transport: None,
                 cc: Some(f.cc.clone()),
                 weight: None,
                 retransmits: x.total_retrans as u64,

@@ -206,6 +206,9 @@ pub enum FlowCfg {
         /// (time, weight) changes applied to the controller while running (Minerva).
         #[serde(default)]
         weight_schedule: Vec<(Ns, f64)>,
+        /// "tcp" (absent) or "quic" (docs/models/transport-quic.md).
+        #[serde(default)]
+        transport: Option<String>,
     },
     /// ON/OFF TCP source on one persistent connection: writes `bytes` every `period` (chunked
     /// downloads without a player; idle gaps exercise slow start after idle).

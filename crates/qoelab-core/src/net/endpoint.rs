@@ -1,10 +1,11 @@
 //! Endpoints of the packet simulator: anything attached to a host that consumes and emits
-//! packets (an open enum: datagram source and sink, TCP sender and receiver; a second transport
-//! plugs in as a further variant), and the runtime record of a flow.
+//! packets (an open enum: datagram source and sink, TCP sender and receiver, QUIC sender and
+//! receiver), and the runtime record of a flow.
 
 use super::error::{serr, SimError};
 use crate::ids::{ClientId, EpId, FlowId, IdVec, NodeId};
 use crate::params::Params;
+use crate::quic::{QuicReceiver, QuicSender};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Ns;
 
@@ -32,6 +33,8 @@ pub enum Ep {
     Sink(Sink),
     TcpTx(Box<TcpSender>),
     TcpRx(Box<TcpReceiver>),
+    QuicTx(Box<QuicSender>),
+    QuicRx(Box<QuicReceiver>),
 }
 
 /// Runtime state of one flow (half-connection or datagram flow).
@@ -119,6 +122,7 @@ pub(crate) fn bytes_received(eps: &IdVec<EpId, Ep>, f: &FlowRt) -> u64 {
     match &eps[f.rx] {
         Ep::Sink(s) => s.bytes,
         Ep::TcpRx(r) => r.bytes_received(),
+        Ep::QuicRx(r) => r.bytes_received(),
         _ => 0,
     }
 }

@@ -12,6 +12,7 @@ use crate::aqm::{AqmBuildCtx, Queue};
 use crate::ids::{ClientId, EpId, FlowId, Id, IdVec, LinkId, NodeId};
 use crate::packet::{flags, flow_hash, Packet};
 use crate::params::Params;
+use crate::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::report::table::Table;
 use crate::rng::Rng;
 use crate::sim::Engine;
@@ -353,7 +354,7 @@ impl World {
                 }
                 Ok(())
             }
-            FlowCfg::Bulk { name, src, dst, cc, cc_params, tcp, start, stop, bytes, weight_schedule } => {
+            FlowCfg::Bulk { name, src, dst, cc, cc_params, tcp, start, stop, bytes, weight_schedule, transport } => {
                 let (src, dst) = self.check_nodes(&p, *src, *dst, true)?;
                 let (src, dst) = (&src, &dst);
                 let tcfg = tcp_config(&p, tcp)?;
@@ -361,7 +362,21 @@ impl World {
                 if bytes == &Some(0) {
                     return Err(serr(format!("{p}.size"), "expected > 0 bytes"));
                 }
-                let fid = self.add_tcp_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &tcfg, *start)?;
+                let fid = match transport.as_deref() {
+                    None | Some("tcp") => self.add_tcp_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &tcfg, *start)?,
+                    Some("quic") => {
+                        if !tcp.is_null() && tcp.as_object().is_none_or(|o| !o.is_empty()) {
+                            return Err(serr(format!("{p}.tcp"), "TCP options do not apply to a QUIC flow"));
+                        }
+                        self.add_quic_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &QuicConfig::default(), *start)?
+                    }
+                    Some(t) => {
+                        return Err(serr(
+                            format!("{p}.transport"),
+                            format!("expected \"tcp\" or \"quic\", not \"{t}\""),
+                        ))
+                    }
+                };
                 self.flows[fid].stop = *stop;
                 self.flows[fid].size = *bytes;
                 self.schedule_action(*start, AppAction::Start(fid));
@@ -373,8 +388,13 @@ impl World {
                         return Err(serr(format!("{p}.weight_schedule[{i}]"), "expected a weight > 0"));
                     }
                     let tx = self.flows[fid].tx;
-                    if let Ep::TcpTx(s) = &self.eps[tx] {
-                        if s.cc().weight().is_none() {
+                    let ccw = match &self.eps[tx] {
+                        Ep::TcpTx(s) => Some(s.cc()),
+                        Ep::QuicTx(s) => Some(s.cc()),
+                        _ => None,
+                    };
+                    if let Some(c) = ccw {
+                        if c.weight().is_none() {
                             return Err(serr(
                                 format!("{p}.weight_schedule"),
                                 format!("congestion control {cc} has no weight"),
@@ -474,6 +494,38 @@ impl World {
         let addr = FlowAddr::new(fid.0, src.0, dst.0);
         let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
         let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
+        let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
+        f.cc = Some(cc_name.to_string());
+        self.flows.push(f);
+        Ok(fid)
+    }
+
+    /// A QUIC half-connection: sender at `src`, receiver at `dst` (one unidirectional stream).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn add_quic_flow(
+        &mut self,
+        p: &str,
+        name: &str,
+        kind: &'static str,
+        src: NodeId,
+        dst: NodeId,
+        cc_name: &str,
+        ccp: &Params,
+        qcfg: &QuicConfig,
+        start: Ns,
+    ) -> Result<FlowId, SimError> {
+        let fid = self.flows.next_id();
+        let ctx = CcBuildCtx {
+            // RFC 9002 counts the window in UDP payload bytes of max_datagram_size packets
+            mss: qcfg.max_datagram as u64,
+            initial_window: qcfg.initial_window as u64,
+            abc_l: 1,
+            seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
+        };
+        let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
+        let addr = FlowAddr::new(fid.0, src.0, dst.0);
+        let tx = self.new_ep(Ep::QuicTx(Box::new(QuicSender::new(qcfg, addr, ctl))), src, fid);
+        let rx = self.new_ep(Ep::QuicRx(Box::new(QuicReceiver::new(qcfg, addr))), dst, fid);
         let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
         f.cc = Some(cc_name.to_string());
         self.flows.push(f);
@@ -756,6 +808,16 @@ impl World {
             }
             Ep::Cbr(_) => {}
             Ep::TcpTx(s) => s.on_packet(now, pkt),
+            Ep::QuicTx(s) => s.on_packet(now, pkt),
+            Ep::QuicRx(r) => {
+                r.on_packet(now, pkt);
+                let got = r.bytes_received();
+                let fid = FlowId(pkt.flow);
+                let f = &self.flows[fid];
+                if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
+                    self.flow_completed(fid);
+                }
+            }
             Ep::TcpRx(r) => {
                 r.on_packet(now, pkt);
                 let got = r.bytes_received();
@@ -812,6 +874,8 @@ impl World {
         match &mut self.eps[ep] {
             Ep::TcpTx(s) => s.poll_transmit_into(now, out),
             Ep::TcpRx(r) => r.poll_transmit_into(now, out),
+            Ep::QuicTx(s) => s.poll_transmit_into(now, out),
+            Ep::QuicRx(r) => r.poll_transmit_into(now, out),
             Ep::Cbr(c) => {
                 if c.active && c.next <= now {
                     c.next += crate::time::tx_time(c.size as u64, c.rate_bps);
@@ -833,6 +897,8 @@ impl World {
             Ep::Cbr(c) if c.active => c.next,
             Ep::TcpTx(s) => s.poll_at(),
             Ep::TcpRx(r) => r.poll_at(),
+            Ep::QuicTx(s) => s.poll_at(),
+            Ep::QuicRx(r) => r.poll_at(),
             _ => NEVER,
         }
     }
@@ -887,6 +953,8 @@ impl World {
                 s.on_timer(now)
             }
             Ep::TcpRx(r) => r.on_timer(now),
+            Ep::QuicTx(s) => s.on_timer(now),
+            Ep::QuicRx(r) => r.on_timer(now),
             _ => {}
         }
         self.drain_ep(ep);
@@ -910,6 +978,13 @@ impl World {
                         }
                         None => s.set_unlimited(),
                     },
+                    Ep::QuicTx(s) => match size {
+                        Some(b) => {
+                            s.write(now, b);
+                            s.stop_writing();
+                        }
+                        None => s.set_unlimited(),
+                    },
                     _ => {}
                 }
                 self.drain_ep(tx);
@@ -919,13 +994,20 @@ impl World {
                 match &mut self.eps[tx] {
                     Ep::Cbr(c) => c.active = false,
                     Ep::TcpTx(s) => s.stop_writing(),
+                    Ep::QuicTx(s) => s.stop_writing(),
                     _ => {}
                 }
             }
             AppAction::Weight(fid, wgt) => {
                 let tx = self.flows[fid].tx;
-                if let Ep::TcpTx(s) = &mut self.eps[tx] {
-                    s.cc_mut().set_weight(wgt);
+                match &mut self.eps[tx] {
+                    Ep::TcpTx(s) => {
+                        s.cc_mut().set_weight(wgt);
+                    }
+                    Ep::QuicTx(s) => {
+                        s.cc_mut().set_weight(wgt);
+                    }
+                    _ => {}
                 }
             }
             AppAction::WebArrival(gi) => self.web_arrival(gi),
@@ -996,8 +1078,12 @@ impl World {
                 if now < f.start || f.done_at.is_some() || f.dead {
                     continue;
                 }
-                if let Ep::TcpTx(s) = &self.eps[f.tx] {
-                    let x = s.sample(now);
+                let (x, weight) = match &self.eps[f.tx] {
+                    Ep::TcpTx(s) => (s.sample(now), s.cc().weight()),
+                    Ep::QuicTx(s) => (s.sample(now), s.cc().weight()),
+                    _ => continue,
+                };
+                {
                     tab.f(0, t);
                     tab.i(1, fid.0 as i64);
                     tab.i(2, x.cwnd as i64);
@@ -1011,7 +1097,7 @@ impl World {
                     tab.f(10, x.pacing_rate_bps as f64);
                     tab.i(11, x.retransmits as i64);
                     tab.i(12, x.rto_count as i64);
-                    tab.f(13, s.cc().weight().unwrap_or(f64::NAN));
+                    tab.f(13, weight.unwrap_or(f64::NAN));
                     tab.s(14, x.tcp_state);
                     tab.s(15, x.cc_state);
                 }
@@ -1046,10 +1132,25 @@ impl World {
     /// TCP statistics of a flow's sender for the summary (None for datagram flows).
     pub(crate) fn tcp_flow_summary(&self, fid: FlowId) -> Option<crate::report::summary::TcpFlowSummary> {
         let f = &self.flows[fid];
+        if let Ep::QuicTx(s) = &self.eps[f.tx] {
+            let st = s.stats();
+            return Some(crate::report::summary::TcpFlowSummary {
+                transport: Some("quic"),
+                cc: f.cc.clone(),
+                weight: s.cc().weight(),
+                retransmits: st.retransmits,
+                fast_recoveries: st.congestion_events,
+                rto_count: st.pto_count,
+                idle_restarts: 0,
+                srtt_ms_at_end: (s.srtt().unwrap_or(0) as f64 / 1e3).round() / 1e3,
+                min_rtt_ms: (s.min_rtt().unwrap_or(0) as f64 / 1e3).round() / 1e3,
+            });
+        }
         let Ep::TcpTx(s) = &self.eps[f.tx] else { return None };
         let st = s.stats();
         let x = s.sample(self.engine.now());
         Some(crate::report::summary::TcpFlowSummary {
+            transport: None,
             cc: f.cc.clone(),
             weight: s.cc().weight(),
             retransmits: st.retransmits,

@@ -100,6 +100,10 @@ pub struct FlowSummary {
 /// TCP statistics of a flow's sender.
 #[derive(Clone, Debug, Serialize)]
 pub struct TcpFlowSummary {
+    /// "quic" for QUIC flows (absent for TCP); then `retransmits` counts packets carrying
+    /// retransmitted data, `fast_recoveries` congestion events and `rto_count` PTO expirations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<&'static str>,
     pub cc: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub weight: Option<f64>,

@@ -1,0 +1,617 @@
+//! The sending side of one QUIC stream: packet numbers, STREAM frames (new data first after
+//! retransmissions), loss recovery ([`super::recovery`]), congestion control ([`crate::cc`])
+//! and pacing ([`crate::cc::pacing`]). Sans-IO: `on_packet`, `on_timer`, `poll_transmit_into`,
+//! `poll_at`.
+
+use super::config::{QuicConfig, HANDSHAKE_BYTES, PACKET_OVERHEAD, PERSISTENT_CONGESTION_THRESHOLD, UDP_IP_HEADER};
+use super::config::{GRANULARITY, STREAM_FRAME_HEADER};
+use super::frame::AckFrame;
+use super::recovery::{PktState, Recovery, SentPacket, StreamChunk};
+use super::rtt::QuicRtt;
+use crate::cc::pacing::{rate_from_cwnd, Pacer};
+use crate::cc::rate::{RateEstimator, RateSample};
+use crate::cc::{AckSample, Congestion, CongestionControl};
+use crate::packet::{flags, Packet};
+use crate::tcp::ranges::RangeSet;
+use crate::tcp::{FlowAddr, TcpSample};
+use crate::time::Ns;
+
+/// Pacing ratio in slow start (Linux `tcp_pacing_ss_ratio` 200%).
+const PACING_SS_RATIO: f64 = 2.0;
+/// Pacing ratio after slow start (RFC 9002 7.7: N = 1.25).
+const PACING_CA_RATIO: f64 = 1.25;
+/// Probe packets sent when the PTO fires (RFC 9002 6.2.4: "up to two").
+const PTO_PROBES: u32 = 2;
+
+/// Sender counters.
+#[derive(Clone, Debug, Default)]
+pub struct QuicStats {
+    pub packets_sent: u64,
+    /// IP bytes sent.
+    pub bytes_sent: u64,
+    /// Stream bytes sent (new and retransmitted).
+    pub stream_bytes_sent: u64,
+    /// Packets carrying retransmitted stream data (in new packet numbers).
+    pub retransmits: u64,
+    pub retransmitted_bytes: u64,
+    /// Packets declared lost (and of them, acknowledged later: spurious).
+    pub packets_lost: u64,
+    pub spurious_losses: u64,
+    /// Congestion events (recovery periods entered, RFC 9002 7.3.2).
+    pub congestion_events: u64,
+    /// PTO expirations.
+    pub pto_count: u64,
+    pub persistent_congestion: u64,
+    pub acks_received: u64,
+    /// Bytes of unreliable stream data lost and not retransmitted.
+    pub unreliable_lost_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handshake {
+    /// Nothing sent yet (or the handshake packet was lost: send it again).
+    Pending,
+    Sent,
+    Done,
+}
+
+/// Sender of one unidirectional stream.
+pub struct QuicSender {
+    cfg: QuicConfig,
+    addr: FlowAddr,
+    hash: u32,
+    cc: Box<dyn CongestionControl>,
+    rtt: QuicRtt,
+    rec: Recovery,
+    pacer: Pacer,
+    rate: RateEstimator,
+    next_pn: u64,
+    hs: Handshake,
+    first_sample_at: Option<Ns>,
+    /// Bytes the application wrote (and whether it keeps writing without end).
+    written: u64,
+    unlimited: bool,
+    /// The application is done: the stream ends at `written` (FIN).
+    closed: bool,
+    fin_sent: bool,
+    fin_acked: bool,
+    fin_lost: bool,
+    /// Next new byte.
+    next_offset: u64,
+    /// Stream ranges to send again (lost, reliable).
+    retx: RangeSet,
+    /// Stream ranges acknowledged.
+    acked: RangeSet,
+    /// Unreliable stream ranges (none until unreliable writes exist).
+    unreliable: RangeSet,
+    pto_probes: u32,
+    /// congestion_recovery_start_time (RFC 9002 7.3.2).
+    recovery_start: Option<Ns>,
+    in_recovery: bool,
+    /// The application ran out of data while the window allowed more (RFC 9002 7.8).
+    app_limited: bool,
+    stats: QuicStats,
+}
+
+impl QuicSender {
+    pub fn new(cfg: &QuicConfig, addr: FlowAddr, cc: Box<dyn CongestionControl>) -> Self {
+        QuicSender {
+            cfg: cfg.clone(),
+            addr,
+            hash: addr.data_hash(),
+            cc,
+            rtt: QuicRtt::default(),
+            rec: Recovery::default(),
+            pacer: Pacer::new(),
+            rate: RateEstimator::default(),
+            next_pn: 0,
+            hs: if cfg.handshake { Handshake::Pending } else { Handshake::Done },
+            first_sample_at: None,
+            written: 0,
+            unlimited: false,
+            closed: false,
+            fin_sent: false,
+            fin_acked: false,
+            fin_lost: false,
+            next_offset: 0,
+            retx: RangeSet::new(),
+            acked: RangeSet::new(),
+            unreliable: RangeSet::new(),
+            pto_probes: 0,
+            recovery_start: None,
+            in_recovery: false,
+            app_limited: false,
+            stats: QuicStats::default(),
+        }
+    }
+
+    // ----- application side -----
+
+    /// Append `bytes` of reliable data to the stream.
+    pub fn write(&mut self, _now: Ns, bytes: u64) {
+        if !self.closed {
+            self.written += bytes;
+        }
+    }
+    /// Append `bytes` sent without retransmission (an unreliable range; its loss still counts
+    /// for congestion control).
+    pub fn write_unreliable(&mut self, now: Ns, bytes: u64) {
+        if !self.closed && bytes > 0 {
+            self.unreliable.insert(self.written, self.written + bytes, |_| {});
+            self.write(now, bytes);
+        }
+    }
+    /// Infinite data (bulk until stopped).
+    pub fn set_unlimited(&mut self) {
+        self.unlimited = true;
+    }
+    /// No more data: the stream ends (FIN) after what was written (an unlimited stream ends at
+    /// what was sent so far).
+    pub fn stop_writing(&mut self) {
+        if self.unlimited {
+            self.unlimited = false;
+            self.written = self.next_offset;
+        }
+        self.closed = true;
+    }
+
+    // ----- state -----
+
+    /// Stream bytes acknowledged in order from offset 0.
+    pub fn bytes_acked(&self) -> u64 {
+        match self.acked.first() {
+            Some((0, e)) => e,
+            _ => 0,
+        }
+    }
+    pub fn bytes_written(&self) -> u64 {
+        self.written
+    }
+    pub fn all_acked(&self) -> bool {
+        self.closed && self.bytes_acked() >= self.written && (self.fin_acked || !self.fin_sent && self.written == 0)
+    }
+    pub fn cc(&self) -> &dyn CongestionControl {
+        self.cc.as_ref()
+    }
+    pub fn cc_mut(&mut self) -> &mut dyn CongestionControl {
+        self.cc.as_mut()
+    }
+    pub fn stats(&self) -> &QuicStats {
+        &self.stats
+    }
+    pub fn config(&self) -> &QuicConfig {
+        &self.cfg
+    }
+    pub fn rtt(&self) -> &QuicRtt {
+        &self.rtt
+    }
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.rec.bytes_in_flight
+    }
+    /// The next packet number (packet numbers are never reused).
+    pub fn next_packet_number(&self) -> u64 {
+        self.next_pn
+    }
+    pub fn srtt(&self) -> Option<Ns> {
+        self.rtt.has_sample().then_some(self.rtt.smoothed())
+    }
+    pub fn min_rtt(&self) -> Option<Ns> {
+        self.rtt.has_sample().then_some(self.rtt.min_rtt())
+    }
+    fn confirmed(&self) -> bool {
+        self.hs == Handshake::Done
+    }
+    fn max_ack_delay(&self) -> Ns {
+        if self.confirmed() {
+            self.cfg.max_ack_delay
+        } else {
+            0
+        }
+    }
+    /// Current PTO (with backoff).
+    pub fn pto(&self) -> Ns {
+        self.rtt.pto_base(self.max_ack_delay()) << self.rec.pto_count.min(40)
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        if !self.cfg.pacing {
+            return None;
+        }
+        self.cc.pacing_rate().or_else(|| {
+            let srtt = self.srtt()?;
+            rate_from_cwnd(self.cc.cwnd(), self.cc.ssthresh(), srtt, PACING_SS_RATIO, PACING_CA_RATIO)
+        })
+    }
+
+    /// A row for the `tcp` table (the fields QUIC has; docs/models/transport-quic.md).
+    pub fn sample(&self, now: Ns) -> TcpSample {
+        TcpSample {
+            now,
+            cwnd: self.cc.cwnd(),
+            ssthresh: self.cc.ssthresh(),
+            srtt: self.srtt().unwrap_or(0),
+            rttvar: self.rtt.rttvar(),
+            min_rtt: self.rtt.min_rtt(),
+            latest_rtt: self.rtt.latest(),
+            rto: self.pto(),
+            bytes_in_flight: self.rec.bytes_in_flight,
+            snd_una: self.bytes_acked(),
+            snd_nxt: self.next_offset,
+            delivered: self.rate.delivered,
+            delivery_rate_bps: self.rate.last_rate_bps,
+            retransmits: self.stats.retransmits,
+            rto_count: self.stats.pto_count,
+            pacing_rate_bps: self.pacing_rate().unwrap_or(0),
+            send_window: self.cc.cwnd(),
+            tcp_state: match self.hs {
+                Handshake::Done if self.in_recovery => "recovery",
+                Handshake::Done => "open",
+                _ => "handshake",
+            },
+            cc_state: self.cc.state(),
+        }
+    }
+
+    // ----- sending -----
+
+    fn stream_end(&self) -> u64 {
+        if self.unlimited {
+            u64::MAX
+        } else {
+            self.written
+        }
+    }
+
+    /// The next stream chunk to send (retransmissions first, skipping acknowledged bytes),
+    /// without taking it.
+    fn next_chunk(&self) -> Option<StreamChunk> {
+        let max = self.cfg.max_stream_payload() as u64;
+        let fin_at = self.closed.then_some(self.written);
+        let mk = |offset: u64, len: u64| StreamChunk {
+            offset,
+            len,
+            fin: fin_at == Some(offset + len),
+            reliable: self.unreliable.last_starting_at_or_before(offset).is_none_or(|(_, e)| e <= offset),
+        };
+        if let Some((s, e)) = self.retx.first() {
+            let len = (e - s).min(max);
+            return Some(mk(s, len));
+        }
+        let end = self.stream_end();
+        if self.next_offset < end {
+            let mut len = (end - self.next_offset).min(max);
+            // one reliability per frame
+            if let Some(u) = self.unreliable.first_start_in(self.next_offset + 1, self.next_offset + len) {
+                len = u - self.next_offset;
+            }
+            if let Some((_, ue)) = self.unreliable.last_starting_at_or_before(self.next_offset) {
+                if ue > self.next_offset {
+                    len = len.min(ue - self.next_offset);
+                }
+            }
+            return Some(mk(self.next_offset, len));
+        }
+        if self.closed && (!self.fin_sent || self.fin_lost) && !self.fin_acked {
+            return Some(StreamChunk { offset: self.written, len: 0, fin: true, reliable: true });
+        }
+        None
+    }
+
+    /// Stream data for a PTO probe: what `next_chunk` would send, else the oldest outstanding
+    /// data again.
+    fn probe_chunk(&self) -> Option<StreamChunk> {
+        self.next_chunk().or_else(|| self.rec.oldest_outstanding().and_then(|p| p.chunk))
+    }
+
+    fn base_packet(&self, out: &mut Packet) {
+        *out = Packet::EMPTY;
+        out.flow = self.addr.flow;
+        out.src = self.addr.src;
+        out.dst = self.addr.dst;
+        out.hash = self.hash;
+    }
+
+    fn take_chunk(&mut self, c: &StreamChunk) {
+        if self.retx.first().is_some_and(|(s, _)| s == c.offset) {
+            self.retx.trim_below(c.offset + c.len);
+            self.stats.retransmits += 1;
+            self.stats.retransmitted_bytes += c.len;
+        } else if c.offset == self.next_offset && c.len > 0 {
+            self.next_offset += c.len;
+        } else if c.len > 0 {
+            // a PTO probe repeating outstanding data
+            self.stats.retransmits += 1;
+            self.stats.retransmitted_bytes += c.len;
+        }
+        if c.fin {
+            self.fin_sent = true;
+            self.fin_lost = false;
+        }
+    }
+
+    fn emit(&mut self, now: Ns, out: &mut Packet, chunk: Option<StreamChunk>, handshake: bool, rate: Option<u64>) {
+        self.base_packet(out);
+        let pn = self.next_pn;
+        self.next_pn += 1;
+        out.ack = pn;
+        let udp = if handshake {
+            out.flags = flags::SYN;
+            HANDSHAKE_BYTES
+        } else {
+            let c = chunk.expect("stream data");
+            self.take_chunk(&c);
+            out.seq = c.offset;
+            out.payload = c.len as u32;
+            if c.fin {
+                out.flags |= flags::FIN;
+            }
+            self.stats.stream_bytes_sent += c.len;
+            PACKET_OVERHEAD + STREAM_FRAME_HEADER + c.len as u32
+        };
+        out.size = UDP_IP_HEADER + udp;
+        if self.rec.bytes_in_flight == 0 {
+            self.rate.restart_interval(now);
+        }
+        let sp = SentPacket {
+            pn,
+            time_sent: now,
+            size: udp as u64,
+            ack_eliciting: true,
+            in_flight: true,
+            handshake,
+            chunk,
+            stamp: self.rate.stamp(now),
+            state: PktState::Outstanding,
+        };
+        self.rec.on_sent(sp);
+        self.stats.packets_sent += 1;
+        self.stats.bytes_sent += out.size as u64;
+        self.cc.on_sent(now, udp as u64, self.rec.bytes_in_flight);
+        self.pacer.on_sent(now, out.size as u64, rate);
+    }
+
+    /// Next packet allowed at `now` into `out` (true), or false.
+    pub fn poll_transmit_into(&mut self, now: Ns, out: &mut Packet) -> bool {
+        if self.hs != Handshake::Done {
+            let send = self.hs == Handshake::Pending || self.pto_probes > 0;
+            if send {
+                self.pto_probes = self.pto_probes.saturating_sub(1);
+                self.hs = Handshake::Sent;
+                self.emit(now, out, None, true, None);
+            }
+            return send;
+        }
+        if self.pto_probes > 0 {
+            // probes ignore the congestion window and pacing (RFC 9002 7.5)
+            if let Some(c) = self.probe_chunk() {
+                self.pto_probes -= 1;
+                self.emit(now, out, Some(c), false, None);
+                return true;
+            }
+            self.pto_probes = 0;
+        }
+        let Some(c) = self.next_chunk() else {
+            if self.rec.bytes_in_flight < self.cc.cwnd() {
+                self.app_limited = true;
+                self.rate.set_app_limited(self.rec.bytes_in_flight);
+            }
+            return false;
+        };
+        self.app_limited = false;
+        let udp = (PACKET_OVERHEAD + STREAM_FRAME_HEADER) as u64 + c.len;
+        if self.rec.bytes_in_flight + udp > self.cc.cwnd() {
+            return false;
+        }
+        let rate = self.pacing_rate();
+        if rate.is_some() && !self.pacer.may_send(now) {
+            return false;
+        }
+        self.emit(now, out, Some(c), false, rate);
+        true
+    }
+
+    /// Convenience wrapper of [`QuicSender::poll_transmit_into`].
+    pub fn poll_transmit(&mut self, now: Ns) -> Option<Packet> {
+        let mut p = Packet::EMPTY;
+        self.poll_transmit_into(now, &mut p).then_some(p)
+    }
+
+    fn loss_timer(&self) -> Ns {
+        self.rec.timer(self.rtt.pto_base(self.max_ack_delay()))
+    }
+
+    /// Earliest time `on_timer` / `poll_transmit` must run (`NEVER` if none).
+    pub fn poll_at(&self) -> Ns {
+        if self.hs == Handshake::Pending || self.pto_probes > 0 {
+            return 0;
+        }
+        let mut t = self.loss_timer();
+        if self.hs == Handshake::Done && self.pacing_rate().is_some() {
+            if let Some(c) = self.next_chunk() {
+                let udp = (PACKET_OVERHEAD + STREAM_FRAME_HEADER) as u64 + c.len;
+                if self.rec.bytes_in_flight + udp <= self.cc.cwnd() {
+                    t = t.min(self.pacer.next_send());
+                }
+            }
+        }
+        t
+    }
+
+    /// Loss-detection timer (A.9): time-threshold losses, or a PTO.
+    pub fn on_timer(&mut self, now: Ns) {
+        let t = self.loss_timer();
+        if t > now {
+            return;
+        }
+        if self.rec.loss_time.is_some() {
+            let prior = self.rec.bytes_in_flight;
+            self.rec.detect_lost(now, &self.rtt);
+            self.on_lost(now, prior);
+            self.rec.compact();
+            return;
+        }
+        self.rec.pto_count += 1;
+        self.stats.pto_count += 1;
+        self.pto_probes = if self.hs == Handshake::Done { PTO_PROBES } else { 1 };
+    }
+
+    /// React to the packets in `rec.lost`: queue reliable data again, congestion event,
+    /// persistent congestion. Returns the bytes lost.
+    fn on_lost(&mut self, now: Ns, prior_in_flight: u64) -> u64 {
+        if self.rec.lost.is_empty() {
+            return 0;
+        }
+        let mut lost_bytes = 0;
+        let mut latest_sent = 0;
+        for i in 0..self.rec.lost.len() {
+            let p = self.rec.lost[i];
+            self.stats.packets_lost += 1;
+            lost_bytes += p.size;
+            latest_sent = latest_sent.max(p.time_sent);
+            if p.handshake {
+                if self.hs == Handshake::Sent {
+                    self.hs = Handshake::Pending;
+                }
+                continue;
+            }
+            let Some(c) = p.chunk else { continue };
+            if c.reliable {
+                self.queue_retx(c.offset, c.offset + c.len);
+            } else {
+                self.stats.unreliable_lost_bytes += c.len;
+            }
+            if c.fin && !self.fin_acked {
+                self.fin_lost = true;
+            }
+        }
+        // a congestion event per recovery period (7.3.2): a loss of a packet sent after it began
+        if self.recovery_start.is_none_or(|s| latest_sent > s) {
+            self.recovery_start = Some(now);
+            self.in_recovery = true;
+            self.stats.congestion_events += 1;
+            self.cc.on_congestion_event(now, Congestion::Loss, prior_in_flight);
+        }
+        let duration = (self.rtt.smoothed() + (4 * self.rtt.rttvar()).max(GRANULARITY) + self.cfg.max_ack_delay)
+            * PERSISTENT_CONGESTION_THRESHOLD;
+        if self.rec.persistent_congestion(duration, self.first_sample_at) {
+            self.stats.persistent_congestion += 1;
+            self.cc.on_rto(now, self.rec.bytes_in_flight);
+        }
+        lost_bytes
+    }
+
+    /// Queue `[s, e)` for retransmission, minus what was acknowledged meanwhile.
+    fn queue_retx(&mut self, s: u64, e: u64) {
+        let mut x = s;
+        while x < e {
+            if let Some((_, ae)) = self.acked.last_starting_at_or_before(x) {
+                if ae > x {
+                    x = ae;
+                    continue;
+                }
+            }
+            let next = self.acked.first_start_in(x, e).unwrap_or(e);
+            self.retx.insert(x, next, |_| {});
+            x = next;
+        }
+    }
+
+    /// An ACK arrived.
+    pub fn on_packet(&mut self, now: Ns, pkt: &Packet) {
+        if pkt.flow != self.addr.flow || pkt.src != self.addr.dst || pkt.dst != self.addr.src || !pkt.has(flags::ACK) {
+            return;
+        }
+        let Some(f) = AckFrame::decode(pkt) else { return };
+        if f.largest() >= self.next_pn {
+            return; // acknowledges a packet never sent
+        }
+        self.stats.acks_received += 1;
+        let prior_in_flight = self.rec.bytes_in_flight;
+        let largest_time = self.rec.on_ack(&f);
+        // RTT (A.7): the largest acknowledged is newly acked and something ack-eliciting was
+        let mut rtt_sample = None;
+        if let Some(t) = largest_time {
+            let latest = now - t;
+            let confirmed = self.confirmed();
+            self.rtt.on_sample(latest, f.ack_delay, self.cfg.max_ack_delay, confirmed);
+            if self.first_sample_at.is_none() {
+                self.first_sample_at = Some(now);
+            }
+            rtt_sample = Some(latest);
+        }
+        // newly acknowledged packets
+        let mut rs = RateSample::default();
+        let mut acked_bytes = 0;
+        let mut exit_recovery = false;
+        for i in 0..self.rec.acked.len() {
+            let p = self.rec.acked[i];
+            acked_bytes += p.size;
+            self.rate.on_delivered(&mut rs, p.size, &p.stamp, now);
+            if self.recovery_start.is_some_and(|s| p.time_sent > s) {
+                exit_recovery = true;
+            }
+            if p.handshake {
+                self.hs = Handshake::Done;
+            }
+            self.on_chunk_acked(p.chunk);
+        }
+        for i in 0..self.rec.spurious.len() {
+            let p = self.rec.spurious[i];
+            self.stats.spurious_losses += 1;
+            if p.handshake {
+                self.hs = Handshake::Done;
+            }
+            self.on_chunk_acked(p.chunk);
+        }
+        if exit_recovery && self.in_recovery {
+            self.in_recovery = false;
+            self.cc.on_recovery_exit(now);
+        }
+        if !self.rec.acked.is_empty() {
+            self.rec.pto_count = 0;
+        }
+        self.rec.detect_lost(now, &self.rtt);
+        let lost_bytes = self.on_lost(now, prior_in_flight);
+        self.rec.compact();
+        let delivery_rate = self.rate.sample(&rs, self.rtt.min_rtt());
+        if acked_bytes > 0 {
+            let s = AckSample {
+                now,
+                acked_bytes,
+                rtt: rtt_sample,
+                srtt: self.srtt().unwrap_or(0),
+                min_rtt: self.rtt.min_rtt(),
+                prior_in_flight,
+                bytes_in_flight: self.rec.bytes_in_flight,
+                in_recovery: self.in_recovery,
+                delivered: self.rate.delivered,
+                prior_delivered: rs.prior_delivered,
+                delivery_rate_bps: delivery_rate,
+                app_limited: rs.is_app_limited,
+                lost_bytes,
+                cwnd_limited: !self.app_limited,
+            };
+            self.cc.on_ack(&s);
+        }
+    }
+
+    fn on_chunk_acked(&mut self, c: Option<StreamChunk>) {
+        let Some(c) = c else { return };
+        if c.len > 0 {
+            self.acked.insert(c.offset, c.offset + c.len, |_| {});
+            // acknowledged data needs no retransmission
+            let overlaps =
+                self.retx.last_starting_at_or_before(c.offset + c.len - 1).is_some_and(|(_, e)| e > c.offset);
+            if overlaps {
+                let keep: Vec<(u64, u64)> = self.retx.as_slice().to_vec();
+                self.retx = RangeSet::new();
+                for (s, e) in keep {
+                    self.queue_retx(s, e);
+                }
+            }
+        }
+        if c.fin {
+            self.fin_acked = true;
+            self.fin_lost = false;
+        }
+    }
+}

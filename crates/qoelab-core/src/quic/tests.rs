@@ -1,0 +1,277 @@
+//! Sender and receiver together over a hand-driven path (fixed one-way delay, chosen drops).
+
+use super::config::*;
+use super::frame::AckFrame;
+use super::*;
+use crate::cc::{self, CcBuildCtx};
+use crate::packet::{flags, Packet};
+use crate::params::Params;
+use crate::tcp::FlowAddr;
+use crate::time::{Ns, MS, NEVER, SEC};
+
+fn sender(cfg: &QuicConfig, cc_name: &str) -> QuicSender {
+    let ctx = CcBuildCtx { mss: cfg.max_datagram as u64, initial_window: 10, abc_l: 1, seed: 1 };
+    QuicSender::new(cfg, FlowAddr::new(0, 0, 1), cc::build(cc_name, &Params::new(), &ctx).unwrap())
+}
+
+/// Delivers packets after `delay` each way; `drop(pn, now)` drops chosen data packets.
+struct Path {
+    tx: QuicSender,
+    rx: QuicReceiver,
+    delay: Ns,
+    /// (arrival time, to receiver?, packet), kept in time order
+    wire: Vec<(Ns, bool, Packet)>,
+    now: Ns,
+    sent_pns: Vec<u64>,
+    /// bottleneck: one data packet per `gap` ns
+    gap: Ns,
+    link_free: Ns,
+}
+
+impl Path {
+    fn new(cfg: &QuicConfig, cc_name: &str, delay: Ns, gap: Ns) -> Path {
+        Path {
+            tx: sender(cfg, cc_name),
+            rx: QuicReceiver::new(cfg, FlowAddr::new(0, 0, 1)),
+            delay,
+            wire: Vec::new(),
+            now: 0,
+            sent_pns: Vec::new(),
+            gap,
+            link_free: 0,
+        }
+    }
+    fn push(&mut self, t: Ns, to_rx: bool, p: Packet) {
+        let i = self.wire.partition_point(|x| x.0 <= t);
+        self.wire.insert(i, (t, to_rx, p));
+    }
+    fn drain(&mut self, drop: &mut dyn FnMut(u64, Ns) -> bool) {
+        while let Some(p) = self.tx.poll_transmit(self.now) {
+            self.sent_pns.push(p.ack);
+            if !drop(p.ack, self.now) {
+                let start = self.link_free.max(self.now);
+                self.link_free = start + self.gap;
+                self.push(self.link_free + self.delay, true, p);
+            }
+        }
+        while let Some(a) = self.rx.poll_transmit(self.now) {
+            self.push(self.now + self.delay, false, a);
+        }
+    }
+    fn run(&mut self, until: Ns, drop: &mut dyn FnMut(u64, Ns) -> bool) {
+        self.drain(drop);
+        loop {
+            let next_wire = self.wire.first().map_or(NEVER, |x| x.0);
+            let t = next_wire.min(self.tx.poll_at()).min(self.rx.poll_at()).max(self.now);
+            if t >= until {
+                self.now = until;
+                return;
+            }
+            self.now = t;
+            if next_wire == t {
+                let (_, to_rx, p) = self.wire.remove(0);
+                if to_rx {
+                    self.rx.on_packet(t, &p);
+                } else {
+                    self.tx.on_packet(t, &p);
+                }
+            }
+            if self.tx.poll_at() <= t {
+                self.tx.on_timer(t);
+            }
+            if self.rx.poll_at() <= t {
+                self.rx.on_timer(t);
+            }
+            self.drain(drop);
+        }
+    }
+}
+
+#[test]
+fn lossless_transfer_delivers_exactly_n_bytes_in_order_with_fresh_packet_numbers() {
+    for cc_name in ["newreno", "cubic", "bbr"] {
+        let cfg = QuicConfig::default();
+        let mut p = Path::new(&cfg, cc_name, 20 * MS, MS);
+        p.tx.write(0, 1_000_000);
+        p.tx.stop_writing();
+        p.run(30 * SEC, &mut |_, _| false);
+        assert_eq!(p.rx.bytes_received(), 1_000_000, "{cc_name}");
+        assert_eq!(p.rx.received_ranges(), &[(0, 1_000_000)]);
+        assert_eq!(p.rx.final_size(), Some(1_000_000));
+        assert!(p.rx.is_complete() && p.tx.all_acked(), "{cc_name}");
+        // handshake + ceil(1e6 / 1437) = 696 data packets, none lost, none repeated
+        assert_eq!(p.tx.stats().packets_sent, 1 + 696, "{cc_name}");
+        assert_eq!(p.tx.stats().retransmits, 0);
+        assert_eq!(p.rx.stats().duplicate_bytes, 0);
+        assert_eq!(p.sent_pns, (0..697).collect::<Vec<u64>>());
+        assert_eq!(p.tx.bytes_in_flight(), 0);
+    }
+}
+
+#[test]
+fn retransmissions_use_new_packet_numbers_and_loss_by_packet_threshold() {
+    let cfg = QuicConfig { pacing: false, ..Default::default() };
+    let mut p = Path::new(&cfg, "newreno", 20 * MS, MS);
+    p.tx.write(0, 100_000);
+    p.tx.stop_writing();
+    // drop packet 5 (stream bytes 4 x 1437 ..) once
+    let mut dropped = false;
+    p.run(10 * SEC, &mut |pn, _| {
+        let d = pn == 5 && !dropped;
+        dropped |= d;
+        d
+    });
+    assert_eq!(p.rx.bytes_received(), 100_000);
+    let mut sorted = p.sent_pns.clone();
+    sorted.dedup();
+    assert_eq!(sorted.len(), p.sent_pns.len(), "a packet number was reused");
+    assert!(p.sent_pns.windows(2).all(|w| w[1] == w[0] + 1));
+    let st = p.tx.stats();
+    assert_eq!((st.packets_lost, st.retransmits, st.retransmitted_bytes), (1, 1, 1437));
+    assert_eq!(st.congestion_events, 1);
+    assert_eq!(st.pto_count, 0);
+}
+
+/// A sender with `n` stream packets outstanding at 1 ms intervals (handshake off), and an ACK
+/// frame builder.
+fn outstanding(n: u64) -> QuicSender {
+    let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+    let mut s = sender(&cfg, "newreno");
+    s.set_unlimited();
+    for i in 0..n {
+        assert!(s.poll_transmit(i * MS).is_some());
+    }
+    s
+}
+
+fn ack(ranges: &[(u64, u64)], delay: Ns) -> Packet {
+    let mut f = AckFrame { ack_delay: delay, n: ranges.len(), ..Default::default() };
+    f.ranges[..ranges.len()].copy_from_slice(ranges);
+    let mut p = Packet { flow: 0, src: 1, dst: 0, flags: flags::ACK, ..Packet::EMPTY };
+    f.encode(&mut p);
+    p
+}
+
+#[test]
+fn packet_threshold_three_and_time_threshold_nine_eighths() {
+    // packets 0..=9 sent at 0..9 ms; ACK of 3..=9 at 100 ms (RTT sample 100 - 9 = 91 ms)
+    let mut s = outstanding(10);
+    s.on_packet(100 * MS, &ack(&[(3, 9)], 0));
+    // 0, 1, 2 are >= 3 below 9: lost by packet threshold
+    assert_eq!(s.stats().packets_lost, 3);
+    // now only 4..=9 would be lost by threshold; ACK 5..=9 leaves 3 and 4 (3 acked already):
+    let mut s = outstanding(10);
+    s.on_packet(100 * MS, &ack(&[(8, 9)], 0));
+    // largest 9: 0..=6 lost by packet threshold (9 - pn >= 3), 7 not
+    assert_eq!(s.stats().packets_lost, 7);
+    // 7 was sent at 7 ms; loss_delay = 9/8 x max(srtt 91, latest 91) = 102.375 ms ->
+    // lost at 109.375 ms by time threshold
+    assert_eq!(s.poll_at(), 7 * MS + 102_375_000);
+    s.on_timer(109 * MS);
+    assert_eq!(s.stats().packets_lost, 7);
+    s.on_timer(7 * MS + 102_375_000);
+    assert_eq!(s.stats().packets_lost, 8);
+    assert_eq!(s.stats().pto_count, 0);
+    // one congestion event for both detections (7 was sent before the recovery began)
+    assert_eq!(s.stats().congestion_events, 1);
+}
+
+#[test]
+fn pto_backs_off_exponentially_and_probes_with_new_packet_numbers() {
+    let mut s = outstanding(1);
+    // one RTT sample: ack packet 0 at 40 ms (srtt 40, rttvar 20) and send packet 1 at 40 ms
+    s.on_packet(40 * MS, &ack(&[(0, 0)], 0));
+    assert!(s.poll_transmit(40 * MS).is_some());
+    // PTO = 40 + 4 x 20 + 25 (max_ack_delay) = 145 ms after the last ack-eliciting packet
+    let pto = 145 * MS;
+    assert_eq!(s.pto(), pto);
+    // (the window allows more data: stop the application to leave one packet in flight)
+    s.stop_writing();
+    while s.poll_transmit(40 * MS).is_some() {}
+    let last = 40 * MS;
+    // slow start took the first ACK: 14720 + 1472
+    let cwnd = s.cc().cwnd();
+    assert_eq!(cwnd, 16192);
+    assert_eq!(s.poll_at(), last + pto);
+    s.on_timer(last + pto);
+    assert_eq!(s.stats().pto_count, 1);
+    let before = s.next_packet_number();
+    // two probes, both ignoring the window, each a fresh packet number
+    let a = s.poll_transmit(last + pto).unwrap();
+    let b = s.poll_transmit(last + pto).unwrap();
+    assert_eq!((a.ack, b.ack), (before, before + 1));
+    assert!(s.poll_transmit(last + pto).is_none());
+    // next PTO: doubled, from the probes' send time
+    assert_eq!(s.poll_at(), last + pto + 2 * pto);
+    s.on_timer(last + 3 * pto);
+    while s.poll_transmit(last + 3 * pto).is_some() {}
+    assert_eq!(s.poll_at(), last + 3 * pto + 4 * pto);
+    // PTO declares nothing lost and leaves cwnd alone
+    assert_eq!(s.stats().packets_lost, 0);
+    assert_eq!(s.cc().cwnd(), cwnd);
+    // an ACK resets the backoff
+    let largest = s.next_packet_number() - 1;
+    s.on_packet(last + 3 * pto + 10 * MS, &ack(&[(largest, largest)], 0));
+    assert_eq!(s.pto(), s.rtt().pto_base(25 * MS));
+}
+
+#[test]
+fn persistent_congestion_collapses_the_window() {
+    // first RTT sample at 10 ms from packet 0; then packets 1..=30 over 3 s, all lost, and an
+    // ACK of a later packet: the lost span (2.9 s) exceeds 3 x (10 + 20 + 25) ms
+    let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+    let mut s = sender(&cfg, "newreno");
+    s.set_unlimited();
+    s.poll_transmit(0).unwrap();
+    s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
+    let mut t = 10 * MS;
+    while s.next_packet_number() < 32 {
+        // one packet per 100 ms (PTO probes bypass the window)
+        if s.poll_transmit(t).is_none() {
+            s.on_timer(s.poll_at());
+            continue;
+        }
+        t += 100 * MS;
+    }
+    let cwnd_before = s.cc().cwnd();
+    s.on_packet(t, &ack(&[(31, 31)], 0));
+    assert_eq!(s.stats().persistent_congestion, 1);
+    assert!(s.cc().cwnd() < cwnd_before);
+    assert_eq!(s.cc().cwnd(), 1472);
+}
+
+#[test]
+fn receiver_acks_every_second_packet_gaps_at_once_else_after_max_ack_delay() {
+    let cfg = QuicConfig::default();
+    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1));
+    let data = |pn: u64| Packet { flow: 0, src: 0, dst: 1, ack: pn, seq: pn * 1000, payload: 1000, ..Packet::EMPTY };
+    r.on_packet(0, &data(0));
+    assert_eq!(r.poll_at(), 25 * MS);
+    assert!(r.poll_transmit(MS).is_none());
+    r.on_packet(2 * MS, &data(1));
+    let a = r.poll_transmit(2 * MS).unwrap();
+    assert_eq!(AckFrame::decode(&a).unwrap().ranges(), &[(0, 1)]);
+    // a lone packet: ACKed after max_ack_delay, reporting the delay since it arrived
+    r.on_packet(10 * MS, &data(2));
+    r.on_timer(35 * MS);
+    let a = r.poll_transmit(35 * MS).unwrap();
+    assert_eq!(AckFrame::decode(&a).unwrap().ack_delay, 25 * MS);
+    // a gap: 4 arrives before 3 -> ACK at once with two ranges; then 3 fills it (out of order)
+    r.on_packet(40 * MS, &data(4));
+    let a = r.poll_transmit(40 * MS).unwrap();
+    assert_eq!(AckFrame::decode(&a).unwrap().ranges(), &[(4, 4), (0, 2)]);
+    r.on_packet(41 * MS, &data(3));
+    let a = r.poll_transmit(41 * MS).unwrap();
+    assert_eq!(AckFrame::decode(&a).unwrap().ranges(), &[(0, 4)]);
+    assert_eq!(r.bytes_received(), 5000);
+    // holes in the stream are reported
+    r.on_packet(50 * MS, &data(7));
+    assert_eq!(r.received_ranges(), &[(0, 5000), (7000, 8000)]);
+    assert_eq!(r.bytes_received(), 5000);
+    // at most max_ack_ranges ranges, the newest
+    for pn in [9, 11, 13, 15] {
+        r.on_packet(60 * MS, &data(pn));
+    }
+    let f = r.ack_frame(60 * MS).unwrap();
+    assert_eq!(f.ranges(), &[(15, 15), (13, 13), (11, 11), (9, 9)]);
+}
