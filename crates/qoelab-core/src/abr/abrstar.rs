@@ -22,12 +22,14 @@
 //!   8 s, zero-bias corrected, the smaller of the two.
 //!
 //! The decision core ([`AbrStar::decide`]) takes any entries, partial segments included. Through
-//! the player ([`Abr::choose`]) it is offered full segments only (the public client's `no_drop`):
-//! the player does not fetch partial segments yet. Abandonment (keep-partial) is not here yet.
+//! the player ([`Abr::choose`]) it is offered full segments (the public client's `no_drop`), or with
+//! `partial = true` every SSIM level of the video's VOXEL table: the player then fetches the
+//! reliable part and the level's prefix of droppable frames (reliably: VOXEL rel) and plays the
+//! segment at the level's SSIM ([`Abr::partial`]). Abandonment (keep-partial) is not here yet.
 //! docs/models/abr-abrstar.md.
 
 use super::estimators::{dur_param, float_in, Ewma};
-use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Partial};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
 use crate::video::Video;
@@ -246,13 +248,23 @@ impl AbrStar {
 /// The ABR of the registry: the core over full segments (see the module docs).
 pub struct AbrStarAbr {
     core: AbrStar,
+    /// Offer the VOXEL table's partial segments (`partial = true`).
+    partial: bool,
+    /// The entry of the last decision when it is a VOXEL level.
+    last: Option<Partial>,
     /// Built lazily (the player's buffer size is known at the first decision).
     built: bool,
     avg_ssim: Option<Vec<f64>>,
     cfg: AbrStarCfg,
 }
 
-pub const PARAMS: [ParamSpec; 3] = [
+pub const PARAMS: [ParamSpec; 4] = [
+    ParamSpec {
+        name: "partial",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "offer every SSIM level of the VOXEL table (partial segments: reliable ranges + a prefix of the droppable frames, fetched reliably, as VOXEL rel); false = full segments (the public client's no_drop)",
+    },
     ParamSpec {
         name: "safety",
         unit: Unit::Float,
@@ -274,6 +286,13 @@ pub const PARAMS: [ParamSpec; 3] = [
 ];
 
 fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
+    let partial = p.bool(&PARAMS, "partial")?;
+    if partial && video.voxel.is_none() {
+        return Err(crate::params::perr(
+            "partial",
+            "needs a video with a VOXEL table (an extended MPD, docs/formats.md)",
+        ));
+    }
     let safety = float_in(p, &PARAMS, "safety", 0.0, 1.0)?;
     let low = dur_param(p, &PARAMS, "buffer_low")?;
     let thr = dur_param(p, &PARAMS, "min_threshold")?;
@@ -287,6 +306,8 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     let b: Vec<f64> = video.bitrates_bps.iter().map(|&x| x as f64 / 1000.0).collect();
     Ok(Box::new(AbrStarAbr {
         core: AbrStar::new(&b, avg_ssim.as_deref(), seg, 2.0 * seg, cfg.clone()),
+        partial,
+        last: None,
         built: false,
         avg_ssim,
         cfg,
@@ -294,9 +315,32 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
 }
 
 impl AbrStarAbr {
-    /// Full-segment entries of `segment`: the VOXEL table's full level when the segment has
-    /// droppable frames, else the rung's utility; the segment's size.
+    /// The entries of `segment`. With `partial`: every SSIM level of each rung's VOXEL segment
+    /// (reliable bytes + the level's prefix), and the full segment at the SSIM of all its frames.
+    /// Otherwise the full segments: the VOXEL table's full level when the segment has droppable
+    /// frames, else the rung's utility; the segment's size.
     fn entries(&self, video: &Video, segment: usize) -> Vec<Entry> {
+        if self.partial {
+            let mut out = Vec::new();
+            for q in 0..video.n_rungs() {
+                let full = video.size(segment, q);
+                let vs = video.voxel.as_ref().and_then(|v| v.segments.get(segment)).and_then(|s| s.get(q));
+                match vs {
+                    Some(vs) if !vs.unreliable.is_empty() => {
+                        let rel = vs.reliable_bytes();
+                        for (i, &(ssim, k, n)) in vs.ssims.iter().enumerate() {
+                            if (k as usize) < vs.unreliable.len() && rel + n < full {
+                                out.push(Entry { rung: q, level: Some(i), ssim, bytes: rel + n });
+                            }
+                        }
+                        let all = vs.ssim_with(vs.unreliable.len()).unwrap_or(self.core.u[q]);
+                        out.push(Entry { rung: q, level: Some(vs.ssims.len()), ssim: all, bytes: full });
+                    }
+                    _ => out.push(Entry { rung: q, level: None, ssim: self.core.u[q], bytes: full }),
+                }
+            }
+            return out;
+        }
         (0..video.n_rungs())
             .map(|q| {
                 let full = video.size(segment, q);
@@ -336,7 +380,19 @@ impl Abr for AbrStarAbr {
         let entries = self.entries(obs.video, obs.segment);
         let tput = if obs.history.is_empty() { None } else { self.core.tput_kbps() };
         let c = self.core.decide(obs.buffer as f64 / MS as f64, obs.last_rung, tput, &entries);
+        self.last = match (self.partial, c.entry.level) {
+            (true, Some(level)) => Some(Partial { level, bytes: c.entry.bytes, ssim: c.entry.ssim }),
+            _ => None,
+        };
         Decision { rung: c.entry.rung, delay: (c.pause_ms * MS as f64).round() as Ns, reason: c.reason }
+    }
+
+    fn partial(&self) -> Option<Partial> {
+        self.last
+    }
+
+    fn fetches_partial_segments(&self) -> bool {
+        self.partial
     }
 
     fn on_download(&mut self, _obs: &AbrObs, rec: &DownloadRecord) {
@@ -347,7 +403,7 @@ impl Abr for AbrStarAbr {
 
 pub const ENTRY: AbrEntry = AbrEntry {
     name: "abrstar",
-    summary: "VOXEL's ABR*: BOLA-E on SSIM utilities over (rung, SSIM level) entries, its safety walk and pause rule (full segments through the player until it plays partial ones)",
+    summary: "VOXEL's ABR*: BOLA-E on SSIM utilities over (rung, SSIM level) entries, its safety walk and pause rule; partial segments (VOXEL rel) with partial = true",
     reference: "Palmer, dissertation §6.3 (VOXEL, CoNEXT'21); public client --abr=bpp (seed-systems.md §1.4)",
     params: &PARAMS,
     build,
@@ -446,6 +502,77 @@ mod tests {
         let ch = c.decide(4_000.0, Some(0), Some(2_300.0), &entries());
         assert!((c.placeholder_ms - 10_000.0).abs() < 1e-6, "{}", ch.reason);
         assert_eq!((ch.entry.rung, ch.pause_ms), (1, 0.0), "{}", ch.reason);
+    }
+
+    /// The core's ladder as a video with a VOXEL table: rung 2 of segment 0 has a 500,000-B reliable
+    /// part and two droppable ranges (1,000,000 B and 500,000 B), levels (0.96, 1 range) and (0.98,
+    /// 2 ranges); rungs 0 and 1 have no droppable frames.
+    fn voxel_video() -> Video {
+        use crate::video::voxel::{VoxelSegment, VoxelTable};
+        let mut v = crate::abr::estimators::testutil::cbr(&[1000, 2000, 4000], 4, 2);
+        v.byte_offsets = Some(vec![vec![0, 0, 0], vec![500_000, 1_000_000, 2_000_000]]);
+        let plain = |first: u64, size: u64| VoxelSegment {
+            reliable: vec![(first, first + size - 1)],
+            unreliable: vec![],
+            ssims: vec![(1.0, 0, 0)],
+        };
+        let seg0 = vec![
+            plain(0, 500_000),
+            plain(0, 1_000_000),
+            VoxelSegment {
+                reliable: vec![(0, 499_999)],
+                unreliable: vec![(500_000, 1_499_999), (1_500_000, 1_999_999)],
+                ssims: vec![(0.96, 1, 1_000_000), (0.98, 2, 1_500_000)],
+            },
+        ];
+        let seg1 = vec![plain(500_000, 500_000), plain(1_000_000, 1_000_000), plain(2_000_000, 2_000_000)];
+        v.voxel = Some(VoxelTable { avg_ssim: Some(vec![0.90, 0.95, 0.98]), segments: vec![seg0, seg1] });
+        v
+    }
+
+    #[test]
+    fn partial_segments_through_the_abr_interface() {
+        let v = voxel_video();
+        let mut a = AbrStarAbr {
+            core: core(),
+            partial: true,
+            last: None,
+            built: true,
+            avg_ssim: Some(vec![0.90, 0.95, 0.98]),
+            cfg: AbrStarCfg::default(),
+        };
+        assert!(a.fetches_partial_segments());
+        // entries: r0 and r1 at their utility, r2's level 0 (500,000 + 1,000,000 B) and its full
+        // segment at the SSIM of all frames (the last level, 0.98)
+        let e = a.entries(&v, 0);
+        assert_eq!(e.len(), 4);
+        assert_eq!(e[2], Entry { rung: 2, level: Some(0), ssim: 0.96, bytes: 1_500_000 });
+        assert_eq!(e[3], Entry { rung: 2, level: Some(2), ssim: 0.98, bytes: 2_000_000 });
+        // as in partial_entry_wins_and_penalty_applies: buffer 12 s after rung 2, tput ample
+        a.core.started = true;
+        a.core.on_download(4_000_000, 1_000.0);
+        let h = [DownloadRecord { segment: 0, rung: 2, bytes: 4_000_000, ..std::default::Default::default() }];
+        let o = AbrObs {
+            now: 0,
+            video: &v,
+            segment: 0,
+            buffer: 12 * crate::time::SEC,
+            buffer_max: 20 * crate::time::SEC,
+            last_rung: Some(2),
+            playing: true,
+            history: &h,
+        };
+        let d = a.choose(&o);
+        assert_eq!(d.rung, 2, "{}", d.reason);
+        assert_eq!(a.partial(), Some(Partial { level: 0, bytes: 1_500_000, ssim: 0.96 }));
+        // segment 1 has no droppable frames: full segments only, no partial
+        let o1 = AbrObs { segment: 1, ..o };
+        a.choose(&o1);
+        assert_eq!(a.partial(), None);
+        // partial = true needs a VOXEL table
+        let plain = crate::abr::estimators::testutil::cbr(&[1000, 2000], 4, 2);
+        let err = build(&Params::new().with("partial", true), &plain).err().expect("refused");
+        assert_eq!(err.param, "partial");
     }
 
     #[test]

@@ -109,6 +109,15 @@ pub struct Decision {
     pub reason: String,
 }
 
+/// A partial segment (VOXEL): of the chosen rung only the reliable part and the first frames of
+/// the droppable ones, `bytes` in all, playing at `ssim` (level `level` of the segment's list).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Partial {
+    pub level: usize,
+    pub bytes: u64,
+    pub ssim: f64,
+}
+
 /// Progress of the download in flight (for abandonment rules).
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -136,6 +145,16 @@ pub trait Abr: Send {
     /// again at `rung` (lower than the current one). Default: never abandon.
     fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {
         None
+    }
+    /// The part of the segment the last `choose` wants (VOXEL's partial segments): asked right
+    /// after `choose`; None = the whole segment. Default: None.
+    fn partial(&self) -> Option<Partial> {
+        None
+    }
+    /// Whether this ABR may ask for partial segments (data planes that fetch whole segments by
+    /// their own ranges refuse it). Default: false.
+    fn fetches_partial_segments(&self) -> bool {
+        false
     }
     /// The maximum buffer this ABR was designed for (e.g. 240 s for the BBA family of the HAS
     /// testbed), which the player may adopt when the scenario does not set one. Default: None.

@@ -56,6 +56,12 @@ pub fn session_parts(
     Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
     let plane = crate::session::dataplane::build(&c.data_plane, &video)
         .map_err(|e| serr(format!("{p}.data_plane.{}", e.param), e.msg))?;
+    if abr.fetches_partial_segments() && plane.name() == "sprint-x" {
+        return Err(serr(
+            format!("{p}.data_plane.kind"),
+            "sprint-x fetches whole segments by its own ranges; an ABR with partial segments needs another data plane",
+        ));
+    }
     Ok((video, abr, pcfg, plane))
 }
 

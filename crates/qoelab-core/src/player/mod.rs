@@ -192,6 +192,8 @@ struct InFlight {
     reason: String,
     /// Complete, waiting for an earlier segment before it enters the buffer.
     done_at: Option<Ns>,
+    /// The SSIM a partial segment plays at.
+    partial_ssim: Option<f64>,
 }
 
 #[derive(Clone, Debug)]
@@ -201,6 +203,8 @@ struct Pending {
     not_before: Ns,
     delay: Ns,
     reason: String,
+    /// A partial segment (VOXEL): its bytes and SSIM.
+    partial: Option<crate::abr::Partial>,
 }
 
 /// The player.
@@ -553,14 +557,25 @@ impl Player {
             } else {
                 rung
             };
-            self.pending = Some(Pending { segment, rung, not_before: now.saturating_add(delay), delay, reason });
+            let full = self.video.size(segment, rung);
+            let partial = self.abr.partial().filter(|p| {
+                let ok = p.bytes > 0 && p.bytes <= full;
+                if !ok && self.violations.len() < 8 {
+                    self.violations.push(format!("ABR asked for {} B of a {full}-B segment", p.bytes));
+                }
+                ok
+            });
+            self.pending =
+                Some(Pending { segment, rung, not_before: now.saturating_add(delay), delay, reason, partial });
         }
         let p = self.pending.as_ref().expect("pending decision");
         if now < p.not_before || (capped && !force) {
             return None;
         }
         let p = self.pending.take().expect("pending decision");
-        let bytes = self.video.size(p.segment, p.rung);
+        // A partial segment is its reliable ranges and a prefix of the droppable frames' ranges:
+        // not one contiguous range, so it is requested by its size (a multi-range request).
+        let bytes = p.partial.map_or_else(|| self.video.size(p.segment, p.rung), |x| x.bytes);
         if capped {
             self.forced_media += self.video.seg_duration(p.segment);
         } else {
@@ -580,9 +595,13 @@ impl Player {
             abr_delay: p.delay,
             reason: p.reason,
             done_at: None,
+            partial_ssim: p.partial.map(|x| x.ssim),
         });
         self.next_request = p.segment + 1;
-        let range = self.video.byte_range(p.segment, p.rung).map(|(first, last)| ByteRange { first, last });
+        let range = match p.partial {
+            Some(_) => None,
+            None => self.video.byte_range(p.segment, p.rung).map(|(first, last)| ByteRange { first, last }),
+        };
         Some(Request { id, segment: p.segment, rung: p.rung, bytes, range })
     }
 
@@ -770,7 +789,9 @@ impl Player {
             Some(_) => format!("abandoned rung {} at {}/{} B", first.rung, first.received, first.bytes_total),
             None => format!("cancelled rung {} at {}/{} B", first.rung, first.received, first.bytes_total),
         };
-        self.pending = to.map(|to| Pending { segment: first.segment, rung: to, not_before: now, delay: 0, reason });
+        // The retry fetches the whole segment at the lower rung.
+        self.pending =
+            to.map(|to| Pending { segment: first.segment, rung: to, not_before: now, delay: 0, reason, partial: None });
         ids
     }
 
@@ -846,7 +867,15 @@ impl Player {
             bitrate_bps: self.video.bitrates_bps[f.rung],
             bytes: rec.bytes,
             duration: self.video.seg_duration(f.segment),
-            quality: self.quality_metric.as_deref().and_then(|m| self.video.quality(m, f.segment, f.rung)),
+            quality: match f.partial_ssim {
+                // a VOXEL segment plays at its SSIM level: the quality when the metric is SSIM
+                // (or none is configured); unknown in another metric
+                Some(ssim) => match self.quality_metric.as_deref() {
+                    None | Some("ssim") => Some(ssim),
+                    Some(_) => None,
+                },
+                None => self.quality_metric.as_deref().and_then(|m| self.video.quality(m, f.segment, f.rung)),
+            },
             t_request: rec.t_request,
             t_first_byte: rec.t_first_byte,
             t_last_byte: rec.t_last_byte,
