@@ -205,7 +205,7 @@ def test_video_and_bulk_run_has_the_simulated_schema(tmp_path):
 PLANES = """
 [scenario]
 name = "real-planes"
-duration = "9s"
+duration = "10s"
 seed = 1
 
 [topology]
@@ -256,7 +256,9 @@ def test_chunklets_and_sprint_data_planes_on_real_connections(tmp_path):
     # Sprint: segments pipelined on connection 0, RTT probes on connection 1 (a `probe` flow).
     k = req[req["client"] == 1]
     assert set(k["kind"]) == {"segment", "probe"} and set(k[k["kind"] == "probe"]["conn"]) == {1}
-    assert sprint["segments"] >= 3 and sprint["http"]["max_pipeline"] >= 2
+    # Under FQ-CoDel Sprint's connection gets about a quarter of the link beside the 3 chunklet
+    # connections: 2-4 segments in 10 s (2 seen in 1 of ~10 runs); pipelining is the point here.
+    assert sprint["segments"] >= 2 and sprint["http"]["max_pipeline"] >= 2
     assert any(f["kind"] == "probe" and f["name"] == "sprint/c1/resp" for f in s["flows"])
     perf = json.loads((tmp_path / "real" / "perf.json").read_text())["realnet"]
     assert all(c["pattern_mismatches"] == 0 for c in perf["clients"])
