@@ -483,21 +483,10 @@ impl World {
         tcfg: &TcpConfig,
         start: Ns,
     ) -> Result<FlowId, SimError> {
-        let fid = self.flows.next_id();
-        let ctx = CcBuildCtx {
-            mss: tcfg.mss as u64,
-            initial_window: tcfg.initial_window as u64,
-            abc_l: tcfg.abc_l as u64,
-            seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
-        };
-        let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
-        let addr = FlowAddr::new(fid.0, src.0, dst.0);
-        let tx = self.new_ep(Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), src, fid);
-        let rx = self.new_ep(Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))), dst, fid);
-        let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
-        f.cc = Some(cc_name.to_string());
-        self.flows.push(f);
-        Ok(fid)
+        let window = (tcfg.mss as u64, tcfg.initial_window as u64, tcfg.abc_l as u64);
+        self.add_transport_flow(p, name, kind, (src, dst), cc_name, ccp, window, start, |addr, ctl| {
+            (Ep::TcpTx(Box::new(TcpSender::new(tcfg, addr, ctl))), Ep::TcpRx(Box::new(TcpReceiver::new(tcfg, addr))))
+        })
     }
 
     /// A QUIC half-connection: sender at `src`, receiver at `dst` (one unidirectional stream).
@@ -514,18 +503,43 @@ impl World {
         qcfg: &QuicConfig,
         start: Ns,
     ) -> Result<FlowId, SimError> {
+        // RFC 9002 counts the window in UDP payload bytes of max_datagram_size packets
+        let window = (qcfg.max_datagram as u64, qcfg.initial_window as u64, 1);
+        self.add_transport_flow(p, name, kind, (src, dst), cc_name, ccp, window, start, |addr, ctl| {
+            (
+                Ep::QuicTx(Box::new(QuicSender::new(qcfg, addr, ctl))),
+                Ep::QuicRx(Box::new(QuicReceiver::new(qcfg, addr))),
+            )
+        })
+    }
+
+    /// A half-connection of a transport: its congestion controller (from `window` = (mss, initial
+    /// window, ABC L) and the flow's RNG stream), its sender at `src` and receiver at `dst` made
+    /// by `eps`, and the flow record.
+    #[allow(clippy::too_many_arguments)]
+    fn add_transport_flow(
+        &mut self,
+        p: &str,
+        name: &str,
+        kind: &'static str,
+        (src, dst): (NodeId, NodeId),
+        cc_name: &str,
+        ccp: &Params,
+        (mss, initial_window, abc_l): (u64, u64, u64),
+        start: Ns,
+        eps: impl FnOnce(FlowAddr, Box<dyn cc::CongestionControl>) -> (Ep, Ep),
+    ) -> Result<FlowId, SimError> {
         let fid = self.flows.next_id();
         let ctx = CcBuildCtx {
-            // RFC 9002 counts the window in UDP payload bytes of max_datagram_size packets
-            mss: qcfg.max_datagram as u64,
-            initial_window: qcfg.initial_window as u64,
-            abc_l: 1,
+            mss,
+            initial_window,
+            abc_l,
             seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
         };
         let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
-        let addr = FlowAddr::new(fid.0, src.0, dst.0);
-        let tx = self.new_ep(Ep::QuicTx(Box::new(QuicSender::new(qcfg, addr, ctl))), src, fid);
-        let rx = self.new_ep(Ep::QuicRx(Box::new(QuicReceiver::new(qcfg, addr))), dst, fid);
+        let (tx, rx) = eps(FlowAddr::new(fid.0, src.0, dst.0), ctl);
+        let tx = self.new_ep(tx, src, fid);
+        let rx = self.new_ep(rx, dst, fid);
         let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
         f.cc = Some(cc_name.to_string());
         self.flows.push(f);
