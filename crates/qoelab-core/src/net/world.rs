@@ -811,7 +811,7 @@ impl World {
             Ep::QuicTx(s) => s.on_packet(now, pkt),
             Ep::QuicRx(r) => {
                 r.on_packet(now, pkt);
-                let got = r.bytes_received();
+                let got = r.bytes_delivered();
                 let fid = FlowId(pkt.flow);
                 let f = &self.flows[fid];
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
