@@ -304,7 +304,7 @@ impl QuicSender {
             latest_rtt: self.rtt.latest(),
             rto: self.pto(),
             bytes_in_flight: self.rec.bytes_in_flight,
-            snd_una: self.bytes_acked(),
+            snd_una: self.bytes_settled(),
             snd_nxt: self.next_offset,
             delivered: self.rate.delivered,
             delivery_rate_bps: self.rate.last_rate_bps,
@@ -685,6 +685,9 @@ impl QuicSender {
             }
             self.on_chunk_acked(p.chunk);
         }
+        // nothing below the settled prefix is sent again: forget those unreliable ranges
+        self.sent_unreliable.trim_below(self.bytes_settled());
+        self.abandoned.trim_below(self.expire_told.min(self.bytes_settled()));
         if exit_recovery && self.in_recovery {
             self.in_recovery = false;
             self.cc.on_recovery_exit(now);
