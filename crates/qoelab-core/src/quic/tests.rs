@@ -465,3 +465,54 @@ fn lossy_partially_reliable_transfers_are_deterministic() {
     };
     assert_eq!(go(), go());
 }
+
+#[test]
+fn pto_probes_never_repeat_unreliable_data() {
+    let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+    let mut s = sender(&cfg, "newreno");
+    // two unreliable packets; the stream stays open (no FIN, nothing more to send)
+    s.write_unreliable(0, 2 * 1437);
+    assert!(s.poll_transmit(0).is_some() && s.poll_transmit(0).is_some());
+    assert!(s.poll_transmit(0).is_none());
+    // no RTT sample: PTO = 333 + 4 x 166.5 = 999 ms, + max_ack_delay 25 ms (the handshake is
+    // off, so confirmed from the start)
+    let t = s.poll_at();
+    assert_eq!(t, 999 * MS + 25 * MS);
+    s.on_timer(t);
+    // both probes are PINGs: 28 + 27 + 1 = 56 bytes, no stream data
+    for _ in 0..2 {
+        let p = s.poll_transmit(t).unwrap();
+        assert_eq!((p.payload, p.size, p.ts_ecr), (0, 56, 0));
+    }
+    assert_eq!((s.stats().retransmits, s.stats().unreliable_retransmitted_bytes), (0, 0));
+}
+
+#[test]
+fn persistent_congestion_counts_unreliable_losses_too() {
+    // as persistent_congestion_collapses_the_window, with the data unreliable (or reliable)
+    for reliable in [true, false] {
+        let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+        let mut s = sender(&cfg, "newreno");
+        s.write_with(0, 100_000_000, reliable);
+        s.poll_transmit(0).unwrap();
+        s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
+        let mut t = 10 * MS;
+        while s.next_packet_number() < 32 {
+            if s.poll_transmit(t).is_none() {
+                s.on_timer(s.poll_at());
+                continue;
+            }
+            t += 100 * MS;
+        }
+        s.on_packet(t, &ack(&[(31, 31)], 0));
+        assert_eq!(s.stats().persistent_congestion, 1, "reliable {reliable}");
+        assert_eq!(s.cc().cwnd(), 1472, "reliable {reliable}");
+        let st = s.stats();
+        if reliable {
+            assert_eq!(st.unreliable_lost_bytes, 0);
+        } else {
+            // packets 1..=30 lost, never resent
+            assert_eq!((st.unreliable_lost_bytes, st.retransmits), (30 * 1437, 0));
+        }
+    }
+}
