@@ -784,6 +784,11 @@ class _Builder:
                                 "apply to QUIC)", f.data["tcp"])
                 # only QUIC flows carry the key: TCP scenarios keep their configuration (and hash)
                 common["transport"] = "quic"
+                q = f.sub("quic")
+                if q is not None:
+                    common["quic"] = _quic_options(q)
+            elif "quic" in f.data:
+                raise f.err("quic", "no [flow.quic] options without transport = \"quic\"", f.data["quic"])
             size = f.get("size", _positive(units.size, "a size"), None)
             if size is not None:
                 common["bytes"] = size
@@ -869,6 +874,38 @@ def _tcp_cc(b, sec: _Section) -> tuple[dict, str, dict]:
     if cc not in b.ccs:
         raise sec.err("cc", "one of " + ", ".join(sorted(b.ccs)), cc)
     return tcp, cc, convert_params(sec.sub("cc_params"), b.ccs[cc]["params"], f"cc {cc}")
+
+
+def _quic_options(q: _Section) -> dict:
+    """A bulk flow's `[flow.quic]` table (docs/models/transport-quic.md, Parameters): only the
+    keys given, in engine units (bytes, packets, ns)."""
+    out = {}
+    for k, lo, hi in (("max_datagram", 1200, 1472), ("initial_window", 1, 1000),
+                      ("ack_eliciting_threshold", 1, 100), ("max_ack_ranges", 1, 4)):
+        v = q.int(k, minimum=lo, maximum=hi)
+        if v is not None:
+            out[k] = v
+    d = q.get("max_ack_delay", units.duration, None)
+    if d is not None:
+        if not 0 <= d <= 16_383_000_000:
+            raise q.err("max_ack_delay", "a duration of 0 to 16383ms", q.data["max_ack_delay"])
+        out["max_ack_delay"] = d
+    for k in ("pacing", "handshake"):
+        v = q.bool(k)
+        if v is not None:
+            out[k] = v
+    fr = q.num("unreliable_fraction", minimum=0)
+    if fr is not None:
+        if fr > 1:
+            raise q.err("unreliable_fraction", "a number in [0, 1]", q.data["unreliable_fraction"])
+        out["unreliable_fraction"] = fr
+    per = q.get("unreliable_period", _positive(units.size, "a size"), None)
+    if per is not None:
+        if per > 1 << 40:
+            raise q.err("unreliable_period", "a size of at most 1TiB", q.data["unreliable_period"])
+        out["unreliable_period"] = per
+    q.finish()
+    return out
 
 
 def _describe_tcp():

@@ -1676,6 +1676,7 @@ fn finish(
                 weight: None,
                 retransmits: x.total_retrans as u64,
                 fast_recoveries: 0,
+                quic: None,
                 rto_count: 0,
                 idle_restarts: 0,
                 srtt_ms_at_end: (x.rtt_us as f64 / 1e3 * 1000.0).round() / 1000.0,

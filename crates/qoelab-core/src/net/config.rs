@@ -209,6 +209,9 @@ pub enum FlowCfg {
         /// "tcp" (absent) or "quic" (docs/models/transport-quic.md).
         #[serde(default)]
         transport: Option<String>,
+        /// QUIC options (`QuicConfig` fields; only with transport "quic").
+        #[serde(default)]
+        quic: Value,
     },
     /// ON/OFF TCP source on one persistent connection: writes `bytes` every `period` (chunked
     /// downloads without a player; idle gaps exercise slow start after idle).

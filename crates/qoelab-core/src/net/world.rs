@@ -354,7 +354,20 @@ impl World {
                 }
                 Ok(())
             }
-            FlowCfg::Bulk { name, src, dst, cc, cc_params, tcp, start, stop, bytes, weight_schedule, transport } => {
+            FlowCfg::Bulk {
+                name,
+                src,
+                dst,
+                cc,
+                cc_params,
+                tcp,
+                start,
+                stop,
+                bytes,
+                weight_schedule,
+                transport,
+                quic,
+            } => {
                 let (src, dst) = self.check_nodes(&p, *src, *dst, true)?;
                 let (src, dst) = (&src, &dst);
                 let tcfg = tcp_config(&p, tcp)?;
@@ -362,13 +375,18 @@ impl World {
                 if bytes == &Some(0) {
                     return Err(serr(format!("{p}.size"), "expected > 0 bytes"));
                 }
+                let is_quic = transport.as_deref() == Some("quic");
+                if !is_quic && !quic.is_null() {
+                    return Err(serr(format!("{p}.quic"), "QUIC options apply only to transport \"quic\""));
+                }
                 let fid = match transport.as_deref() {
                     None | Some("tcp") => self.add_tcp_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &tcfg, *start)?,
                     Some("quic") => {
                         if !tcp.is_null() && tcp.as_object().is_none_or(|o| !o.is_empty()) {
                             return Err(serr(format!("{p}.tcp"), "TCP options do not apply to a QUIC flow"));
                         }
-                        self.add_quic_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &QuicConfig::default(), *start)?
+                        let qcfg = quic_config(&p, quic)?;
+                        self.add_quic_flow(&p, name, "bulk", *src, *dst, cc, &ccp, &qcfg, *start)?
                     }
                     Some(t) => {
                         return Err(serr(
@@ -825,7 +843,7 @@ impl World {
             Ep::QuicTx(s) => s.on_packet(now, pkt),
             Ep::QuicRx(r) => {
                 r.on_packet(now, pkt);
-                let got = r.bytes_received();
+                let got = r.bytes_delivered();
                 let fid = FlowId(pkt.flow);
                 let f = &self.flows[fid];
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
@@ -1154,6 +1172,16 @@ impl World {
                 weight: s.cc().weight(),
                 retransmits: st.retransmits,
                 fast_recoveries: st.congestion_events,
+                quic: Some(crate::report::summary::QuicFlowSummary {
+                    retransmitted_bytes: st.retransmitted_bytes,
+                    unreliable_bytes_sent: st.unreliable_bytes_sent,
+                    unreliable_bytes_lost: st.unreliable_lost_bytes,
+                    unreliable_bytes_retransmitted: st.unreliable_retransmitted_bytes,
+                    hole_bytes: match &self.eps[f.rx] {
+                        Ep::QuicRx(r) => r.hole_bytes(),
+                        _ => 0,
+                    },
+                }),
                 rto_count: st.pto_count,
                 idle_restarts: 0,
                 srtt_ms_at_end: (s.srtt().unwrap_or(0) as f64 / 1e3).round() / 1e3,
@@ -1169,6 +1197,7 @@ impl World {
             weight: s.cc().weight(),
             retransmits: st.retransmits,
             fast_recoveries: st.fast_recoveries,
+            quic: None,
             rto_count: st.rto_count,
             idle_restarts: st.idle_restarts,
             srtt_ms_at_end: (x.srtt as f64 / 1e3).round() / 1e3,
@@ -1392,4 +1421,42 @@ pub fn build_link<P: crate::net::link::LinkPacket>(p: &str, l: &LinkCfg, seed: u
         None => None,
     };
     Ok(Link::new(l.name.clone(), NodeId::from_index(l.from), NodeId::from_index(l.to), service, l.delay, queue, loss))
+}
+
+/// A bulk flow's `quic` table as a [`QuicConfig`] (docs/models/transport-quic.md, Parameters).
+pub(crate) fn quic_config(p: &str, v: &serde_json::Value) -> Result<QuicConfig, SimError> {
+    let mut c = QuicConfig::default();
+    if v.is_null() {
+        return Ok(c);
+    }
+    let Some(o) = v.as_object() else {
+        return Err(serr(format!("{p}.quic"), "expected a table"));
+    };
+    for (k, x) in o {
+        let key = format!("{p}.quic.{k}");
+        let int = |lo: u64, hi: u64| -> Result<u64, SimError> {
+            x.as_u64()
+                .filter(|n| (lo..=hi).contains(n))
+                .ok_or_else(|| serr(&key, format!("expected an integer in {lo}..={hi}")))
+        };
+        let boolean = || x.as_bool().ok_or_else(|| serr(&key, "expected true or false"));
+        match k.as_str() {
+            "max_datagram" => c.max_datagram = int(1200, 1472)? as u32,
+            "initial_window" => c.initial_window = int(1, 1000)? as u32,
+            "max_ack_delay" => c.max_ack_delay = int(0, 16_383 * crate::time::MS)?,
+            "ack_eliciting_threshold" => c.ack_eliciting_threshold = int(1, 100)? as u32,
+            "max_ack_ranges" => c.max_ack_ranges = int(1, crate::quic::config::MAX_ACK_RANGES as u64)? as usize,
+            "pacing" => c.pacing = boolean()?,
+            "handshake" => c.handshake = boolean()?,
+            "unreliable_fraction" => {
+                c.unreliable_fraction = x
+                    .as_f64()
+                    .filter(|f| (0.0..=1.0).contains(f))
+                    .ok_or_else(|| serr(&key, "expected a number in [0, 1]"))?
+            }
+            "unreliable_period" => c.unreliable_period = int(1, 1 << 40)?,
+            _ => return Err(serr(&key, "unknown QUIC option")),
+        }
+    }
+    Ok(c)
 }

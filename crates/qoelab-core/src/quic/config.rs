@@ -14,6 +14,12 @@ pub const PACKET_OVERHEAD: u32 = SHORT_HEADER + AEAD_TAG;
 /// STREAM frame header with offset and length fields: type (1), stream id (1), offset (4-byte
 /// varint, offsets below 2^30), length (2-byte varint).
 pub const STREAM_FRAME_HEADER: u32 = 1 + 1 + 4 + 2;
+/// Expiry signal (partial reliability, QUIC*): type (1), stream id (1), offset (4-byte varint).
+/// Tells the receiver that every stream byte below the offset it carries was delivered or
+/// abandoned (docs/models/transport-quic.md, "Partial reliability").
+pub const EXPIRE_FRAME_BYTES: u32 = 1 + 1 + 4;
+/// A PING frame (a PTO probe with nothing reliable to repeat).
+pub const PING_FRAME_BYTES: u32 = 1;
 /// ACK frame without additional ranges: type (1), largest acknowledged (4), ack delay (2), range
 /// count (1), first range (2).
 pub const ACK_FRAME_BASE: u32 = 1 + 4 + 2 + 1 + 2;
@@ -56,6 +62,13 @@ pub struct QuicConfig {
     /// Model a 1-RTT handshake: one 1200-byte ack-eliciting packet, ACKed at once, before any
     /// stream data (as TCP's SYN exchange).
     pub handshake: bool,
+    /// Partial reliability (QUIC*): share of the stream sent unreliably, in [0, 1]. In every
+    /// period of `unreliable_period` stream bytes from offset 0, the last
+    /// `round(unreliable_fraction x unreliable_period)` bytes are unreliable (sent once, never
+    /// retransmitted). 0: everything reliable (explicit `write_unreliable` ranges still apply).
+    pub unreliable_fraction: f64,
+    /// Period of the unreliable pattern in stream bytes (default 14,370: 10 full packets).
+    pub unreliable_period: u64,
 }
 
 impl Default for QuicConfig {
@@ -68,6 +81,8 @@ impl Default for QuicConfig {
             max_ack_ranges: MAX_ACK_RANGES,
             pacing: true,
             handshake: true,
+            unreliable_fraction: 0.0,
+            unreliable_period: 14_370,
         }
     }
 }

@@ -15,6 +15,10 @@
 //!   control and pacing.
 //! * [`receiver`]: received packet numbers, ACK policy (every 2nd ack-eliciting packet, gaps at
 //!   once, else after max_ack_delay), stream reassembly and which byte ranges arrived.
+//!
+//! Partial reliability (VOXEL's QUIC*): stream ranges may be unreliable — sent once, abandoned
+//! when declared lost (still a congestion event), signalled to the receiver by an expiry offset
+//! below which it zero-fills what is missing ([`QuicReceiver::holes`]).
 
 pub mod config;
 pub mod frame;

@@ -3,6 +3,7 @@
 
 use super::config::QuicConfig;
 use super::frame::AckFrame;
+use super::sender::overlap;
 use crate::packet::{flags, Packet};
 use crate::tcp::ranges::RangeSet;
 use crate::tcp::FlowAddr;
@@ -25,6 +26,11 @@ pub struct QuicReceiverStats {
     pub acks_sent: u64,
     /// ACKs sent because max_ack_delay expired.
     pub delayed_acks: u64,
+    /// Stream bytes zero-filled (holes the sender abandoned, QUIC*).
+    pub hole_bytes: u64,
+    /// Stream bytes arriving after their range was zero-filled (a spurious loss of unreliable
+    /// data; not used: the application already read the zeros).
+    pub late_bytes: u64,
 }
 
 /// Receiver of one unidirectional stream.
@@ -42,6 +48,10 @@ pub struct QuicReceiver {
     ack_deadline: Ns,
     /// Stream bytes received as `[start, end)`.
     stream: RangeSet,
+    /// Highest expiry offset received: every byte below it arrived or was zero-filled.
+    expired: u64,
+    /// Zero-filled ranges `[start, end)` (final: late data does not remove them).
+    holes: RangeSet,
     final_size: Option<u64>,
     stats: QuicReceiverStats,
 }
@@ -59,29 +69,50 @@ impl QuicReceiver {
             ack_now: false,
             ack_deadline: NEVER,
             stream: RangeSet::new(),
+            expired: 0,
+            holes: RangeSet::new(),
             final_size: None,
             stats: QuicReceiverStats::default(),
         }
     }
 
-    /// Stream bytes received in order from offset 0 (what the application can read).
-    pub fn bytes_received(&self) -> u64 {
-        match self.stream.first() {
-            Some((0, e)) => e,
-            _ => 0,
+    /// Stream bytes delivered in order from offset 0 (what the application can read): received
+    /// bytes and zero-filled holes. A hole is zero-filled (and delivered) only once the sender's
+    /// expiry signal covers it: nothing below that offset will ever be sent again.
+    pub fn bytes_delivered(&self) -> u64 {
+        match self.stream.last_starting_at_or_before(self.expired) {
+            Some((_, e)) if e >= self.expired => e,
+            _ => self.expired,
         }
     }
-    /// Every stream byte range received, `[start, end)` in offset order.
+    /// Received (not zero-filled) bytes among the delivered ones: `bytes_delivered() -
+    /// hole_bytes()` (without holes, the in-order prefix as for TCP).
+    pub fn bytes_received(&self) -> u64 {
+        self.bytes_delivered() - self.stats.hole_bytes
+    }
+    /// Every stream byte range received, `[start, end)` in offset order (zero-filled ranges
+    /// excluded).
     pub fn received_ranges(&self) -> &[(u64, u64)] {
         self.stream.as_slice()
+    }
+    /// The zero-filled ranges `[start, end)` in offset order (bytes the sender abandoned).
+    pub fn holes(&self) -> &[(u64, u64)] {
+        self.holes.as_slice()
+    }
+    pub fn hole_bytes(&self) -> u64 {
+        self.stats.hole_bytes
+    }
+    /// The highest expiry offset received (0: none).
+    pub fn expired_to(&self) -> u64 {
+        self.expired
     }
     /// The stream's final size, once the FIN arrived.
     pub fn final_size(&self) -> Option<u64> {
         self.final_size
     }
-    /// FIN received and every byte before it.
+    /// FIN received and every byte before it delivered (received or zero-filled).
     pub fn is_complete(&self) -> bool {
-        self.final_size.is_some_and(|f| self.bytes_received() >= f)
+        self.final_size.is_some_and(|f| self.bytes_delivered() >= f)
     }
     pub fn stats(&self) -> &QuicReceiverStats {
         &self.stats
@@ -129,7 +160,12 @@ impl QuicReceiver {
         }
         if pkt.payload > 0 {
             let (s, e) = (pkt.seq, pkt.seq + pkt.payload as u64);
-            let mut before = 0;
+            // below the expiry offset every byte is received or zero-filled already
+            let late = overlap(&self.holes, s, e.min(self.expired));
+            self.stats.late_bytes += late;
+            let s_new = s.max(self.expired);
+            let mut before = e.min(self.expired).saturating_sub(s) - late;
+            let s = s_new;
             let mut x = s;
             // count the bytes already held (spurious retransmissions)
             while x < e {
@@ -142,7 +178,26 @@ impl QuicReceiver {
                 }
             }
             self.stats.duplicate_bytes += before;
-            self.stream.insert(s, e, |_| {});
+            if s < e {
+                self.stream.insert(s, e, |_| {});
+            }
+        }
+        if pkt.ts_ecr > self.expired {
+            // expiry signal: zero-fill what is missing below it
+            let (a, b) = (self.expired, pkt.ts_ecr);
+            let mut x = a;
+            while x < b {
+                match self.stream.last_starting_at_or_before(x) {
+                    Some((_, re)) if re > x => x = re,
+                    _ => {
+                        let n = self.stream.first_start_in(x, b).unwrap_or(b);
+                        self.holes.insert(x, n, |_| {});
+                        self.stats.hole_bytes += n - x;
+                        x = n;
+                    }
+                }
+            }
+            self.expired = b;
         }
         if pkt.has(flags::FIN) {
             self.final_size = Some(pkt.seq + pkt.payload as u64);

@@ -4,6 +4,7 @@
 //! Packet numbers increase by one per packet and are never reused; a record stays in the queue
 //! until it is acknowledged or declared lost and every older record is too.
 
+use super::config::{EXPIRE_FRAME_BYTES, PACKET_OVERHEAD, PING_FRAME_BYTES, STREAM_FRAME_HEADER};
 use super::config::{GRANULARITY, PACKET_THRESHOLD, TIME_THRESHOLD};
 use super::frame::AckFrame;
 use super::rtt::QuicRtt;
@@ -19,15 +20,35 @@ pub enum PktState {
     Lost,
 }
 
-/// The stream data a packet carried (one STREAM frame per packet).
+/// The stream data a packet carried: `len` contiguous bytes from `offset` in `frames` STREAM
+/// frames (one per run of equal reliability; 0 for a packet with no STREAM frame), plus an
+/// optional expiry signal (`expire_to`, see docs/models/transport-quic.md "Partial reliability").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamChunk {
     pub offset: u64,
     pub len: u64,
     pub fin: bool,
-    /// Retransmitted when lost (false: unreliable data, counted lost for congestion control
-    /// only; a later step of issue 12).
+    /// Retransmitted when lost. False only for a packet whose every stream byte is unreliable
+    /// and which carries no FIN (QUIC*): sent once, its loss still counts for congestion control.
     pub reliable: bool,
+    /// STREAM frames in the packet (0: none, the packet is an expiry signal or a PING).
+    pub frames: u8,
+    /// Expiry offset carried (0: none): every stream byte below it is delivered or abandoned.
+    pub expire_to: u64,
+}
+
+impl StreamChunk {
+    /// UDP payload of a packet carrying this chunk.
+    pub fn udp_size(&self) -> u32 {
+        let mut n = PACKET_OVERHEAD + self.frames as u32 * STREAM_FRAME_HEADER + self.len as u32;
+        if self.expire_to > 0 {
+            n += EXPIRE_FRAME_BYTES;
+        }
+        if self.frames == 0 && self.expire_to == 0 {
+            n += PING_FRAME_BYTES;
+        }
+        n
+    }
 }
 
 /// A sent packet (RFC 9002 A.1.1).
@@ -206,10 +227,14 @@ impl Recovery {
         }
     }
 
-    /// The oldest outstanding packet carrying stream data or the handshake (PTO probes resend
-    /// it when nothing new is available).
+    /// The oldest outstanding packet carrying reliable stream data (bytes or FIN) or the
+    /// handshake (PTO probes resend it when nothing new is available; unreliable data is never
+    /// sent twice).
     pub fn oldest_outstanding(&self) -> Option<&SentPacket> {
-        self.sent.iter().find(|p| p.state == PktState::Outstanding && (p.chunk.is_some() || p.handshake))
+        self.sent.iter().find(|p| {
+            p.state == PktState::Outstanding
+                && (p.handshake || p.chunk.is_some_and(|c| c.reliable && (c.len > 0 || c.fin)))
+        })
     }
 
     /// When the loss-detection timer fires (A.8): the loss time if set, else the PTO

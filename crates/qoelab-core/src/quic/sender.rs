@@ -3,8 +3,8 @@
 //! and pacing ([`crate::cc::pacing`]). Sans-IO: `on_packet`, `on_timer`, `poll_transmit_into`,
 //! `poll_at`.
 
-use super::config::{QuicConfig, HANDSHAKE_BYTES, PACKET_OVERHEAD, PERSISTENT_CONGESTION_THRESHOLD, UDP_IP_HEADER};
-use super::config::{GRANULARITY, STREAM_FRAME_HEADER};
+use super::config::{QuicConfig, HANDSHAKE_BYTES, PERSISTENT_CONGESTION_THRESHOLD, UDP_IP_HEADER};
+use super::config::{EXPIRE_FRAME_BYTES, GRANULARITY, STREAM_FRAME_HEADER};
 use super::frame::AckFrame;
 use super::recovery::{PktState, Recovery, SentPacket, StreamChunk};
 use super::rtt::QuicRtt;
@@ -43,8 +43,17 @@ pub struct QuicStats {
     pub pto_count: u64,
     pub persistent_congestion: u64,
     pub acks_received: u64,
-    /// Bytes of unreliable stream data lost and not retransmitted.
+    /// Stream bytes sent in unreliable packets (every byte unreliable, no FIN): sent once.
+    pub unreliable_bytes_sent: u64,
+    /// Of them, declared lost (abandoned: never sent again, the receiver zero-fills them).
     pub unreliable_lost_bytes: u64,
+    /// Stream bytes first sent in an unreliable packet and sent again (0 by construction: the
+    /// check of the "never retransmitted" rule).
+    pub unreliable_retransmitted_bytes: u64,
+    /// Packets mixing reliable and unreliable STREAM frames (sent, and treated, as reliable).
+    pub mixed_packets: u64,
+    /// Packets sent only to carry an expiry signal (no STREAM frame).
+    pub expire_packets: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +91,21 @@ pub struct QuicSender {
     retx: RangeSet,
     /// Stream ranges acknowledged.
     acked: RangeSet,
-    /// Unreliable stream ranges (none until unreliable writes exist).
+    /// Unreliable stream ranges written with `write_unreliable` (used when no pattern is set).
     unreliable: RangeSet,
+    /// Unreliable pattern (period, unreliable bytes at the end of each period), from
+    /// `QuicConfig::unreliable_fraction`.
+    pattern: Option<(u64, u64)>,
+    /// Ranges sent in unreliable packets.
+    sent_unreliable: RangeSet,
+    /// Unreliable ranges declared lost (abandoned).
+    abandoned: RangeSet,
+    /// Acknowledged or abandoned ranges: nothing below the prefix of this set is ever sent again.
+    settled: RangeSet,
+    /// Highest expiry offset carried by a packet sent and not declared lost.
+    expire_sent: u64,
+    /// Highest expiry offset carried by an acknowledged packet (the receiver knows it).
+    expire_told: u64,
     pto_probes: u32,
     /// congestion_recovery_start_time (RFC 9002 7.3.2).
     recovery_start: Option<Ns>,
@@ -117,6 +139,12 @@ impl QuicSender {
             retx: RangeSet::new(),
             acked: RangeSet::new(),
             unreliable: RangeSet::new(),
+            pattern: unreliable_pattern(cfg),
+            sent_unreliable: RangeSet::new(),
+            abandoned: RangeSet::new(),
+            settled: RangeSet::new(),
+            expire_sent: 0,
+            expire_told: 0,
             pto_probes: 0,
             recovery_start: None,
             in_recovery: false,
@@ -139,6 +167,14 @@ impl QuicSender {
         if !self.closed && bytes > 0 {
             self.unreliable.insert(self.written, self.written + bytes, |_| {});
             self.write(now, bytes);
+        }
+    }
+    /// Append `bytes`, reliable or not.
+    pub fn write_with(&mut self, now: Ns, bytes: u64, reliable: bool) {
+        if reliable {
+            self.write(now, bytes)
+        } else {
+            self.write_unreliable(now, bytes)
         }
     }
     /// Infinite data (bulk until stopped).
@@ -167,8 +203,42 @@ impl QuicSender {
     pub fn bytes_written(&self) -> u64 {
         self.written
     }
+    /// Stream bytes from offset 0 acknowledged or abandoned (unreliable and declared lost).
+    pub fn bytes_settled(&self) -> u64 {
+        match self.settled.first() {
+            Some((0, e)) => e,
+            _ => 0,
+        }
+    }
+    /// Everything written is acknowledged or abandoned, the FIN is acknowledged and the receiver
+    /// was told (by an acknowledged expiry signal) about every abandoned range.
     pub fn all_acked(&self) -> bool {
-        self.closed && self.bytes_acked() >= self.written && (self.fin_acked || !self.fin_sent && self.written == 0)
+        self.closed
+            && self.bytes_settled() >= self.written
+            && (self.fin_acked || !self.fin_sent && self.written == 0)
+            && !self.has_abandoned_in(self.expire_told, self.bytes_settled())
+    }
+    /// Whether stream byte `x` is unreliable, and where its run of equal reliability ends.
+    pub fn unreliable_run(&self, x: u64) -> (bool, u64) {
+        if let Some((period, unrel)) = self.pattern {
+            let base = x - x % period;
+            let rel_end = base + period - unrel;
+            return if x < rel_end { (false, rel_end) } else { (true, base.saturating_add(period)) };
+        }
+        match self.unreliable.last_starting_at_or_before(x) {
+            Some((_, e)) if e > x => (true, e),
+            _ => (false, self.unreliable.first_start_in(x, u64::MAX).unwrap_or(u64::MAX)),
+        }
+    }
+    /// Some abandoned byte lies in `[a, b)`.
+    fn has_abandoned_in(&self, a: u64, b: u64) -> bool {
+        b > a && self.abandoned.last_starting_at_or_before(b - 1).is_some_and(|(_, e)| e > a)
+    }
+    /// The expiry offset to send: the settled prefix, when abandoned bytes lie between the
+    /// last one sent (and not lost) and it.
+    fn expire_needed(&self) -> Option<u64> {
+        let s = self.bytes_settled();
+        self.has_abandoned_in(self.expire_sent, s).then_some(s)
     }
     pub fn cc(&self) -> &dyn CongestionControl {
         self.cc.as_ref()
@@ -234,7 +304,7 @@ impl QuicSender {
             latest_rtt: self.rtt.latest(),
             rto: self.pto(),
             bytes_in_flight: self.rec.bytes_in_flight,
-            snd_una: self.bytes_acked(),
+            snd_una: self.bytes_settled(),
             snd_nxt: self.next_offset,
             delivered: self.rate.delivered,
             delivery_rate_bps: self.rate.last_rate_bps,
@@ -261,45 +331,75 @@ impl QuicSender {
         }
     }
 
-    /// The next stream chunk to send (retransmissions first, skipping acknowledged bytes),
-    /// without taking it.
+    /// The next stream chunk to send (retransmissions first, skipping acknowledged bytes; new
+    /// data in runs of equal reliability, one STREAM frame per run; a lone FIN; a lone expiry
+    /// signal), without taking it.
     fn next_chunk(&self) -> Option<StreamChunk> {
-        let max = self.cfg.max_stream_payload() as u64;
+        let expire = self.expire_needed();
+        let ex = expire.unwrap_or(0);
+        let mut budget = self.cfg.max_stream_payload() as u64;
+        if expire.is_some() {
+            budget -= EXPIRE_FRAME_BYTES as u64;
+        }
         let fin_at = self.closed.then_some(self.written);
-        let mk = |offset: u64, len: u64| StreamChunk {
-            offset,
-            len,
-            fin: fin_at == Some(offset + len),
-            reliable: self.unreliable.last_starting_at_or_before(offset).is_none_or(|(_, e)| e <= offset),
-        };
         if let Some((s, e)) = self.retx.first() {
-            let len = (e - s).min(max);
-            return Some(mk(s, len));
+            // lost data of reliable packets: one frame, reliable
+            let len = (e - s).min(budget);
+            let fin = fin_at == Some(s + len);
+            return Some(StreamChunk { offset: s, len, fin, reliable: true, frames: 1, expire_to: ex });
         }
         let end = self.stream_end();
         if self.next_offset < end {
-            let mut len = (end - self.next_offset).min(max);
-            // one reliability per frame
-            if let Some(u) = self.unreliable.first_start_in(self.next_offset + 1, self.next_offset + len) {
-                len = u - self.next_offset;
-            }
-            if let Some((_, ue)) = self.unreliable.last_starting_at_or_before(self.next_offset) {
-                if ue > self.next_offset {
-                    len = len.min(ue - self.next_offset);
+            let mut x = self.next_offset;
+            let mut frames = 0u8;
+            let mut cur = false;
+            let mut any_reliable = false;
+            loop {
+                let (unrel, run_end) = self.unreliable_run(x);
+                if frames == 0 {
+                    frames = 1;
+                } else if unrel != cur {
+                    // a new STREAM frame: its header, and at least one byte
+                    if budget <= STREAM_FRAME_HEADER as u64 || frames == u8::MAX {
+                        break;
+                    }
+                    budget -= STREAM_FRAME_HEADER as u64;
+                    frames += 1;
+                }
+                cur = unrel;
+                any_reliable |= !unrel;
+                let take = (run_end.min(end) - x).min(budget);
+                x += take;
+                budget -= take;
+                if x >= end || budget == 0 {
+                    break;
                 }
             }
-            return Some(mk(self.next_offset, len));
+            let fin = fin_at == Some(x);
+            let len = x - self.next_offset;
+            // a packet with any reliable frame or the FIN is reliable (QUIC*)
+            let reliable = any_reliable || fin;
+            return Some(StreamChunk { offset: self.next_offset, len, fin, reliable, frames, expire_to: ex });
         }
         if self.closed && (!self.fin_sent || self.fin_lost) && !self.fin_acked {
-            return Some(StreamChunk { offset: self.written, len: 0, fin: true, reliable: true });
+            let offset = self.written;
+            return Some(StreamChunk { offset, len: 0, fin: true, reliable: true, frames: 1, expire_to: ex });
         }
-        None
+        let offset = self.next_offset;
+        expire.map(|e| StreamChunk { offset, len: 0, fin: false, reliable: true, frames: 0, expire_to: e })
     }
 
     /// Stream data for a PTO probe: what `next_chunk` would send, else the oldest outstanding
-    /// data again.
-    fn probe_chunk(&self) -> Option<StreamChunk> {
-        self.next_chunk().or_else(|| self.rec.oldest_outstanding().and_then(|p| p.chunk))
+    /// reliable data again, else a PING (unreliable data is never sent twice).
+    fn probe_chunk(&self) -> StreamChunk {
+        self.next_chunk().or_else(|| self.rec.oldest_outstanding().and_then(|p| p.chunk)).unwrap_or(StreamChunk {
+            offset: self.next_offset,
+            len: 0,
+            fin: false,
+            reliable: true,
+            frames: 0,
+            expire_to: 0,
+        })
     }
 
     fn base_packet(&self, out: &mut Packet) {
@@ -311,16 +411,31 @@ impl QuicSender {
     }
 
     fn take_chunk(&mut self, c: &StreamChunk) {
-        if self.retx.first().is_some_and(|(s, _)| s == c.offset) {
-            self.retx.trim_below(c.offset + c.len);
+        let (s, e) = (c.offset, c.offset + c.len);
+        if c.len > 0 && self.retx.first().is_some_and(|(rs, _)| rs == s) {
+            self.retx.trim_below(e);
             self.stats.retransmits += 1;
             self.stats.retransmitted_bytes += c.len;
-        } else if c.offset == self.next_offset && c.len > 0 {
-            self.next_offset += c.len;
+            self.stats.unreliable_retransmitted_bytes += overlap(&self.sent_unreliable, s, e);
+        } else if s == self.next_offset && c.len > 0 {
+            self.next_offset = e;
+            if !c.reliable {
+                self.stats.unreliable_bytes_sent += c.len;
+                self.sent_unreliable.insert(s, e, |_| {});
+            } else if c.frames > 1 {
+                self.stats.mixed_packets += 1;
+            }
         } else if c.len > 0 {
             // a PTO probe repeating outstanding data
             self.stats.retransmits += 1;
             self.stats.retransmitted_bytes += c.len;
+            self.stats.unreliable_retransmitted_bytes += overlap(&self.sent_unreliable, s, e);
+        }
+        if c.expire_to > 0 {
+            self.expire_sent = self.expire_sent.max(c.expire_to);
+            if c.frames == 0 {
+                self.stats.expire_packets += 1;
+            }
         }
         if c.fin {
             self.fin_sent = true;
@@ -341,11 +456,12 @@ impl QuicSender {
             self.take_chunk(&c);
             out.seq = c.offset;
             out.payload = c.len as u32;
+            out.ts_ecr = c.expire_to;
             if c.fin {
                 out.flags |= flags::FIN;
             }
             self.stats.stream_bytes_sent += c.len;
-            PACKET_OVERHEAD + STREAM_FRAME_HEADER + c.len as u32
+            c.udp_size()
         };
         out.size = UDP_IP_HEADER + udp;
         if self.rec.bytes_in_flight == 0 {
@@ -382,12 +498,10 @@ impl QuicSender {
         }
         if self.pto_probes > 0 {
             // probes ignore the congestion window and pacing (RFC 9002 7.5)
-            if let Some(c) = self.probe_chunk() {
-                self.pto_probes -= 1;
-                self.emit(now, out, Some(c), false, None);
-                return true;
-            }
-            self.pto_probes = 0;
+            let c = self.probe_chunk();
+            self.pto_probes -= 1;
+            self.emit(now, out, Some(c), false, None);
+            return true;
         }
         let Some(c) = self.next_chunk() else {
             if self.rec.bytes_in_flight < self.cc.cwnd() {
@@ -397,7 +511,7 @@ impl QuicSender {
             return false;
         };
         self.app_limited = false;
-        let udp = (PACKET_OVERHEAD + STREAM_FRAME_HEADER) as u64 + c.len;
+        let udp = c.udp_size() as u64;
         if self.rec.bytes_in_flight + udp > self.cc.cwnd() {
             return false;
         }
@@ -427,7 +541,7 @@ impl QuicSender {
         let mut t = self.loss_timer();
         if self.hs == Handshake::Done && self.pacing_rate().is_some() {
             if let Some(c) = self.next_chunk() {
-                let udp = (PACKET_OVERHEAD + STREAM_FRAME_HEADER) as u64 + c.len;
+                let udp = c.udp_size() as u64;
                 if self.rec.bytes_in_flight + udp <= self.cc.cwnd() {
                     t = t.min(self.pacer.next_send());
                 }
@@ -475,9 +589,18 @@ impl QuicSender {
             }
             let Some(c) = p.chunk else { continue };
             if c.reliable {
-                self.queue_retx(c.offset, c.offset + c.len);
+                if c.len > 0 {
+                    self.queue_retx(c.offset, c.offset + c.len);
+                }
             } else {
+                // QUIC*: abandoned, never sent again; the loss still counts below
                 self.stats.unreliable_lost_bytes += c.len;
+                self.abandoned.insert(c.offset, c.offset + c.len, |_| {});
+                self.settled.insert(c.offset, c.offset + c.len, |_| {});
+            }
+            if c.expire_to > self.expire_told {
+                // the signal may not have arrived: send it again
+                self.expire_sent = self.expire_sent.min(self.expire_told);
             }
             if c.fin && !self.fin_acked {
                 self.fin_lost = true;
@@ -562,6 +685,9 @@ impl QuicSender {
             }
             self.on_chunk_acked(p.chunk);
         }
+        // nothing below the settled prefix is sent again: forget those unreliable ranges
+        self.sent_unreliable.trim_below(self.bytes_settled());
+        self.abandoned.trim_below(self.expire_told.min(self.bytes_settled()));
         if exit_recovery && self.in_recovery {
             self.in_recovery = false;
             self.cc.on_recovery_exit(now);
@@ -596,8 +722,12 @@ impl QuicSender {
 
     fn on_chunk_acked(&mut self, c: Option<StreamChunk>) {
         let Some(c) = c else { return };
+        if c.expire_to > 0 {
+            self.expire_told = self.expire_told.max(c.expire_to);
+        }
         if c.len > 0 {
             self.acked.insert(c.offset, c.offset + c.len, |_| {});
+            self.settled.insert(c.offset, c.offset + c.len, |_| {});
             // acknowledged data needs no retransmission
             let overlaps =
                 self.retx.last_starting_at_or_before(c.offset + c.len - 1).is_some_and(|(_, e)| e > c.offset);
@@ -614,4 +744,29 @@ impl QuicSender {
             self.fin_lost = false;
         }
     }
+}
+
+/// The unreliable pattern of a configuration: (period, unreliable bytes per period), None when
+/// nothing is unreliable.
+fn unreliable_pattern(cfg: &QuicConfig) -> Option<(u64, u64)> {
+    let period = cfg.unreliable_period.max(1);
+    let f = cfg.unreliable_fraction.clamp(0.0, 1.0);
+    let unrel = ((f * period as f64).round() as u64).min(period);
+    (unrel > 0).then_some((period, unrel))
+}
+
+/// Bytes of `[s, e)` in `set`.
+pub(super) fn overlap(set: &RangeSet, s: u64, e: u64) -> u64 {
+    let mut n = 0;
+    let mut x = s;
+    while x < e {
+        match set.last_starting_at_or_before(x) {
+            Some((_, re)) if re > x => {
+                n += re.min(e) - x;
+                x = re;
+            }
+            _ => x = set.first_start_in(x, e).unwrap_or(e),
+        }
+    }
+    n
 }

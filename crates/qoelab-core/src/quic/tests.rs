@@ -275,3 +275,244 @@ fn receiver_acks_every_second_packet_gaps_at_once_else_after_max_ack_delay() {
     let f = r.ack_frame(60 * MS).unwrap();
     assert_eq!(f.ranges(), &[(15, 15), (13, 13), (11, 11), (9, 9)]);
 }
+
+// ----- partial reliability (QUIC*) -----
+
+/// Ten 1437-byte packets of unreliable data (or reliable, for comparison) then one reliable
+/// packet with the FIN; handshake and pacing off; NewReno.
+fn ten_unreliable(reliable: bool) -> QuicSender {
+    let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+    let mut s = sender(&cfg, "newreno");
+    s.write_with(0, 10 * 1437, reliable);
+    s.write(0, 1437);
+    s.stop_writing();
+    // IW 14720 = exactly 10 packets of 1472 UDP bytes: packets 0..=9
+    for i in 0..10 {
+        let p = s.poll_transmit(i * MS).unwrap();
+        assert_eq!((p.seq, p.payload, p.size), (i * 1437, 1437, 1500));
+    }
+    assert!(s.poll_transmit(10 * MS).is_none());
+    s
+}
+
+#[test]
+fn lost_unreliable_data_is_never_resent_but_cuts_cwnd_like_reliable_data() {
+    for reliable in [true, false] {
+        let mut s = ten_unreliable(reliable);
+        assert_eq!(s.cc().cwnd(), 14720);
+        // ACK of 3..=9 at 100 ms: 0, 1, 2 lost by packet threshold (9 - pn >= 3)
+        s.on_packet(100 * MS, &ack(&[(3, 9)], 0));
+        let st = s.stats().clone();
+        assert_eq!((st.packets_lost, st.congestion_events), (3, 1));
+        // NewReno: ssthresh = cwnd = 0.5 x prior bytes in flight (14720) = 7360, for both
+        assert_eq!(s.cc().ssthresh(), 7360, "reliable {reliable}");
+        assert_eq!(s.cc().cwnd(), 7360, "reliable {reliable}");
+        let p = s.poll_transmit(100 * MS).unwrap();
+        if reliable {
+            // the lost bytes go again, first
+            assert_eq!((p.seq, p.payload, p.ts_ecr), (0, 1437, 0));
+            assert_eq!(st.unreliable_lost_bytes, 0);
+        } else {
+            // never resent: the next packet is new data carrying the expiry signal: every byte
+            // below 14370 is acknowledged (3..=9) or abandoned (0..=2); 1437 - 6 stream bytes
+            assert_eq!((p.seq, p.payload, p.ts_ecr, p.size), (14370, 1431, 14370, 1500));
+            assert_eq!((st.unreliable_bytes_sent, st.unreliable_lost_bytes), (14370, 3 * 1437));
+            let fin = s.poll_transmit(100 * MS).unwrap();
+            assert_eq!((fin.seq, fin.payload, fin.ts_ecr), (15801, 6, 0));
+            assert!(fin.has(flags::FIN));
+            assert_eq!(s.stats().retransmits, 0);
+            assert_eq!(s.stats().retransmitted_bytes, 0);
+            assert_eq!(s.stats().unreliable_retransmitted_bytes, 0);
+        }
+    }
+}
+
+#[test]
+fn a_packet_mixing_reliable_and_unreliable_frames_is_retransmitted() {
+    let cfg = QuicConfig { pacing: false, ..Default::default() };
+    let mut p = Path::new(&cfg, "newreno", 20 * MS, MS);
+    p.tx.write(0, 1000);
+    p.tx.write_unreliable(0, 1000);
+    p.tx.write(0, 20_000);
+    p.tx.stop_writing();
+    // packet 1: reliable [0, 1000) + a second frame (8-byte header) of unreliable
+    // [1000, 1429): 1437 - 8 = 1429 bytes; packet 2: unreliable [1429, 2000) + reliable
+    // [2000, 2858); both mixed, hence reliable. Drop packet 1 once.
+    let mut dropped = false;
+    p.run(10 * SEC, &mut |pn, _| {
+        let d = pn == 1 && !dropped;
+        dropped |= d;
+        d
+    });
+    let st = p.tx.stats();
+    assert_eq!(st.mixed_packets, 2);
+    assert_eq!((st.retransmits, st.retransmitted_bytes), (1, 1429));
+    assert_eq!((st.unreliable_bytes_sent, st.unreliable_lost_bytes), (0, 0));
+    assert_eq!(p.rx.bytes_received(), 22_000);
+    assert!(p.rx.holes().is_empty());
+    assert!(p.rx.is_complete() && p.tx.all_acked());
+}
+
+#[test]
+fn fin_is_always_resent_and_unreliable_holes_are_zero_filled_exactly() {
+    let cfg = QuicConfig { pacing: false, ..Default::default() };
+    let mut p = Path::new(&cfg, "newreno", 20 * MS, MS);
+    p.tx.write_unreliable(0, 5000);
+    p.tx.stop_writing();
+    // packet 0 handshake; 1: [0, 1437), 2: [1437, 2874), 3: [2874, 4311) unreliable;
+    // 4: [4311, 5000) + FIN, reliable because of the FIN. Drop 2 and 4 once each.
+    let mut dropped = Vec::new();
+    p.run(20 * SEC, &mut |pn, _| {
+        let d = (pn == 2 || pn == 4) && !dropped.contains(&pn);
+        if d {
+            dropped.push(pn);
+        }
+        d
+    });
+    let st = p.tx.stats();
+    // the FIN packet went again (689 bytes), the unreliable one did not
+    assert_eq!((st.retransmits, st.retransmitted_bytes), (1, 689));
+    assert_eq!((st.unreliable_bytes_sent, st.unreliable_lost_bytes), (4311, 1437));
+    assert_eq!(st.unreliable_retransmitted_bytes, 0);
+    assert_eq!(p.rx.holes(), &[(1437, 2874)]);
+    assert_eq!(p.rx.hole_bytes(), 1437);
+    assert_eq!(p.rx.received_ranges(), &[(0, 1437), (2874, 5000)]);
+    assert_eq!((p.rx.bytes_delivered(), p.rx.bytes_received()), (5000, 5000 - 1437));
+    assert_eq!(p.rx.final_size(), Some(5000));
+    assert!(p.rx.is_complete() && p.tx.all_acked());
+    assert!(st.congestion_events >= 1);
+}
+
+#[test]
+fn receiver_zero_fills_only_below_the_expiry_offset() {
+    let cfg = QuicConfig::default();
+    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1));
+    let data = |pn: u64, s: u64, e: u64, expire: u64| Packet {
+        flow: 0,
+        src: 0,
+        dst: 1,
+        ack: pn,
+        seq: s,
+        payload: (e - s) as u32,
+        ts_ecr: expire,
+        ..Packet::EMPTY
+    };
+    r.on_packet(0, &data(0, 0, 1000, 0));
+    r.on_packet(MS, &data(2, 2000, 3000, 0));
+    // a hole without an expiry signal is not delivered (it may be reliable data on its way)
+    assert!(r.holes().is_empty());
+    assert_eq!(r.bytes_delivered(), 1000);
+    // the sender says: nothing below 3000 will come again -> [1000, 2000) zero-filled
+    r.on_packet(2 * MS, &data(3, 3000, 4000, 3000));
+    assert_eq!(r.holes(), &[(1000, 2000)]);
+    assert_eq!((r.bytes_delivered(), r.bytes_received(), r.hole_bytes()), (4000, 3000, 1000));
+    // late data for a zero-filled range: counted, not used
+    r.on_packet(3 * MS, &data(1, 1000, 2000, 0));
+    assert_eq!(r.stats().late_bytes, 1000);
+    assert_eq!(r.received_ranges(), &[(0, 1000), (2000, 4000)]);
+    assert_eq!(r.holes(), &[(1000, 2000)]);
+    // [4000, 5000) missing; expiry 4500 fills only [4000, 4500); [4500, 5000) arrives later
+    r.on_packet(4 * MS, &data(5, 5000, 6000, 4500));
+    assert_eq!(r.holes(), &[(1000, 2000), (4000, 4500)]);
+    assert_eq!(r.bytes_delivered(), 4500);
+    r.on_packet(5 * MS, &data(4, 4500, 5000, 0));
+    assert_eq!(r.bytes_delivered(), 6000);
+    let mut fin = data(6, 6000, 7000, 0);
+    fin.flags = flags::FIN;
+    r.on_packet(6 * MS, &fin);
+    assert!(r.is_complete());
+    assert_eq!((r.bytes_delivered(), r.bytes_received(), r.hole_bytes()), (7000, 5500, 1500));
+    assert_eq!(r.received_ranges(), &[(0, 1000), (2000, 4000), (4500, 7000)]);
+}
+
+#[test]
+fn lossless_half_unreliable_transfer_has_no_holes() {
+    let cfg = QuicConfig { unreliable_fraction: 0.5, ..Default::default() };
+    let mut p = Path::new(&cfg, "cubic", 20 * MS, MS);
+    p.tx.write(0, 1_000_000);
+    p.tx.stop_writing();
+    p.run(30 * SEC, &mut |_, _| false);
+    assert_eq!(p.rx.bytes_received(), 1_000_000);
+    assert_eq!(p.rx.received_ranges(), &[(0, 1_000_000)]);
+    assert!(p.rx.holes().is_empty());
+    assert!(p.rx.is_complete() && p.tx.all_acked());
+    let st = p.tx.stats();
+    // period 14370 = 5 reliable + 5 unreliable packets; 69 periods end at 991530, then 5
+    // reliable packets and the last 1285 (unreliable) bytes with the FIN, sent reliably:
+    // 69 x 7185 unreliable bytes
+    assert_eq!(st.unreliable_bytes_sent, 69 * 7185);
+    assert_eq!((st.mixed_packets, st.retransmits, st.unreliable_lost_bytes), (0, 0, 0));
+    assert_eq!(st.packets_sent, 1 + 696);
+}
+
+#[test]
+fn lossy_partially_reliable_transfers_are_deterministic() {
+    let go = || {
+        let cfg = QuicConfig { unreliable_fraction: 0.3, ..Default::default() };
+        let mut p = Path::new(&cfg, "cubic", 20 * MS, MS);
+        p.tx.write(0, 2_000_000);
+        p.tx.stop_writing();
+        // drop every 37th packet number once
+        p.run(60 * SEC, &mut |pn, _| pn % 37 == 5);
+        assert!(p.rx.is_complete() && p.tx.all_acked());
+        let st = p.tx.stats();
+        assert!(st.mixed_packets > 0 && st.unreliable_lost_bytes > 0 && st.retransmits > 0);
+        assert_eq!(st.unreliable_retransmitted_bytes, 0);
+        // everything accounted: received + zero-filled = size; holes = unreliable bytes lost
+        assert_eq!(p.rx.bytes_received() + p.rx.hole_bytes(), 2_000_000);
+        assert_eq!(p.rx.hole_bytes(), st.unreliable_lost_bytes - p.rx.stats().late_bytes);
+        format!("{:?} {:?} {:?} {:?}", st, p.rx.stats(), p.rx.holes(), p.sent_pns)
+    };
+    assert_eq!(go(), go());
+}
+
+#[test]
+fn pto_probes_never_repeat_unreliable_data() {
+    let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+    let mut s = sender(&cfg, "newreno");
+    // two unreliable packets; the stream stays open (no FIN, nothing more to send)
+    s.write_unreliable(0, 2 * 1437);
+    assert!(s.poll_transmit(0).is_some() && s.poll_transmit(0).is_some());
+    assert!(s.poll_transmit(0).is_none());
+    // no RTT sample: PTO = 333 + 4 x 166.5 = 999 ms, + max_ack_delay 25 ms (the handshake is
+    // off, so confirmed from the start)
+    let t = s.poll_at();
+    assert_eq!(t, 999 * MS + 25 * MS);
+    s.on_timer(t);
+    // both probes are PINGs: 28 + 27 + 1 = 56 bytes, no stream data
+    for _ in 0..2 {
+        let p = s.poll_transmit(t).unwrap();
+        assert_eq!((p.payload, p.size, p.ts_ecr), (0, 56, 0));
+    }
+    assert_eq!((s.stats().retransmits, s.stats().unreliable_retransmitted_bytes), (0, 0));
+}
+
+#[test]
+fn persistent_congestion_counts_unreliable_losses_too() {
+    // as persistent_congestion_collapses_the_window, with the data unreliable (or reliable)
+    for reliable in [true, false] {
+        let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
+        let mut s = sender(&cfg, "newreno");
+        s.write_with(0, 100_000_000, reliable);
+        s.poll_transmit(0).unwrap();
+        s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
+        let mut t = 10 * MS;
+        while s.next_packet_number() < 32 {
+            if s.poll_transmit(t).is_none() {
+                s.on_timer(s.poll_at());
+                continue;
+            }
+            t += 100 * MS;
+        }
+        s.on_packet(t, &ack(&[(31, 31)], 0));
+        assert_eq!(s.stats().persistent_congestion, 1, "reliable {reliable}");
+        assert_eq!(s.cc().cwnd(), 1472, "reliable {reliable}");
+        let st = s.stats();
+        if reliable {
+            assert_eq!(st.unreliable_lost_bytes, 0);
+        } else {
+            // packets 1..=30 lost, never resent
+            assert_eq!((st.unreliable_lost_bytes, st.retransmits), (30 * 1437, 0));
+        }
+    }
+}

@@ -109,10 +109,27 @@ pub struct TcpFlowSummary {
     pub weight: Option<f64>,
     pub retransmits: u64,
     pub fast_recoveries: u64,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicFlowSummary>,
     pub rto_count: u64,
     pub idle_restarts: u64,
     pub srtt_ms_at_end: f64,
     pub min_rtt_ms: f64,
+}
+
+/// QUIC-only statistics of a flow's sender and receiver (partial reliability, QUIC*).
+#[derive(Clone, Debug, Serialize)]
+pub struct QuicFlowSummary {
+    /// Stream bytes sent again (in packets counted by `retransmits`).
+    pub retransmitted_bytes: u64,
+    /// Stream bytes sent in unreliable packets (sent once).
+    pub unreliable_bytes_sent: u64,
+    /// Of them, declared lost and abandoned.
+    pub unreliable_bytes_lost: u64,
+    /// Bytes first sent unreliably and sent again (0: the never-retransmitted rule).
+    pub unreliable_bytes_retransmitted: u64,
+    /// Stream bytes the receiver zero-filled.
+    pub hole_bytes: u64,
 }
 
 /// A monitored link.
