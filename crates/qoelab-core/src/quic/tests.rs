@@ -222,17 +222,7 @@ fn persistent_congestion_collapses_the_window() {
     let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
     let mut s = sender(&cfg, "newreno");
     s.set_unlimited();
-    s.poll_transmit(0).unwrap();
-    s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
-    let mut t = 10 * MS;
-    while s.next_packet_number() < 32 {
-        // one packet per 100 ms (PTO probes bypass the window)
-        if s.poll_transmit(t).is_none() {
-            s.on_timer(s.poll_at());
-            continue;
-        }
-        t += 100 * MS;
-    }
+    let t = first_rtt_then_31_lost(&mut s);
     let cwnd_before = s.cc().cwnd();
     s.on_packet(t, &ack(&[(31, 31)], 0));
     assert_eq!(s.stats().persistent_congestion, 1);
@@ -494,16 +484,7 @@ fn persistent_congestion_counts_unreliable_losses_too() {
         let cfg = QuicConfig { pacing: false, handshake: false, ..Default::default() };
         let mut s = sender(&cfg, "newreno");
         s.write_with(0, 100_000_000, reliable);
-        s.poll_transmit(0).unwrap();
-        s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
-        let mut t = 10 * MS;
-        while s.next_packet_number() < 32 {
-            if s.poll_transmit(t).is_none() {
-                s.on_timer(s.poll_at());
-                continue;
-            }
-            t += 100 * MS;
-        }
+        let t = first_rtt_then_31_lost(&mut s);
         s.on_packet(t, &ack(&[(31, 31)], 0));
         assert_eq!(s.stats().persistent_congestion, 1, "reliable {reliable}");
         assert_eq!(s.cc().cwnd(), 1472, "reliable {reliable}");
@@ -515,4 +496,20 @@ fn persistent_congestion_counts_unreliable_losses_too() {
             assert_eq!((st.unreliable_lost_bytes, st.retransmits), (30 * 1437, 0));
         }
     }
+}
+
+/// Packet 0 acknowledged at 10 ms (the first RTT sample), then packets up to 31 sent one per
+/// 100 ms (PTO probes bypass the window) and none acknowledged; returns the time after the last.
+fn first_rtt_then_31_lost(s: &mut QuicSender) -> Ns {
+    s.poll_transmit(0).unwrap();
+    s.on_packet(10 * MS, &ack(&[(0, 0)], 0));
+    let mut t = 10 * MS;
+    while s.next_packet_number() < 32 {
+        if s.poll_transmit(t).is_none() {
+            s.on_timer(s.poll_at());
+            continue;
+        }
+        t += 100 * MS;
+    }
+    t
 }
