@@ -118,6 +118,17 @@ pub struct Partial {
     pub ssim: f64,
 }
 
+/// What an ABR wants done with the download in flight ([`Abr::on_progress_partial`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ProgressAction {
+    Continue,
+    /// Abandon it and fetch the segment again at this (lower) rung, as [`Abr::on_progress`].
+    Abandon(usize),
+    /// Keep-partial abandonment (VOXEL's ABR*): stop the download once `bytes` of its body are
+    /// in and play the segment at `ssim` (`level` of the segment's SSIM list at its rung).
+    KeepPartial(Partial),
+}
+
 /// Progress of the download in flight (for abandonment rules).
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
@@ -145,6 +156,17 @@ pub trait Abr: Send {
     /// again at `rung` (lower than the current one). Default: never abandon.
     fn on_progress(&mut self, _obs: &AbrObs, _p: &Progress) -> Option<usize> {
         None
+    }
+    /// The extended abandonment hook, called instead of [`Abr::on_progress`] for downloads whose
+    /// data plane can stop them early and keep what arrived (the VOXEL plane):
+    /// [`ProgressAction::KeepPartial`] truncates the download to a prefix of its body (the
+    /// reliable part and the first droppable frames, in importance order). `p.bytes_received`
+    /// counts bytes delivered in order, zero-filled holes included. Default: `on_progress`.
+    fn on_progress_partial(&mut self, obs: &AbrObs, p: &Progress) -> ProgressAction {
+        match self.on_progress(obs, p) {
+            Some(r) => ProgressAction::Abandon(r),
+            None => ProgressAction::Continue,
+        }
     }
     /// The part of the segment the last `choose` wants (VOXEL's partial segments): asked right
     /// after `choose`; None = the whole segment. Default: None.
