@@ -25,11 +25,21 @@
 //! the player ([`Abr::choose`]) it is offered full segments (the public client's `no_drop`), or with
 //! `partial = true` every SSIM level of the video's VOXEL table: the player then fetches the
 //! reliable part and the level's prefix of droppable frames (reliably: VOXEL rel) and plays the
-//! segment at the level's SSIM ([`Abr::partial`]). Abandonment (keep-partial) is not here yet.
-//! docs/models/abr-abrstar.md.
+//! segment at the level's SSIM ([`Abr::partial`]).
+//!
+//! Abandonment ([`AbrStarAbr::abandonment`], the public client's `BPPShouldAbandon`): after a
+//! 500-ms grace from the request, keep going while (requested − received) · 8 / tput < the buffer
+//! left; else, if the rung is above 0 or the rung has SSIM levels below the request, re-run the
+//! decision on a copy of the core (no state change) with the buffer left, 0.9 · tput and the
+//! previous rung = the in-flight one, over every (rung, level) entry of the segment. A lower rung
+//! abandons the download ([`ProgressAction::Abandon`]); the same rung at a level smaller than the
+//! request keeps the partial segment ([`ProgressAction::KeepPartial`]: the data plane stops once
+//! the level's reliable + unreliable-prefix bytes are in; a level already exceeded by the bytes
+//! received is raised to the highest one in). `keep_partial = false` is BOLA-SSIM (dash.js-style
+//! discard and retry: only abandonment). docs/models/abr-abrstar.md.
 
 use super::estimators::{dur_param, float_in, Ewma};
-use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Partial};
+use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Partial, Progress, ProgressAction};
 use crate::params::{Default, ParamError, ParamSpec, Params, Unit};
 use crate::time::{Ns, MS};
 use crate::video::Video;
@@ -245,25 +255,50 @@ impl AbrStar {
     }
 }
 
+/// Grace time of the abandonment rule after the request (the public client's 500 ms).
+pub const ABANDON_GRACE_MS: f64 = 500.0;
+/// Bandwidth safety factor of the abandonment's re-run (kBandwidthSafetyFactor 0.9).
+pub const ABANDON_SAFETY: f64 = 0.9;
+
+/// What `choose` asked for: the segment and its entry (rung, level, bytes); after a
+/// keep-partial abandonment, the kept prefix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InFlight {
+    pub segment: usize,
+    pub entry: Entry,
+    /// A [`ProgressAction::KeepPartial`] already returned for this download.
+    pub kept: Option<Partial>,
+}
+
 /// The ABR of the registry: the core over full segments (see the module docs).
 pub struct AbrStarAbr {
     core: AbrStar,
     /// Offer the VOXEL table's partial segments (`partial = true`).
     partial: bool,
+    /// Keep-partial abandonment (ABR*); false = abandonment to a lower rung only (BOLA-SSIM).
+    keep_partial: bool,
     /// The entry of the last decision when it is a VOXEL level.
     last: Option<Partial>,
+    /// What the last decision chose, for the abandonment rule.
+    inflight: Option<InFlight>,
     /// Built lazily (the player's buffer size is known at the first decision).
     built: bool,
     avg_ssim: Option<Vec<f64>>,
     cfg: AbrStarCfg,
 }
 
-pub const PARAMS: [ParamSpec; 4] = [
+pub const PARAMS: [ParamSpec; 5] = [
     ParamSpec {
         name: "partial",
         unit: Unit::Bool,
         default: Default::Bool(false),
         doc: "offer every SSIM level of the VOXEL table (partial segments: reliable ranges + a prefix of the droppable frames, fetched reliably, as VOXEL rel); false = full segments (the public client's no_drop)",
+    },
+    ParamSpec {
+        name: "keep_partial",
+        unit: Unit::Bool,
+        default: Default::Bool(true),
+        doc: "ABR*'s keep-partial abandonment on data planes that can stop a download and keep its prefix (VOXEL); false = BOLA-SSIM (dash.js-style discard and retry: abandonment to a lower rung only)",
     },
     ParamSpec {
         name: "safety",
@@ -287,6 +322,7 @@ pub const PARAMS: [ParamSpec; 4] = [
 
 fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     let partial = p.bool(&PARAMS, "partial")?;
+    let keep_partial = p.bool(&PARAMS, "keep_partial")?;
     if partial && video.voxel.is_none() {
         return Err(crate::params::perr(
             "partial",
@@ -307,7 +343,9 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     Ok(Box::new(AbrStarAbr {
         core: AbrStar::new(&b, avg_ssim.as_deref(), seg, 2.0 * seg, cfg.clone()),
         partial,
+        keep_partial,
         last: None,
+        inflight: None,
         built: false,
         avg_ssim,
         cfg,
@@ -320,7 +358,12 @@ impl AbrStarAbr {
     /// Otherwise the full segments: the VOXEL table's full level when the segment has droppable
     /// frames, else the rung's utility; the segment's size.
     fn entries(&self, video: &Video, segment: usize) -> Vec<Entry> {
-        if self.partial {
+        self.entries_with(video, segment, self.partial)
+    }
+
+    /// As [`AbrStarAbr::entries`], with or without the partial levels.
+    fn entries_with(&self, video: &Video, segment: usize, partial: bool) -> Vec<Entry> {
+        if partial {
             let mut out = Vec::new();
             for q in 0..video.n_rungs() {
                 let full = video.size(segment, q);
@@ -360,6 +403,72 @@ impl AbrStarAbr {
     }
 }
 
+impl AbrStarAbr {
+    /// ABR*'s abandonment rule for the download in flight (see the module docs); `keep`: the data
+    /// plane can keep a prefix of the body. Never returns a [`ProgressAction::KeepPartial`] below
+    /// the reliable part or at or above the bytes requested.
+    pub fn abandonment(&self, obs: &AbrObs, p: &Progress, keep: bool) -> ProgressAction {
+        use ProgressAction::{Abandon, Continue, KeepPartial};
+        let mine = self.inflight.filter(|f| f.segment == p.segment && f.entry.rung == p.rung);
+        let kept = mine.and_then(|f| f.kept);
+        // After a keep-partial decision the download is the kept prefix.
+        let requested = kept.map_or(p.bytes_total, |k| k.bytes.min(p.bytes_total));
+        let stay = kept.map_or(Continue, KeepPartial);
+        if p.bytes_received >= requested {
+            return stay;
+        }
+        let elapsed_ms = p.now.saturating_sub(p.t_request) as f64 / MS as f64;
+        if elapsed_ms <= ABANDON_GRACE_MS {
+            return stay;
+        }
+        // The ABR's estimate; before any finished download, the download's own rate.
+        let tput = self.core.tput_kbps().unwrap_or(p.bytes_received as f64 * 8.0 / elapsed_ms);
+        if tput.is_nan() || tput <= 0.0 {
+            return stay;
+        }
+        // The player's buffer drains during the download: it is the buffer at the request minus
+        // the time since.
+        let buffer_ms = obs.buffer as f64 / MS as f64;
+        let remaining_ms = (requested - p.bytes_received) as f64 * 8.0 / tput;
+        if remaining_ms < buffer_ms {
+            return stay;
+        }
+        let entries = self.entries_with(obs.video, p.segment, obs.video.voxel.is_some());
+        let levels_below = entries.iter().any(|e| e.rung == p.rung && e.level.is_some() && e.bytes < requested);
+        if p.rung == 0 && !(keep && levels_below) {
+            return stay;
+        }
+        let mut core = self.core.clone();
+        let c = core.decide(buffer_ms, Some(p.rung), Some(ABANDON_SAFETY * tput), &entries);
+        let e = c.entry;
+        if e.rung < p.rung {
+            return Abandon(e.rung);
+        }
+        if !keep || e.rung != p.rung || e.bytes >= requested {
+            return stay;
+        }
+        let Some(vs) = obs.video.voxel.as_ref().and_then(|v| v.segments.get(p.segment)).and_then(|s| s.get(p.rung))
+        else {
+            return stay;
+        };
+        let (Some(level), rel) = (e.level, vs.reliable_bytes()) else {
+            return stay;
+        };
+        // Bytes already in beyond the chosen level: keep the highest level they complete.
+        let mut best = Partial { level, bytes: e.bytes, ssim: e.ssim };
+        for (i, &(ssim, _, n)) in vs.ssims.iter().enumerate() {
+            let b = rel + n;
+            if b > best.bytes && b <= p.bytes_received && b < requested {
+                best = Partial { level: i, bytes: b, ssim };
+            }
+        }
+        if best.bytes < rel || best.bytes >= requested {
+            return stay;
+        }
+        KeepPartial(best)
+    }
+}
+
 impl Abr for AbrStarAbr {
     fn name(&self) -> &'static str {
         "abrstar"
@@ -384,6 +493,7 @@ impl Abr for AbrStarAbr {
             (true, Some(level)) => Some(Partial { level, bytes: c.entry.bytes, ssim: c.entry.ssim }),
             _ => None,
         };
+        self.inflight = Some(InFlight { segment: obs.segment, entry: c.entry, kept: None });
         Decision { rung: c.entry.rung, delay: (c.pause_ms * MS as f64).round() as Ns, reason: c.reason }
     }
 
@@ -399,11 +509,32 @@ impl Abr for AbrStarAbr {
         let dur = rec.t_last_byte.saturating_sub(rec.t_request) as f64 / MS as f64;
         self.core.on_download(rec.bytes, dur);
     }
+
+    /// Data planes that cannot keep a prefix: the rule's abandonment to a lower rung only.
+    fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        match self.abandonment(obs, p, false) {
+            ProgressAction::Abandon(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn on_progress_partial(&mut self, obs: &AbrObs, p: &Progress) -> ProgressAction {
+        let a = self.abandonment(obs, p, self.keep_partial);
+        if let ProgressAction::KeepPartial(k) = a {
+            if let Some(f) = self.inflight.as_mut().filter(|f| f.segment == p.segment && f.entry.rung == p.rung) {
+                f.kept = Some(k);
+            } else {
+                let entry = Entry { rung: p.rung, level: Some(k.level), ssim: k.ssim, bytes: p.bytes_total };
+                self.inflight = Some(InFlight { segment: p.segment, entry, kept: Some(k) });
+            }
+        }
+        a
+    }
 }
 
 pub const ENTRY: AbrEntry = AbrEntry {
     name: "abrstar",
-    summary: "VOXEL's ABR*: BOLA-E on SSIM utilities over (rung, SSIM level) entries, its safety walk and pause rule; partial segments (VOXEL rel) with partial = true",
+    summary: "VOXEL's ABR*: BOLA-E on SSIM utilities over (rung, SSIM level) entries, its safety walk and pause rule; partial segments with partial = true; keep-partial abandonment (keep_partial = false: BOLA-SSIM)",
     reference: "Palmer, dissertation §6.3 (VOXEL, CoNEXT'21); public client --abr=bpp (seed-systems.md §1.4)",
     params: &PARAMS,
     build,
@@ -536,7 +667,9 @@ mod tests {
         let mut a = AbrStarAbr {
             core: core(),
             partial: true,
+            keep_partial: true,
             last: None,
+            inflight: None,
             built: true,
             avg_ssim: Some(vec![0.90, 0.95, 0.98]),
             cfg: AbrStarCfg::default(),
@@ -573,6 +706,165 @@ mod tests {
         let plain = crate::abr::estimators::testutil::cbr(&[1000, 2000], 4, 2);
         let err = build(&Params::new().with("partial", true), &plain).err().expect("refused");
         assert_eq!(err.param, "partial");
+    }
+
+    /// Segment 0 of the core's ladder with a VOXEL table for the abandonment tests: rung 2 has a
+    /// 500,000-B reliable part and four droppable ranges (200,000, 100,000, 700,000, 500,000 B);
+    /// levels 0.96 (1 range: 700,000 B in all), 0.965 (2: 800,000), 0.97 (3: 1,500,000) and 0.98
+    /// (4: the full 2,000,000); rungs 0 (500,000 B) and 1 (1,000,000 B) have no levels.
+    fn abandon_video() -> Video {
+        use crate::video::voxel::{VoxelSegment, VoxelTable};
+        let mut v = crate::abr::estimators::testutil::cbr(&[1000, 2000, 4000], 4, 1);
+        v.byte_offsets = Some(vec![vec![0, 0, 0]]);
+        let plain =
+            |size: u64| VoxelSegment { reliable: vec![(0, size - 1)], unreliable: vec![], ssims: vec![(1.0, 0, 0)] };
+        let r2 = VoxelSegment {
+            reliable: vec![(0, 499_999)],
+            unreliable: vec![(500_000, 699_999), (700_000, 799_999), (800_000, 1_499_999), (1_500_000, 1_999_999)],
+            ssims: vec![(0.96, 1, 200_000), (0.965, 2, 300_000), (0.97, 3, 1_000_000), (0.98, 4, 1_500_000)],
+        };
+        for (i, l) in r2.ssims.iter().enumerate() {
+            assert_eq!(r2.unreliable_prefix_bytes(l.1 as usize), l.2, "level {i}");
+        }
+        v.voxel = Some(VoxelTable {
+            avg_ssim: Some(vec![0.90, 0.95, 0.98]),
+            segments: vec![vec![plain(500_000), plain(1_000_000), r2]],
+        });
+        v
+    }
+
+    /// ABR* with the core's constants, a throughput estimate of exactly 600 kbit/s (one download
+    /// of 75,000 B in 1,000 ms: zero-bias corrected, both EWMAs 600) and rung 2's full segment of
+    /// segment 0 in flight.
+    fn abandon_abr(keep_partial: bool) -> AbrStarAbr {
+        let mut a = AbrStarAbr {
+            core: core(),
+            partial: true,
+            keep_partial,
+            last: None,
+            inflight: None,
+            built: true,
+            avg_ssim: Some(vec![0.90, 0.95, 0.98]),
+            cfg: AbrStarCfg::default(),
+        };
+        a.core.started = true;
+        a.core.on_download(75_000, 1_000.0);
+        assert!((a.core.tput_kbps().unwrap() - 600.0).abs() < 1e-9);
+        let entry = Entry { rung: 2, level: Some(4), ssim: 0.98, bytes: 2_000_000 };
+        a.inflight = Some(InFlight { segment: 0, entry, kept: None });
+        a
+    }
+
+    fn progress(rung: usize, total: u64, got: u64, elapsed_ms: u64) -> Progress {
+        Progress {
+            now: 10_000 * MS + elapsed_ms * MS,
+            segment: 0,
+            rung,
+            bytes_total: total,
+            bytes_received: got,
+            t_request: 10_000 * MS,
+            t_first_byte: Some(10_050 * MS),
+        }
+    }
+
+    fn obs_at(v: &Video, buffer_ms: u64) -> AbrObs<'_> {
+        AbrObs {
+            now: 0,
+            video: v,
+            segment: 0,
+            buffer: buffer_ms * MS,
+            buffer_max: 20 * crate::time::SEC,
+            last_rung: Some(2),
+            playing: true,
+            history: &[],
+        }
+    }
+
+    // Re-run at buffer 12,000 ms, previous rung 2 (rungs 0 and 1 penalized by 0.04), placeholder 0:
+    // V_p(σ + g_p) = 10,461.54 (r0, 0.86), 12,769.23 (r1, 0.91), 15,076.92 (0.96), 15,307.69
+    // (0.965), 15,538.46 (0.97), 16,000 (0.98). Scores (· − 12,000)/(8 S): r0 < 0; r1 769.23/8e6 =
+    // 9.62e-5; 0.96: 3,076.92/5.6e6 = 5.495e-4; 0.965: 3,307.69/6.4e6 = 5.168e-4; 0.97:
+    // 3,538.46/12e6 = 2.949e-4; full 4,000/16e6 = 2.5e-4 -> level 0 (700,000 B). Safety at 0.9 ·
+    // 600 = 540 kbit/s, f = 1: 540 · 12,000 = 6.48e6 bits >= 5.6e6: it stays.
+
+    #[test]
+    fn abandonment_grace_and_time_left() {
+        let v = abandon_video();
+        let mut a = abandon_abr(true);
+        let o = obs_at(&v, 12_000);
+        // 400,000 B in, but only 500 ms since the request: the grace
+        assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 400_000, 500)), ProgressAction::Continue);
+        // 1,200,000 B in: 800,000 B left = 6.4e6 bits / 600 kbit/s = 10,667 ms < 12,000 ms: go on
+        assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 1_200_000, 1_000)), ProgressAction::Continue);
+        // rung 0 without levels: nothing lower, nothing to keep (1.6e6 bits left = 2,667 ms > 1,000 ms)
+        let o0 = obs_at(&v, 1_000);
+        assert_eq!(a.on_progress_partial(&o0, &progress(0, 500_000, 300_000, 1_000)), ProgressAction::Continue);
+    }
+
+    #[test]
+    fn keep_partial_at_the_rerun_level() {
+        let v = abandon_video();
+        let mut a = abandon_abr(true);
+        let o = obs_at(&v, 12_000);
+        // 400,000 B in: 1,600,000 B left = 12.8e6 bits / 600 = 21,333 ms >= 12,000 ms -> re-run
+        // (above): level 0 of rung 2, 500,000 + 200,000 = 700,000 B at 0.96, not in yet
+        let keep = ProgressAction::KeepPartial(Partial { level: 0, bytes: 700_000, ssim: 0.96 });
+        assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 400_000, 1_000)), keep);
+        assert_eq!(a.inflight.unwrap().kept, Some(Partial { level: 0, bytes: 700_000, ssim: 0.96 }));
+        // asked again on the truncated download: the same answer (700,000 B left to reach, the
+        // re-run's level is not below it)
+        assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 450_000, 1_050)), keep);
+        // the same on a plane that cannot keep: no abandonment (same rung)
+        let mut b = abandon_abr(true);
+        assert_eq!(b.on_progress(&o, &progress(2, 2_000_000, 400_000, 1_000)), None);
+        // BOLA-SSIM (keep_partial = false): the same rung is no abandonment
+        let mut c = abandon_abr(false);
+        assert_eq!(c.on_progress_partial(&o, &progress(2, 2_000_000, 400_000, 1_000)), ProgressAction::Continue);
+    }
+
+    #[test]
+    fn keep_partial_raised_to_the_bytes_already_in() {
+        let v = abandon_video();
+        let mut a = abandon_abr(true);
+        let o = obs_at(&v, 12_000);
+        // 850,000 B in: 1,150,000 B left = 9.2e6 bits / 600 = 15,333 ms >= 12,000 -> re-run: level
+        // 0 (700,000 B), already in; level 1 (800,000 B <= 850,000) is too: keep it at 0.965
+        let keep = ProgressAction::KeepPartial(Partial { level: 1, bytes: 800_000, ssim: 0.965 });
+        assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 850_000, 1_000)), keep);
+        // requested only level 2 (1,500,000 B, partial), 400,000 B in: 1.1e6 B left = 8.8e6 bits
+        // / 600 = 14,667 ms >= 12,000 -> level 0, 700,000 B < 1,500,000 requested
+        let mut b = abandon_abr(true);
+        b.inflight.as_mut().unwrap().entry = Entry { rung: 2, level: Some(2), ssim: 0.97, bytes: 1_500_000 };
+        let keep0 = ProgressAction::KeepPartial(Partial { level: 0, bytes: 700_000, ssim: 0.96 });
+        assert_eq!(b.on_progress_partial(&o, &progress(2, 1_500_000, 400_000, 1_000)), keep0);
+    }
+
+    #[test]
+    fn abandon_to_a_lower_rung() {
+        // buffer 3,000 ms; 400,000 B in: 12.8e6 bits / 600 = 21,333 ms >= 3,000 -> re-run at Q =
+        // 3,000: r0 (10,461.54 − 3,000)/4e6 = 1.865e-3; r1 9,769.23/8e6 = 1.221e-3; level 0
+        // 12,076.92/5.6e6 = 2.157e-3 (the best); safety 540 · 3,000 = 1.62e6 bits < 5.6e6: down the
+        // SSIM order to smaller sizes: r1 (1,000,000 B) is not smaller, r0 (500,000 B, 4e6 bits)
+        // is, and nothing is below it -> rung 0: abandon, with or without keep-partial.
+        let v = abandon_video();
+        let o = obs_at(&v, 3_000);
+        for keep in [true, false] {
+            let mut a = abandon_abr(keep);
+            assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 400_000, 1_000)), ProgressAction::Abandon(0));
+            assert_eq!(a.on_progress(&o, &progress(2, 2_000_000, 400_000, 1_000)), Some(0));
+        }
+    }
+
+    #[test]
+    fn choose_remembers_the_entry_in_flight() {
+        let v = abandon_video();
+        let mut a = abandon_abr(true);
+        a.inflight = None;
+        // first decision of the session (no history): rung 0's full segment
+        let d = a.choose(&AbrObs { history: &[], last_rung: None, ..obs_at(&v, 0) });
+        assert_eq!(d.rung, 0);
+        let e = Entry { rung: 0, level: None, ssim: 0.90, bytes: 500_000 };
+        assert_eq!(a.inflight, Some(InFlight { segment: 0, entry: e, kept: None }));
     }
 
     #[test]
