@@ -285,9 +285,28 @@ pub struct AbrStarAbr {
     built: bool,
     avg_ssim: Option<Vec<f64>>,
     cfg: AbrStarCfg,
+    /// Log utilities even when the manifest has avgSSIM (`utility = "log"`).
+    log_utility: bool,
+    /// Which abandonment rule (`abandon_rule`).
+    rule: AbandonRule,
+    /// The `bola` rules' rate samples of the download in flight (segment, rung, request time).
+    vx_download: Option<(usize, usize, Ns)>,
+    vx_samples: Vec<f64>,
 }
 
-pub const PARAMS: [ParamSpec; 5] = [
+/// The abandonment rules of the public client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AbandonRule {
+    /// `BPPShouldAbandon` (ABR*, BOLA-SSIM).
+    Bpp,
+    /// `bola_shouldAbandon` (the plain `bola` ABR; claims/voxel.md §5).
+    Bola,
+    /// `EnhancedBolaShouldAbandon` (`bola` with the `bola_enhanced` feature).
+    BolaEnhanced,
+    None,
+}
+
+pub const PARAMS: [ParamSpec; 7] = [
     ParamSpec {
         name: "partial",
         unit: Unit::Bool,
@@ -299,6 +318,18 @@ pub const PARAMS: [ParamSpec; 5] = [
         unit: Unit::Bool,
         default: Default::Bool(true),
         doc: "ABR*'s keep-partial abandonment on data planes that can stop a download and keep its prefix (VOXEL); false = BOLA-SSIM (dash.js-style discard and retry: abandonment to a lower rung only)",
+    },
+    ParamSpec {
+        name: "utility",
+        unit: Unit::Choice(&["avgssim", "log"]),
+        default: Default::Str("avgssim"),
+        doc: "rung utilities: the manifest's avgSSIM when it has them (else ln(b/b0)), or always ln(b/b0) with full segments scored by it (VOXEL's unmodified BOLA; not with partial = true)",
+    },
+    ParamSpec {
+        name: "abandon_rule",
+        unit: Unit::Choice(&["abrstar", "bola", "bola_enhanced", "none"]),
+        default: Default::Str("abrstar"),
+        doc: "abandonment: abrstar = ABR*'s (BPPShouldAbandon; keep_partial applies); bola = the public client's plain bola rule (buffer <= 12 s, >= 5 progress samples, > 500 ms, mean-rate total >= 1.8 segments, rung > 0, re-run at 0.9 x that rate on nominal sizes, abort if bytes left > size x b_new / b_cur); bola_enhanced = its bola_enhanced variant (no 12-s limit, actual sizes, abort if bytes left > the new rung's size); none",
     },
     ParamSpec {
         name: "safety",
@@ -323,6 +354,16 @@ pub const PARAMS: [ParamSpec; 5] = [
 fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     let partial = p.bool(&PARAMS, "partial")?;
     let keep_partial = p.bool(&PARAMS, "keep_partial")?;
+    let log_utility = p.choice(&PARAMS, "utility")? == "log";
+    if log_utility && partial {
+        return Err(crate::params::perr("utility", "\"log\" scores full segments only (partial = false)"));
+    }
+    let rule = match p.choice(&PARAMS, "abandon_rule")? {
+        "bola" => AbandonRule::Bola,
+        "bola_enhanced" => AbandonRule::BolaEnhanced,
+        "none" => AbandonRule::None,
+        _ => AbandonRule::Bpp,
+    };
     if partial && video.voxel.is_none() {
         return Err(crate::params::perr(
             "partial",
@@ -337,7 +378,7 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     }
     let cfg =
         AbrStarCfg { buffer_low_ms: low * 1000.0, min_threshold_ms: thr * 1000.0, safety, ..AbrStarCfg::default() };
-    let avg_ssim = video.voxel.as_ref().and_then(|v| v.avg_ssim.clone());
+    let avg_ssim = if log_utility { None } else { video.voxel.as_ref().and_then(|v| v.avg_ssim.clone()) };
     let seg = video.seg_duration(0) as f64 / MS as f64;
     let b: Vec<f64> = video.bitrates_bps.iter().map(|&x| x as f64 / 1000.0).collect();
     Ok(Box::new(AbrStarAbr {
@@ -349,6 +390,10 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
         built: false,
         avg_ssim,
         cfg,
+        log_utility,
+        rule,
+        vx_download: None,
+        vx_samples: Vec::new(),
     }))
 }
 
@@ -394,7 +439,7 @@ impl AbrStarAbr {
                     .and_then(|s| s.get(q))
                     // a segment without droppable frames has no measured levels (the loader lists it
                     // as one reliable range at 1.0): the rung's utility stands for it
-                    .filter(|s| !s.unreliable.is_empty())
+                    .filter(|s| !s.unreliable.is_empty() && !self.log_utility)
                     .and_then(|s| s.ssim_with(s.unreliable.len()))
                     .unwrap_or(self.core.u[q]);
                 Entry { rung: q, level: None, ssim, bytes: full }
@@ -469,6 +514,63 @@ impl AbrStarAbr {
     }
 }
 
+impl AbrStarAbr {
+    /// The public client's `bola` abandonment rules on this core (module docs of `bolae` for the
+    /// sample rule): each report (while the buffer is <= 12 s for the plain rule) adds a sample
+    /// received x 8 / time since the request; with >= 5 samples, > 500 ms and the download
+    /// unfinished, the samples' mean m gives a total time size x 8 / m; if that is >= 1.8 segment
+    /// durations and the rung is above 0, the decision is re-run without a state change (buffer
+    /// left, 0.9 m, previous rung = the in-flight one) over one entry per rung at its utility:
+    /// nominal sizes (plain; abort if the bytes left > size x b_new / b_cur) or the segment's
+    /// actual sizes (enhanced; abort if the bytes left > the new rung's size).
+    pub fn bola_abandonment(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        let enhanced = self.rule == AbandonRule::BolaEnhanced;
+        let key = (p.segment, p.rung, p.t_request);
+        if self.vx_download != Some(key) {
+            self.vx_download = Some(key);
+            self.vx_samples.clear();
+        }
+        let buffer_ms = obs.buffer as f64 / MS as f64;
+        let elapsed_ms = p.now.saturating_sub(p.t_request) as f64 / MS as f64;
+        if (!enhanced && buffer_ms > 12_000.0) || elapsed_ms <= 0.0 {
+            return None;
+        }
+        self.vx_samples.push(p.bytes_received as f64 * 8.0 / elapsed_ms);
+        if self.vx_samples.len() < 5
+            || elapsed_ms <= ABANDON_GRACE_MS
+            || p.bytes_received >= p.bytes_total
+            || p.rung == 0
+        {
+            return None;
+        }
+        let m = self.vx_samples.iter().sum::<f64>() / self.vx_samples.len() as f64;
+        if m <= 0.0 || p.bytes_total as f64 * 8.0 / m < 1.8 * self.core.seg_ms {
+            return None;
+        }
+        let v = obs.video;
+        let size = |q: usize| {
+            if enhanced {
+                v.size(p.segment, q)
+            } else {
+                (self.core.b[q] * self.core.seg_ms / 8.0).round() as u64
+            }
+        };
+        let entries: Vec<Entry> =
+            (0..v.n_rungs()).map(|q| Entry { rung: q, level: None, ssim: self.core.u[q], bytes: size(q) }).collect();
+        let mut core = self.core.clone();
+        let q = core.decide(buffer_ms, Some(p.rung), Some(ABANDON_SAFETY * m), &entries).entry.rung;
+        if q >= p.rung {
+            return None;
+        }
+        let other = if enhanced {
+            v.size(p.segment, q) as f64
+        } else {
+            p.bytes_total as f64 * self.core.b[q] / self.core.b[p.rung]
+        };
+        ((p.bytes_total - p.bytes_received) as f64 > other).then_some(q)
+    }
+}
+
 impl Abr for AbrStarAbr {
     fn name(&self) -> &'static str {
         "abrstar"
@@ -512,6 +614,11 @@ impl Abr for AbrStarAbr {
 
     /// Data planes that cannot keep a prefix: the rule's abandonment to a lower rung only.
     fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        match self.rule {
+            AbandonRule::Bpp => {}
+            AbandonRule::None => return None,
+            _ => return self.bola_abandonment(obs, p),
+        }
         match self.abandonment(obs, p, false) {
             ProgressAction::Abandon(r) => Some(r),
             _ => None,
@@ -519,6 +626,9 @@ impl Abr for AbrStarAbr {
     }
 
     fn on_progress_partial(&mut self, obs: &AbrObs, p: &Progress) -> ProgressAction {
+        if self.rule != AbandonRule::Bpp {
+            return self.on_progress(obs, p).map_or(ProgressAction::Continue, ProgressAction::Abandon);
+        }
         let a = self.abandonment(obs, p, self.keep_partial);
         if let ProgressAction::KeepPartial(k) = a {
             if let Some(f) = self.inflight.as_mut().filter(|f| f.segment == p.segment && f.entry.rung == p.rung) {
@@ -673,6 +783,10 @@ mod tests {
             built: true,
             avg_ssim: Some(vec![0.90, 0.95, 0.98]),
             cfg: AbrStarCfg::default(),
+            log_utility: false,
+            rule: AbandonRule::Bpp,
+            vx_download: None,
+            vx_samples: Vec::new(),
         };
         assert!(a.fetches_partial_segments());
         // entries: r0 and r1 at their utility, r2's level 0 (500,000 + 1,000,000 B) and its full
@@ -746,6 +860,10 @@ mod tests {
             built: true,
             avg_ssim: Some(vec![0.90, 0.95, 0.98]),
             cfg: AbrStarCfg::default(),
+            log_utility: false,
+            rule: AbandonRule::Bpp,
+            vx_download: None,
+            vx_samples: Vec::new(),
         };
         a.core.started = true;
         a.core.on_download(75_000, 1_000.0);
@@ -865,6 +983,103 @@ mod tests {
         assert_eq!(d.rung, 0);
         let e = Entry { rung: 0, level: None, ssim: 0.90, bytes: 500_000 };
         assert_eq!(a.inflight, Some(InFlight { segment: 0, entry: e, kept: None }));
+    }
+
+    /// The public client's `bola` on this core: log utilities over full segments. 1,000 / 2,000 /
+    /// 4,000 kbit/s, 4-s segments, 20-s buffer: u = 0, 0.693147, 1.386294; α = 0.693147; target
+    /// 16,000; V_p = 6,000/2.079442 = 2,885.39; g_p = (13,862.94 + 11,090.35)/6,000 = 4.158882;
+    /// V_p(u + g_p) = 12,000 / 14,000 / 16,000; with the down-switch penalty (0.693147) below rung
+    /// 2: 10,000 (r0) and 12,000 (r1).
+    fn bola_abr(rule: AbandonRule) -> AbrStarAbr {
+        let mut core = AbrStar::new(&[1000.0, 2000.0, 4000.0], None, 4000.0, 20_000.0, AbrStarCfg::default());
+        core.started = true;
+        assert!((core.vp * (core.u[0] + core.gp) - 12_000.0).abs() < 1e-6);
+        assert!((core.vp * (core.u[2] + core.gp) - 16_000.0).abs() < 1e-6);
+        AbrStarAbr {
+            core,
+            partial: false,
+            keep_partial: true,
+            last: None,
+            inflight: None,
+            built: true,
+            avg_ssim: None,
+            cfg: AbrStarCfg::default(),
+            log_utility: true,
+            rule,
+            vx_download: None,
+            vx_samples: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn bola_abandonment_rules_of_the_public_client() {
+        // rung 2 of segment 0 (2,000,000 B) requested at 10 s, arriving at 1 Mbit/s (125 B/ms),
+        // reports every 100 ms
+        let mut v = crate::abr::estimators::testutil::cbr(&[1000, 2000, 4000], 4, 1);
+        let pr = |ms: u64| progress(2, 2_000_000, 125 * ms, ms);
+        // plain rule, buffer 6,000 ms: reports 1-5: fewer than 5 samples / not > 500 ms
+        let mut a = bola_abr(AbandonRule::Bola);
+        let o = obs_at(&v, 6_000);
+        for ms in [100, 200, 300, 400, 500] {
+            assert_eq!(a.on_progress(&o, &pr(ms)), None, "{ms}");
+        }
+        // 600 ms: mean 1,000 kbit/s, total 16e6/1,000 = 16,000 ms >= 7,200; re-run at Q = 6,000 on
+        // nominal sizes 500,000 / 1,000,000 / 2,000,000 B: r0 4,000/4e6 = 1e-3, r1 6,000/8e6 =
+        // 7.5e-4, r2 10,000/16e6 = 6.25e-4 -> r0; safety 900 x 6,000 = 5.4e6 >= 4e6. Bytes left
+        // 1,925,000 > 2,000,000 x 1/4 = 500,000 -> abandon to 0 (also through the partial hook).
+        assert_eq!(a.on_progress(&o, &pr(600)), Some(0));
+        assert_eq!(a.on_progress_partial(&o, &pr(700)), ProgressAction::Abandon(0));
+        // buffer 9,000: r0 1,000/4e6 = 2.5e-4, r1 3,000/8e6 = 3.75e-4, r2 7,000/16e6 = 4.375e-4
+        // -> r2, but the safety walk: 900 x 9,000 = 8.1e6 bits < 16e6 -> r1 (8e6 fits); bytes left
+        // 1,925,000 > 2,000,000 x 2/4 = 1,000,000 -> abandon to 1
+        let mut b = bola_abr(AbandonRule::Bola);
+        let o9 = obs_at(&v, 9_000);
+        for ms in [100, 200, 300, 400, 500] {
+            assert_eq!(b.on_progress(&o9, &pr(ms)), None);
+        }
+        assert_eq!(b.on_progress(&o9, &pr(600)), Some(1));
+        // at 4 Mbit/s the total time is 16e6 / 4,000 = 4,000 ms < 7,200: never
+        let mut f = bola_abr(AbandonRule::Bola);
+        for ms in (100..=1000).step_by(100) {
+            assert_eq!(f.on_progress(&o, &progress(2, 2_000_000, 500 * ms, ms)), None);
+        }
+        // above 12 s the plain rule never abandons
+        let mut c = bola_abr(AbandonRule::Bola);
+        for ms in (100..=1000).step_by(100) {
+            assert_eq!(c.on_progress(&obs_at(&v, 12_500), &pr(ms)), None);
+        }
+        // actual sizes (enhanced): rung 0 of this segment is 1,000,000 B. Plain (nominal) still
+        // goes to 0; enhanced at Q = 6,000: r0 4,000/8e6 = 5e-4, r1 7.5e-4, r2 6.25e-4 -> r1;
+        // safety 5.4e6 < 8e6 but r0 is not smaller -> r1; bytes left 1,925,000 > 1,000,000 ->
+        // abandon to 1.
+        v.sizes[0][0] = 1_000_000;
+        let o = obs_at(&v, 6_000);
+        let (mut plain, mut enh) = (bola_abr(AbandonRule::Bola), bola_abr(AbandonRule::BolaEnhanced));
+        for ms in [100, 200, 300, 400, 500] {
+            assert_eq!(plain.on_progress(&o, &pr(ms)), None);
+            assert_eq!(enh.on_progress(&o, &pr(ms)), None);
+        }
+        assert_eq!(plain.on_progress(&o, &pr(600)), Some(0));
+        assert_eq!(enh.on_progress(&o, &pr(600)), Some(1));
+        // none: never
+        let mut n = bola_abr(AbandonRule::None);
+        for ms in (100..=1000).step_by(100) {
+            assert_eq!(n.on_progress_partial(&o, &pr(ms)), ProgressAction::Continue);
+        }
+    }
+
+    #[test]
+    fn log_utility_scores_full_segments_by_the_rung() {
+        // with avgSSIM in the manifest, utility = "log" still gives u = ln(b/b0) and entries at it
+        let v = voxel_video();
+        let mut a = build(&Params::new().with("utility", "log"), &v).unwrap();
+        let d = a.choose(&AbrObs { history: &[], last_rung: None, ..obs_at(&v, 0) });
+        assert_eq!(d.rung, 0);
+        let err = build(&Params::new().with("utility", "log").with("partial", true), &v).err().unwrap();
+        assert_eq!(err.param, "utility");
+        let b = AbrStarAbr { log_utility: true, ..bola_abr(AbandonRule::Bola) };
+        let e = b.entries(&v, 0);
+        assert!((e[2].ssim - 4f64.ln()).abs() < 1e-12, "{e:?}"); // not the table's 0.98
     }
 
     #[test]
