@@ -27,8 +27,8 @@
 //! reliable part and the level's prefix of droppable frames (reliably: VOXEL rel) and plays the
 //! segment at the level's SSIM ([`Abr::partial`]).
 //!
-//! Abandonment ([`AbrStarAbr::abandonment`], the public client's `BPPShouldAbandon`): after a
-//! 500-ms grace from the request, keep going while (requested − received) · 8 / tput < the buffer
+//! Abandonment ([`AbrStarAbr::abandonment`], the public client's `BPPShouldAbandon`): once
+//! playback has started and after a 500-ms grace from the request, keep going while (requested − received) · 8 / tput < the buffer
 //! left; else, if the rung is above 0 or the rung has SSIM levels below the request, re-run the
 //! decision on a copy of the core (no state change) with the buffer left, 0.9 · tput and the
 //! previous rung = the in-flight one, over every (rung, level) entry of the segment. A lower rung
@@ -36,7 +36,9 @@
 //! request keeps the partial segment ([`ProgressAction::KeepPartial`]: the data plane stops once
 //! the level's reliable + unreliable-prefix bytes are in; a level already exceeded by the bytes
 //! received is raised to the highest one in). `keep_partial = false` is BOLA-SSIM (dash.js-style
-//! discard and retry: only abandonment). docs/models/abr-abrstar.md.
+//! discard and retry: only abandonment). `abandon_rule = "bola"` / `"bola_enhanced"` are the
+//! public client's `bola` rules ([`AbrStarAbr::bola_abandonment`]); with `utility = "log"` this is
+//! its plain BOLA (VOXEL's "unmodified BOLA" baseline). docs/models/abr-abrstar.md.
 
 use super::estimators::{dur_param, float_in, Ewma};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord, Partial, Progress, ProgressAction};
@@ -292,6 +294,8 @@ pub struct AbrStarAbr {
     /// The `bola` rules' rate samples of the download in flight (segment, rung, request time).
     vx_download: Option<(usize, usize, Ns)>,
     vx_samples: Vec<f64>,
+    /// Playback has started once (before, nothing plays and there is no deadline).
+    started_playing: bool,
 }
 
 /// The abandonment rules of the public client.
@@ -394,6 +398,7 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
         rule,
         vx_download: None,
         vx_samples: Vec::new(),
+        started_playing: false,
     }))
 }
 
@@ -459,7 +464,9 @@ impl AbrStarAbr {
         // After a keep-partial decision the download is the kept prefix.
         let requested = kept.map_or(p.bytes_total, |k| k.bytes.min(p.bytes_total));
         let stay = kept.map_or(Continue, KeepPartial);
-        if p.bytes_received >= requested {
+        // Before playback starts nothing plays: no deadline (the public client never abandons
+        // then either: its buffer − elapsed wraps around, see the docs).
+        if p.bytes_received >= requested || !(self.started_playing || obs.playing) {
             return stay;
         }
         let elapsed_ms = p.now.saturating_sub(p.t_request) as f64 / MS as f64;
@@ -589,6 +596,7 @@ impl Abr for AbrStarAbr {
             self.built = true;
         }
         let entries = self.entries(obs.video, obs.segment);
+        self.started_playing |= obs.playing;
         let tput = if obs.history.is_empty() { None } else { self.core.tput_kbps() };
         let c = self.core.decide(obs.buffer as f64 / MS as f64, obs.last_rung, tput, &entries);
         self.last = match (self.partial, c.entry.level) {
@@ -614,6 +622,7 @@ impl Abr for AbrStarAbr {
 
     /// Data planes that cannot keep a prefix: the rule's abandonment to a lower rung only.
     fn on_progress(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        self.started_playing |= obs.playing;
         match self.rule {
             AbandonRule::Bpp => {}
             AbandonRule::None => return None,
@@ -626,6 +635,7 @@ impl Abr for AbrStarAbr {
     }
 
     fn on_progress_partial(&mut self, obs: &AbrObs, p: &Progress) -> ProgressAction {
+        self.started_playing |= obs.playing;
         if self.rule != AbandonRule::Bpp {
             return self.on_progress(obs, p).map_or(ProgressAction::Continue, ProgressAction::Abandon);
         }
@@ -787,6 +797,7 @@ mod tests {
             rule: AbandonRule::Bpp,
             vx_download: None,
             vx_samples: Vec::new(),
+            started_playing: false,
         };
         assert!(a.fetches_partial_segments());
         // entries: r0 and r1 at their utility, r2's level 0 (500,000 + 1,000,000 B) and its full
@@ -864,6 +875,7 @@ mod tests {
             rule: AbandonRule::Bpp,
             vx_download: None,
             vx_samples: Vec::new(),
+            started_playing: false,
         };
         a.core.started = true;
         a.core.on_download(75_000, 1_000.0);
@@ -914,6 +926,15 @@ mod tests {
         assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 400_000, 500)), ProgressAction::Continue);
         // 1,200,000 B in: 800,000 B left = 6.4e6 bits / 600 kbit/s = 10,667 ms < 12,000 ms: go on
         assert_eq!(a.on_progress_partial(&o, &progress(2, 2_000_000, 1_200_000, 1_000)), ProgressAction::Continue);
+        // before playback starts (startup: playing = false, never played): no deadline
+        let mut fresh = abandon_abr(true);
+        let startup = AbrObs { playing: false, ..obs_at(&v, 12_000) };
+        let pr = progress(2, 2_000_000, 400_000, 1_000);
+        assert_eq!(fresh.on_progress_partial(&startup, &pr), ProgressAction::Continue);
+        // ... but a stall after playback started (playing = false, buffer 0) has one: 0 <= 0 ->
+        // re-run at buffer 0: safety 0 bits walks down to rung 0 -> abandon
+        let stall = AbrObs { playing: false, ..obs_at(&v, 0) };
+        assert_eq!(a.on_progress_partial(&stall, &pr), ProgressAction::Abandon(0));
         // rung 0 without levels: nothing lower, nothing to keep (1.6e6 bits left = 2,667 ms > 1,000 ms)
         let o0 = obs_at(&v, 1_000);
         assert_eq!(a.on_progress_partial(&o0, &progress(0, 500_000, 300_000, 1_000)), ProgressAction::Continue);
@@ -1008,6 +1029,7 @@ mod tests {
             rule,
             vx_download: None,
             vx_samples: Vec::new(),
+            started_playing: false,
         }
     }
 
