@@ -296,6 +296,8 @@ pub struct AbrStarAbr {
     vx_samples: Vec<f64>,
     /// Playback has started once (before, nothing plays and there is no deadline).
     started_playing: bool,
+    /// The abandonment's throughput is the download's own rate (`abandon_tput = "download"`).
+    download_tput: bool,
 }
 
 /// The abandonment rules of the public client.
@@ -310,7 +312,7 @@ pub enum AbandonRule {
     None,
 }
 
-pub const PARAMS: [ParamSpec; 7] = [
+pub const PARAMS: [ParamSpec; 8] = [
     ParamSpec {
         name: "partial",
         unit: Unit::Bool,
@@ -334,6 +336,12 @@ pub const PARAMS: [ParamSpec; 7] = [
         unit: Unit::Choice(&["abrstar", "bola", "bola_enhanced", "none"]),
         default: Default::Str("abrstar"),
         doc: "abandonment: abrstar = ABR*'s (BPPShouldAbandon; keep_partial applies); bola = the public client's plain bola rule (buffer <= 12 s, >= 5 progress samples, > 500 ms, mean-rate total >= 1.8 segments, rung > 0, re-run at 0.9 x that rate on nominal sizes, abort if bytes left > size x b_new / b_cur); bola_enhanced = its bola_enhanced variant (no 12-s limit, actual sizes, abort if bytes left > the new rung's size); none",
+    },
+    ParamSpec {
+        name: "abandon_tput",
+        unit: Unit::Choice(&["estimate", "download"]),
+        default: Default::Str("estimate"),
+        doc: "throughput of the abrstar abandonment rule: the ABR's estimate (3-s/8-s EWMAs of finished downloads), or the download's own rate since the request (closer to the public client's per-download moving average)",
     },
     ParamSpec {
         name: "safety",
@@ -362,6 +370,7 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
     if log_utility && partial {
         return Err(crate::params::perr("utility", "\"log\" scores full segments only (partial = false)"));
     }
+    let download_tput = p.choice(&PARAMS, "abandon_tput")? == "download";
     let rule = match p.choice(&PARAMS, "abandon_rule")? {
         "bola" => AbandonRule::Bola,
         "bola_enhanced" => AbandonRule::BolaEnhanced,
@@ -399,6 +408,7 @@ fn build(p: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {
         vx_download: None,
         vx_samples: Vec::new(),
         started_playing: false,
+        download_tput,
     }))
 }
 
@@ -473,8 +483,10 @@ impl AbrStarAbr {
         if elapsed_ms <= ABANDON_GRACE_MS {
             return stay;
         }
-        // The ABR's estimate; before any finished download, the download's own rate.
-        let tput = self.core.tput_kbps().unwrap_or(p.bytes_received as f64 * 8.0 / elapsed_ms);
+        // The ABR's estimate (before any finished download, and with `abandon_tput = "download"`:
+        // the download's own rate since the request).
+        let own = p.bytes_received as f64 * 8.0 / elapsed_ms;
+        let tput = if self.download_tput { own } else { self.core.tput_kbps().unwrap_or(own) };
         if tput.is_nan() || tput <= 0.0 {
             return stay;
         }
@@ -485,7 +497,7 @@ impl AbrStarAbr {
         if remaining_ms < buffer_ms {
             return stay;
         }
-        let entries = self.entries_with(obs.video, p.segment, obs.video.voxel.is_some());
+        let entries = self.entries_with(obs.video, p.segment, obs.video.voxel.is_some() && !self.log_utility);
         let levels_below = entries.iter().any(|e| e.rung == p.rung && e.level.is_some() && e.bytes < requested);
         if p.rung == 0 && !(keep && levels_below) {
             return stay;
@@ -798,6 +810,7 @@ mod tests {
             vx_download: None,
             vx_samples: Vec::new(),
             started_playing: false,
+            download_tput: false,
         };
         assert!(a.fetches_partial_segments());
         // entries: r0 and r1 at their utility, r2's level 0 (500,000 + 1,000,000 B) and its full
@@ -876,6 +889,7 @@ mod tests {
             vx_download: None,
             vx_samples: Vec::new(),
             started_playing: false,
+            download_tput: false,
         };
         a.core.started = true;
         a.core.on_download(75_000, 1_000.0);
@@ -979,6 +993,22 @@ mod tests {
     }
 
     #[test]
+    fn abandonment_on_the_download_rate() {
+        // estimate 600 kbit/s, but this download has 400,000 B in 8 s = 400 kbit/s. Its own rate:
+        // 1.6e6 B left = 12.8e6 bits / 400 = 32,000 ms >= 12,000 -> re-run at 0.9 x 400 = 360 kbit/s: level 0 (5.6e6 bits) > 360 x
+        // 12,000 = 4.32e6 -> walk: r1 not smaller, r0 (4e6 bits) -> rung 0: abandon. With the
+        // estimate (600): 12.8e6 / 600 = 21,333 >= 12,000, safety 6.48e6 >= 5.6e6: keep level 0.
+        let v = abandon_video();
+        let o = obs_at(&v, 12_000);
+        let pr = progress(2, 2_000_000, 400_000, 8_000);
+        let mut own = AbrStarAbr { download_tput: true, ..abandon_abr(true) };
+        assert_eq!(own.on_progress_partial(&o, &pr), ProgressAction::Abandon(0));
+        let mut est = abandon_abr(true);
+        let keep = ProgressAction::KeepPartial(Partial { level: 0, bytes: 700_000, ssim: 0.96 });
+        assert_eq!(est.on_progress_partial(&o, &pr), keep);
+    }
+
+    #[test]
     fn abandon_to_a_lower_rung() {
         // buffer 3,000 ms; 400,000 B in: 12.8e6 bits / 600 = 21,333 ms >= 3,000 -> re-run at Q =
         // 3,000: r0 (10,461.54 − 3,000)/4e6 = 1.865e-3; r1 9,769.23/8e6 = 1.221e-3; level 0
@@ -1030,6 +1060,7 @@ mod tests {
             vx_download: None,
             vx_samples: Vec::new(),
             started_playing: false,
+            download_tput: false,
         }
     }
 
