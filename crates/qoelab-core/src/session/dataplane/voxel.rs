@@ -429,18 +429,28 @@ impl VoxelPlane {
         // what the request carried: received unless a hole or beyond `got`
         let mut holes = Self::holes(cx, start, got, &map);
         let mut off = 0;
+        let optional = matches!(kind, Extra::Optional);
+        let mut unfetched = None;
         for &(a, b) in &map {
             let n = b - a;
             if off + n > got {
                 let from = a + got.saturating_sub(off);
-                holes.push((from, b));
+                if optional {
+                    // frames the cut request never delivered were not fetched (not lost)
+                    unfetched = Some((from, b));
+                } else {
+                    holes.push((from, b));
+                }
             }
             off += n;
         }
         holes.sort_unstable();
-        let carried: u64 = map.iter().map(|(a, b)| b - a).sum();
+        let carried: u64 = map.iter().map(|(a, b)| b - a).sum::<u64>() - unfetched.map_or(0, |(a, b)| b - a);
         let still: u64 = holes.iter().map(|(a, b)| b - a).sum();
         let received = carried - still.min(carried);
+        if let Some((from, _)) = unfetched {
+            seg.fetched_to = from;
+        }
         match kind {
             Extra::HoleFill => self.stats.hole_fill_received += received,
             Extra::Optional => self.stats.optional_received += received,
@@ -448,6 +458,10 @@ impl VoxelPlane {
         // the segment's missing intervals: those outside this request, plus its holes
         let mut missing: Vec<(u64, u64)> = subtract(&seg.missing, &map);
         missing.extend(holes);
+        missing.retain(|&(a, _)| a < seg.fetched_to);
+        for m in missing.iter_mut() {
+            m.1 = m.1.min(seg.fetched_to);
+        }
         missing.sort_unstable();
         seg.missing = merge(missing);
         seg.extra_received += received;
