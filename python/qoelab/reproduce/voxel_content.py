@@ -63,9 +63,10 @@ PAPER_SHARES = {"I": 0.15, "P": 0.65, "B": 0.20}
 SHARE_BANDS = {"I": (0.08, 0.25), "P": (0.45, 0.80), "B": (0.10, 0.35)}
 
 
-def ladder(top_bps: int = TOP_BPS) -> list[dict]:
+def ladder(top_bps: int = TOP_BPS, rungs=LADDER) -> list[dict]:
+    """The study's ladder: Table 6.2's top four rungs (their roles Q9-Q12) at reduced resolutions."""
     return [{"role": q, "width": w, "height": h, "bitrate": int(round(f * top_bps)), "ratio": f}
-            for q, w, h, f in LADDER]
+            for q, w, h, f in rungs]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -629,13 +630,13 @@ def _cuts(clip: str, t: int, fps: int = FPS, seg: int = SEG_FRAMES) -> list:
 
 def run_content_study(work_dir: str, quick: bool, log=print, jobs: int = 2, clips=None, segments: int = 2,
                       open_step: int = 8, preset: str = "medium", top_bps: int = TOP_BPS, cache: str | None = None,
-                      max_open: int = 24) -> dict:
+                      max_open: int = 24, ladder_spec=LADDER) -> dict:
     """Encode, analyse and measure (see the module docstring). ``quick``: only V11 (the content study
     runs in the full reproduction). Full: ``clips`` (default :data:`CLIPS`) x ``segments`` 4-s segments,
     ``jobs`` ffmpeg encodes / analysis processes at a time, under nice. Writes work_dir/<clip>/ (the
     pipeline's output plus manifest-voxel.mpd) and work_dir/voxel-content.json (every curve)."""
     t0 = time.perf_counter()
-    study: dict = {"quick": quick, "v11": v11_numbers(), "ladder": ladder(top_bps), "clips": {},
+    study: dict = {"quick": quick, "v11": v11_numbers(), "ladder": ladder(top_bps, ladder_spec), "clips": {},
                    "fps": FPS, "segment_frames": SEG_FRAMES, "segments_per_clip": 0 if quick else segments}
     if quick:
         study["wall_s"] = round(time.perf_counter() - t0, 2)
