@@ -22,8 +22,10 @@ segment is a mapping of pristine frames and its SSIM is a sum of cached (shown f
 SSIMs — every closed prefix is evaluated, no decoding. A prefix that keeps a frame whose reference was
 dropped (summed/chained orders among the anchors) is decoded for real (fresh decoder, only the kept
 packets; FFmpeg's concealment; frozen frames for the undecodable) at a grid of k (every ``open_step``-th)
-refined by bisection at the SSIM targets (0.99, 0.95, 0.88, the rung below's pristine SSIM) and, for
-the summed order at the top rung, at its largest drop (V8's cliff). SSIM = luma SSIM with FFmpeg's
+refined by bisection at the SSIM targets (0.99, 0.95, 0.88, the rung below's pristine SSIM) and, at
+the top rung, into the largest drops of the original (> 0.02, V7) and summed (> 0.10, V8) orders down to
+one-frame steps; closed prefixes are sampled the same way (every ``open_step``-th k) — cheap, but each
+evaluated prefix still costs the SSIMs of its not-yet-cached (shown, reference) pairs. SSIM = luma SSIM with FFmpeg's
 ``ssim`` windowing (8x8 windows every 4 pixels, identical to ``qoelab.content.voxel.ssim_y``, computed
 from 4x4 block sums), lower rungs upscaled bicubically (swscale) to the top rung's size and compared
 with the top rung's pristine decode: the top rung plays Q12 (a perfect top-rung segment scores 1.0).
