@@ -449,7 +449,7 @@ _SEG_COLS = [("client", "i64"), ("segment", "i64"), ("rung", "i64"), ("bitrate_b
              ("quality", "f64"), ("t_request_s", "f64"), ("t_first_byte_s", "f64"), ("t_last_byte_s", "f64"),
              ("tput_request_bps", "f64"), ("tput_first_byte_bps", "f64"), ("buffer_before_s", "f64"),
              ("buffer_after_s", "f64"), ("stall_s", "f64"), ("abr_delay_s", "f64"), ("abandoned", "i64"),
-             ("abr_reason", "str")]
+             ("abr_reason", "str"), ("lost_bytes", "i64"), ("extra_bytes", "i64")]
 
 
 def _append_segments(tables: list, rows: list) -> None:
@@ -464,6 +464,8 @@ def _append_segments(tables: list, rows: list) -> None:
             v = r.get(name)
             if name == "abr_reason":
                 v = "dashjs"
+            elif name in ("lost_bytes", "extra_bytes"):
+                v = 0       # dash.js fetches whole segments reliably
             elif v is None or (isinstance(v, float) and v != v):
                 v = -1 if kind == "i64" else nan
             vals.append(int(v) if kind == "i64" else (float(v) if kind == "f64" else str(v)))

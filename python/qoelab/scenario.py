@@ -1074,6 +1074,18 @@ def _client(b, c: _Section):
     start = c.get("start", units.duration, 0)
     stagger = c.get("stagger", units.duration, 0)
     tcp, cc, cc_params = _tcp_cc(b, c)
+    transport, quic = c.str("transport", default="tcp", choices=["tcp", "quic"]), None
+    if transport == "quic":
+        if "tcp" in c.data:
+            raise c.err("tcp", "no [client.tcp] options with transport = \"quic\" (TCP options do not apply to QUIC)",
+                        c.data["tcp"])
+        if kind == "dashjs":
+            raise c.err("transport", "\"tcp\" for player \"dashjs\" (Chromium's HTTP/1.1 over the kernel's TCP)",
+                        transport)
+        q = c.sub("quic")
+        quic = _quic_options(q) if q is not None else {}
+    elif "quic" in c.data:
+        raise c.err("quic", "no [client.quic] options without transport = \"quic\"", c.data["quic"])
     player = None
     if ps is not None:
         player = {}
@@ -1138,6 +1150,11 @@ def _client(b, c: _Section):
         s, cl = b.hostpair(label, rtt, first, last, c)
         d = {"name": label, "server": s, "client": cl, "video": vid, "abr": abr, "abr_params": abr_params,
              "cc": cc, "cc_params": cc_params, "tcp": tcp, "start": start + k * stagger, "http": http, "rtt": rtt}
+        if transport == "quic":
+            # only QUIC clients carry the keys: TCP scenarios keep their configuration (and hash)
+            d["transport"] = "quic"
+            if quic:
+                d["quic"] = quic
         if player is not None:
             d["player"] = player
         if data_plane is not None:

@@ -941,6 +941,14 @@ pub fn run_plan(plan: &Plan) -> Result<i32, Fatal> {
     // connections and the web transfers as they come.
     let mut flows = Vec::new();
     let mut sources = Vec::new();
+    if let Some((i, t)) =
+        cfg.clients.iter().enumerate().find_map(|(i, c)| c.transport.as_deref().filter(|t| *t != "tcp").map(|t| (i, t)))
+    {
+        stop_children(&mut children);
+        return Err(fatal(format!(
+            "clients[{i}].transport: \"{t}\" runs in the packet simulator only; the real network runs kernel TCP"
+        )));
+    }
     for (i, f) in cfg.flows.iter().enumerate() {
         if let FlowCfg::Bulk { transport: Some(t), .. } = f {
             if t != "tcp" {

@@ -49,6 +49,12 @@ impl TraceDriver {
             return Err(serr("trace_schedule", "trace mode needs a rate schedule"));
         }
         for (i, c) in cfg.clients.iter().enumerate() {
+            if c.transport.as_deref().is_some_and(|t| t != "tcp") {
+                return Err(serr(
+                    format!("clients[{i}].transport"),
+                    "trace mode has no transport model; a QUIC client needs the packet network",
+                ));
+            }
             let plane = session_parts(&format!("clients[{i}]"), c, &cfg, factory.as_ref())?.3;
             if plane.name() != "sequential" {
                 return Err(serr(
@@ -129,6 +135,7 @@ impl TraceDriver {
                 data_plane: "sequential",
                 http: Default::default(),
                 plane_log: &EMPTY_LOG,
+                voxel: None,
             })
             .collect()
     }

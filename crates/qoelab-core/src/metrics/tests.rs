@@ -29,6 +29,8 @@ fn seg(segment: usize, rung: usize, bitrate_bps: u64, stall: Ns, quality: Option
         stall,
         abr_delay: 0,
         abr_reason: String::new(),
+        lost_bytes: 0,
+        extra_bytes: 0,
         abandoned: false,
     }
 }

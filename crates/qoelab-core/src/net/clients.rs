@@ -82,8 +82,11 @@ pub(crate) struct ClientRt {
 /// A session operation on the transport, applied after the session call returns.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum ConnOp {
-    Write(ConnId, Dir, u64),
+    /// Append bytes, reliably (true) or not.
+    Write(ConnId, Dir, u64, bool),
     Reset(ConnId),
+    /// Stop sending `[a, b)` (QUIC only).
+    Skip(ConnId, Dir, u64, u64),
 }
 
 /// The flows of a connection slot that holds no connection (page loads open slots lazily).
@@ -99,20 +102,51 @@ pub(crate) struct Buffered<'a> {
     pub reset: u64,
 }
 
-impl Transport for Buffered<'_> {
-    fn write(&mut self, _now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
-        self.ops.push(ConnOp::Write(conn, dir, bytes));
-    }
-    fn delivered(&self, conn: ConnId, dir: Dir) -> u64 {
+impl Buffered<'_> {
+    /// The flow of stream `dir` of the connection in slot `conn` (None: reset during this call, or
+    /// no connection).
+    fn flow(&self, conn: ConnId, dir: Dir) -> Option<FlowId> {
         if self.reset & (1 << (conn.0 & 63)) != 0 {
-            return 0;
+            return None;
         }
         let (req, resp) = self.conns[conn.0 as usize];
         if (req, resp) == CLOSED {
-            return 0;
+            return None;
         }
-        let f = if dir == Dir::Request { req } else { resp };
-        bytes_received(self.eps, &self.flows[f])
+        Some(if dir == Dir::Request { req } else { resp })
+    }
+}
+
+impl Transport for Buffered<'_> {
+    fn write(&mut self, _now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
+        self.ops.push(ConnOp::Write(conn, dir, bytes, true));
+    }
+    fn write_unreliable(&mut self, _now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
+        self.ops.push(ConnOp::Write(conn, dir, bytes, false));
+    }
+    fn partial_reliability(&self, conn: ConnId) -> bool {
+        self.flow(conn, Dir::Response).is_some_and(|f| matches!(self.eps[self.flows[f].tx], Ep::QuicTx(_)))
+    }
+    fn skip(&mut self, _now: Ns, conn: ConnId, dir: Dir, a: u64, b: u64) -> bool {
+        if !self.partial_reliability(conn) {
+            return false;
+        }
+        self.ops.push(ConnOp::Skip(conn, dir, a, b));
+        true
+    }
+    fn holes(&self, conn: ConnId, dir: Dir, a: u64, b: u64) -> Vec<(u64, u64)> {
+        match self.flow(conn, dir).map(|f| &self.eps[self.flows[f].rx]) {
+            Some(Ep::QuicRx(r)) => r.holes_in(a, b),
+            _ => Vec::new(),
+        }
+    }
+    fn delivered(&self, conn: ConnId, dir: Dir) -> u64 {
+        let Some(f) = self.flow(conn, dir) else { return 0 };
+        match &self.eps[self.flows[f].rx] {
+            // received bytes and zero-filled holes, in order
+            Ep::QuicRx(r) => r.bytes_delivered(),
+            _ => bytes_received(self.eps, &self.flows[f]),
+        }
     }
     fn reset(&mut self, _now: Ns, conn: ConnId) {
         self.ops.push(ConnOp::Reset(conn));

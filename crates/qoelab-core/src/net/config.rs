@@ -113,6 +113,12 @@ pub struct ClientCfg {
     pub cc_params: Value,
     #[serde(default)]
     pub tcp: Value,
+    /// "tcp" (absent) or "quic" (docs/models/transport-quic.md).
+    #[serde(default)]
+    pub transport: Option<String>,
+    /// QUIC options (`QuicConfig` fields; only with transport "quic").
+    #[serde(default)]
+    pub quic: Value,
     /// Session start (ns).
     #[serde(default)]
     pub start: Ns,

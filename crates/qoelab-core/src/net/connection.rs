@@ -65,11 +65,55 @@ impl World {
 
     /// Append `bytes` to the sending side of flow `fid` (a TCP half-connection) and send what it can.
     pub(crate) fn write_stream(&mut self, now: Ns, fid: FlowId, bytes: u64) {
+        self.write_stream_with(now, fid, bytes, true)
+    }
+
+    /// Append `bytes` to the sending side of flow `fid` (a TCP or QUIC half-connection), reliably
+    /// or not (QUIC; TCP is always reliable), and send what it can.
+    pub(crate) fn write_stream_with(&mut self, now: Ns, fid: FlowId, bytes: u64, reliable: bool) {
         let tx = self.flows[fid].tx;
-        if let Ep::TcpTx(s) = &mut self.eps[tx] {
-            s.write(now, bytes);
+        match &mut self.eps[tx] {
+            Ep::TcpTx(s) => s.write(now, bytes),
+            Ep::QuicTx(s) => s.write_with(now, bytes, reliable),
+            _ => {}
         }
         self.drain_ep(tx);
+    }
+
+    /// Stop sending stream bytes `[a, b)` of flow `fid` (QUIC; see [`crate::quic::QuicSender::skip`]).
+    pub(crate) fn skip_stream(&mut self, fid: FlowId, a: u64, b: u64) {
+        let tx = self.flows[fid].tx;
+        if let Ep::QuicTx(s) = &mut self.eps[tx] {
+            s.skip(a, b);
+        }
+        self.drain_ep(tx);
+    }
+
+    /// Open a QUIC connection from `client` to `server` as two half-connections (one stream each
+    /// way: requests and responses), `<base>/req<suffix>` (with the handshake) and
+    /// `<base>/resp<suffix>` (without), paired as [`World::pair_halves`] does for TCP.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn open_quic_connection(
+        &mut self,
+        p: &str,
+        (base, suffix): (&str, &str),
+        (req_kind, resp_kind): (&'static str, &'static str),
+        (client, server): (NodeId, NodeId),
+        (cc, ccp): (&str, &Params),
+        qcfg: &crate::quic::QuicConfig,
+        slot: u32,
+        start: Ns,
+    ) -> Result<(FlowId, FlowId), SimError> {
+        let req =
+            self.add_quic_flow(p, &format!("{base}/req{suffix}"), req_kind, client, server, cc, ccp, qcfg, start)?;
+        let mut down = qcfg.clone();
+        down.handshake = false;
+        let resp =
+            self.add_quic_flow(p, &format!("{base}/resp{suffix}"), resp_kind, server, client, cc, ccp, &down, start)?;
+        self.flows[req].slot = slot;
+        self.flows[resp].slot = slot;
+        self.pair_halves(req, resp);
+        Ok((req, resp))
     }
 
     /// Close the client's side of connection (`rq`, `rs`) at once and send a reset to the server,
@@ -102,6 +146,18 @@ impl World {
         let (a, b) = (&self.flows[req], &self.flows[resp]);
         assert!(req != resp && a.src == b.dst && a.dst == b.src, "pair_halves: halves must run in opposite directions");
         let (req_tx, resp_tx, resp_rx) = (a.tx, b.tx, b.rx);
+        if let Ep::QuicTx(_) = &self.eps[req_tx] {
+            match &mut self.eps[resp_tx] {
+                Ep::QuicTx(s) => s.set_hash_flow(req.0),
+                _ => panic!("pair_halves: the response half is not QUIC"),
+            }
+            if let Ep::QuicRx(r) = &mut self.eps[resp_rx] {
+                r.set_hash_flow(req.0);
+            }
+            self.flows[req].peer = Some(resp);
+            self.flows[resp].peer = Some(req);
+            return;
+        }
         let Ep::TcpTx(s) = &self.eps[req_tx] else { panic!("pair_halves: the request half is not TCP") };
         if s.config().connection_hash {
             match &mut self.eps[resp_tx] {

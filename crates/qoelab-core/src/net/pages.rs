@@ -84,7 +84,7 @@ impl World {
         f(&mut pg.session, now, &mut t);
         for op in ops.drain(..) {
             match op {
-                ConnOp::Write(conn, dir, bytes) => {
+                ConnOp::Write(conn, dir, bytes, _) => {
                     let k = conn.0 as usize;
                     if self.pages[pi].conns[k] == CLOSED {
                         self.page_open(pi, conn.0);
@@ -93,6 +93,7 @@ impl World {
                     self.write_stream(now, if dir == Dir::Request { rq } else { rs }, bytes);
                 }
                 ConnOp::Reset(conn) => self.page_close(pi, conn.0),
+                ConnOp::Skip(..) => {} // page loads run over TCP
             }
         }
         self.conn_ops = ops;

@@ -16,6 +16,30 @@ use crate::report::PacketClientInfo;
 use crate::session::{ConnId, Dir, Transport, VideoSession};
 use crate::time::{Ns, NEVER};
 
+/// A client's QUIC configuration when its transport is "quic" (None: TCP).
+pub(crate) fn client_quic(p: &str, c: &ClientCfg) -> Result<Option<crate::quic::QuicConfig>, SimError> {
+    match c.transport.as_deref() {
+        None | Some("tcp") => {
+            if !empty(&c.quic) {
+                return Err(serr(format!("{p}.quic"), "QUIC options apply only to transport \"quic\""));
+            }
+            Ok(None)
+        }
+        Some("quic") => {
+            if !empty(&c.tcp) {
+                return Err(serr(format!("{p}.tcp"), "TCP options do not apply to transport \"quic\""));
+            }
+            Ok(Some(super::world::quic_config(p, &c.quic)?))
+        }
+        Some(t) => Err(serr(format!("{p}.transport"), format!("expected \"tcp\" or \"quic\", not \"{t}\""))),
+    }
+}
+
+/// An absent or empty options table.
+fn empty(v: &serde_json::Value) -> bool {
+    v.is_null() || v.as_object().is_some_and(|o| o.is_empty())
+}
+
 impl World {
     /// Build a client's session (player + ABR + data plane) from its config entry `p`, checking
     /// everything.
@@ -63,21 +87,34 @@ impl World {
         start: Ns,
     ) -> Result<(FlowId, FlowId), SimError> {
         let (server, client) = (NodeId::from_index(c.server), NodeId::from_index(c.client));
-        let tcfg = tcp_config(p, &c.tcp)?;
         let ccp = Params::from_value(&c.cc_params).map_err(|e| serr(format!("{p}.cc_params"), e.msg))?;
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
         let name = if slot == 0 { c.name.clone() } else { format!("{}/c{slot}", c.name) };
         let kind = if probe { "probe" } else { "video" };
-        let (req, resp) = self.open_tcp_connection(
-            p,
-            (&name, &suffix),
-            ("http_req", kind),
-            (client, server),
-            (&c.cc, &ccp),
-            &tcfg,
-            slot,
-            start,
-        )?;
+        let (req, resp) = if let Some(qcfg) = client_quic(p, c)? {
+            self.open_quic_connection(
+                p,
+                (&name, &suffix),
+                ("http_req", kind),
+                (client, server),
+                (&c.cc, &ccp),
+                &qcfg,
+                slot,
+                start,
+            )?
+        } else {
+            let tcfg = tcp_config(p, &c.tcp)?;
+            self.open_tcp_connection(
+                p,
+                (&name, &suffix),
+                ("http_req", kind),
+                (client, server),
+                (&c.cc, &ccp),
+                &tcfg,
+                slot,
+                start,
+            )?
+        };
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
         Ok((req, resp))
@@ -124,9 +161,13 @@ impl World {
         f(&mut c.session, now, &mut t);
         for op in ops.drain(..) {
             match op {
-                ConnOp::Write(conn, dir, bytes) => {
+                ConnOp::Write(conn, dir, bytes, reliable) => {
                     let (rq, rs) = self.clients[ci].conns[conn.0 as usize];
-                    self.write_stream(now, if dir == Dir::Request { rq } else { rs }, bytes);
+                    self.write_stream_with(now, if dir == Dir::Request { rq } else { rs }, bytes, reliable);
+                }
+                ConnOp::Skip(conn, dir, a, b) => {
+                    let (rq, rs) = self.clients[ci].conns[conn.0 as usize];
+                    self.skip_stream(if dir == Dir::Request { rq } else { rs }, a, b);
                 }
                 ConnOp::Reset(conn) => self.client_reset(ci, conn.0),
             }

@@ -846,8 +846,14 @@ impl World {
                 let got = r.bytes_delivered();
                 let fid = FlowId(pkt.flow);
                 let f = &self.flows[fid];
+                let client = f.client;
                 if f.done_at.is_none() && f.size.is_some_and(|sz| got >= sz) {
                     self.flow_completed(fid);
+                }
+                if let Some(ci) = client {
+                    self.drain_ep(ep);
+                    self.client_on_rx(ci, fid);
+                    return;
                 }
             }
             Ep::TcpRx(r) => {

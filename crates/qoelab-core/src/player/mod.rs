@@ -27,7 +27,7 @@
 //!
 //! See docs/models/player.md.
 
-use crate::abr::{Abr, AbrObs, Decision, DownloadRecord, Progress};
+use crate::abr::{Abr, AbrObs, Decision, DownloadRecord, Progress, ProgressAction};
 use crate::time::{Ns, NEVER, SEC};
 use crate::video::Video;
 use serde::{Deserialize, Serialize};
@@ -121,6 +121,10 @@ pub struct Abandon {
     pub from_rung: usize,
     pub to_rung: usize,
     pub bytes_received: u64,
+    /// Keep-partial abandonment (VOXEL's ABR*, [`crate::abr::ProgressAction::KeepPartial`]): the
+    /// download was truncated to this many body bytes and stays in flight until they are in;
+    /// the data plane stops the rest of the transfer (and must not cancel the download).
+    pub keep: Option<u64>,
 }
 
 /// One line of the per-segment log (one per download, including abandoned ones).
@@ -153,6 +157,12 @@ pub struct SegmentLog {
     pub abr_delay: Ns,
     pub abr_reason: String,
     pub abandoned: bool,
+    /// Bytes of the played segment that never arrived and were zero-filled (VOXEL's unreliable
+    /// data lost and not recovered by hole filling); 0 otherwise.
+    pub lost_bytes: u64,
+    /// Bytes fetched for the segment after it entered the buffer (VOXEL's hole filling and
+    /// optional ranges; included in `bytes`).
+    pub extra_bytes: u64,
 }
 
 /// End-of-run (or so-far) summary of one player.
@@ -194,6 +204,8 @@ struct InFlight {
     done_at: Option<Ns>,
     /// The SSIM a partial segment plays at.
     partial_ssim: Option<f64>,
+    /// Body bytes zero-filled (set by the data plane before completion).
+    lost: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -251,6 +263,9 @@ pub struct Player {
     max_buffer_seen: Ns,
     phases: Vec<(Ns, Phase)>,
     violations: Vec<String>,
+    /// The data plane can stop a download early and keep what arrived (the VOXEL plane): the
+    /// ABR's keep-partial abandonment is honoured.
+    keep_partial: bool,
 }
 
 impl Player {
@@ -300,6 +315,7 @@ impl Player {
             max_buffer_seen: 0,
             phases: vec![(start, Phase::Startup)],
             violations: Vec::new(),
+            keep_partial: false,
         }
     }
 
@@ -352,6 +368,10 @@ impl Player {
         self.buffer
     }
     /// The buffer projected to `now` without advancing the media clock (read-only).
+    /// The instant the media clock was last advanced to.
+    pub fn clock(&self) -> Ns {
+        self.clock
+    }
     pub fn buffer_at(&self, now: Ns) -> Ns {
         if self.phase == Phase::Playing && now > self.clock {
             self.buffer.saturating_sub(now - self.clock)
@@ -596,6 +616,7 @@ impl Player {
             reason: p.reason,
             done_at: None,
             partial_ssim: p.partial.map(|x| x.ssim),
+            lost: 0,
         });
         self.next_request = p.segment + 1;
         let range = match p.partial {
@@ -736,14 +757,87 @@ impl Player {
             playing: self.phase == Phase::Playing,
             history: &self.history,
         };
-        let to = self.abr.on_progress(&obs, &prog)?;
+        let to = match self.abr.on_progress_partial(&obs, &prog) {
+            ProgressAction::Continue => return None,
+            ProgressAction::Abandon(to) => to,
+            ProgressAction::KeepPartial(p) => {
+                let f = &mut self.in_flight[i];
+                if !self.keep_partial || p.bytes == 0 || p.bytes >= f.bytes_total {
+                    return None;
+                }
+                // stop once the level's bytes are in (or now, if more already arrived)
+                f.bytes_total = p.bytes.max(f.received);
+                f.partial_ssim = Some(p.ssim);
+                f.reason = format!("{}; kept partial at {} B, SSIM {:.3}", f.reason, f.bytes_total, p.ssim);
+                return Some(Abandon {
+                    id,
+                    segment: f.segment,
+                    from_rung: f.rung,
+                    to_rung: f.rung,
+                    bytes_received: f.received,
+                    keep: Some(f.bytes_total),
+                });
+            }
+        };
         let f = &self.in_flight[i];
         if to >= f.rung {
             return None; // only abandonments to a lower rung are honoured
         }
         let (segment, from, received) = (f.segment, f.rung, f.received);
         self.cancel_from(now, i, Some(to));
-        Some(Abandon { id, segment, from_rung: from, to_rung: to, bytes_received: received })
+        Some(Abandon { id, segment, from_rung: from, to_rung: to, bytes_received: received, keep: None })
+    }
+
+    /// The data plane can stop a download early and keep what arrived (VOXEL): honour the ABR's
+    /// keep-partial abandonment ([`crate::abr::ProgressAction::KeepPartial`]).
+    pub fn enable_keep_partial(&mut self) {
+        self.keep_partial = true;
+    }
+
+    /// Body bytes requested for download `id` (after any keep-partial truncation).
+    pub fn download_total(&self, id: DlId) -> Option<u64> {
+        self.flight_index(id).map(|i| self.in_flight[i].bytes_total)
+    }
+
+    /// The SSIM level of the partial segment download `id` requested, if any.
+    pub fn download_ssim(&self, id: DlId) -> Option<f64> {
+        self.flight_index(id).and_then(|i| self.in_flight[i].partial_ssim)
+    }
+
+    /// Before [`Player::complete`]: download `id`'s segment plays at `ssim` (what its received
+    /// frames give) and `lost` of its body bytes were zero-filled (VOXEL's unreliable data).
+    pub fn set_received_quality(&mut self, id: DlId, ssim: Option<f64>, lost: u64) {
+        if let Some(i) = self.flight_index(id) {
+            let f = &mut self.in_flight[i];
+            if ssim.is_some() {
+                f.partial_ssim = ssim;
+            }
+            f.lost = lost;
+        }
+    }
+
+    /// After the segment entered the buffer: `extra` more bytes were fetched for it (VOXEL's hole
+    /// filling and optional ranges); it now plays at `ssim` with `lost` bytes zero-filled, unless
+    /// its playback has begun (then only the bytes count).
+    pub fn revise_segment(&mut self, segment: usize, ssim: Option<f64>, lost: u64, extra: u64) {
+        let playing = self.played > segment as Ns * self.video.segment_duration;
+        let metric_ok = matches!(self.quality_metric.as_deref(), None | Some("ssim"));
+        let Some(l) = self.log.iter_mut().rev().find(|l| l.segment == segment && !l.abandoned) else {
+            if self.violations.len() < 8 {
+                self.violations.push(format!("revise_segment: segment {segment} is not in the buffer"));
+            }
+            return;
+        };
+        // bytes that arrive once the segment is playing no longer change what was shown
+        if !playing {
+            if let (Some(q), true) = (ssim, metric_ok) {
+                l.quality = Some(q);
+            }
+            l.lost_bytes = lost;
+        }
+        l.extra_bytes += extra;
+        l.bytes += extra;
+        self.bytes += extra;
     }
 
     /// A data-plane request finished: handed to the ABR ([`Abr::on_request_sample`]).
@@ -887,6 +981,8 @@ impl Player {
             abr_delay: f.abr_delay,
             abr_reason: f.reason.clone(),
             abandoned: rec.abandoned,
+            lost_bytes: if rec.abandoned { 0 } else { f.lost },
+            extra_bytes: 0,
         }
     }
 

@@ -142,7 +142,7 @@ fn abandonment_refetches_lower_rung() {
     p.on_first_byte(100 * MS);
     assert!(p.on_bytes(400 * MS, 100_000).is_none());
     let a = p.on_bytes(600 * MS, 200_000).expect("abandoned");
-    assert_eq!(a, Abandon { id: 0, segment: 0, from_rung: 1, to_rung: 0, bytes_received: 200_000 });
+    assert_eq!(a, Abandon { id: 0, segment: 0, from_rung: 1, to_rung: 0, bytes_received: 200_000, keep: None });
     let r = p.poll(600 * MS).unwrap();
     assert_eq!((r.segment, r.rung, r.bytes), (0, 0, 250_000));
     p.on_first_byte(650 * MS);

@@ -99,6 +99,17 @@ impl QuicReceiver {
     pub fn holes(&self) -> &[(u64, u64)] {
         self.holes.as_slice()
     }
+    /// The zero-filled ranges inside `[a, b)`, clipped to it.
+    pub fn holes_in(&self, a: u64, b: u64) -> Vec<(u64, u64)> {
+        let h = self.holes.as_slice();
+        let i = h.partition_point(|&(_, e)| e <= a);
+        h[i..].iter().take_while(|&&(s, _)| s < b).map(|&(s, e)| (s.max(a), e.min(b))).collect()
+    }
+    /// Hash ACKs as connection `key`'s (both halves of one connection share a 5-tuple).
+    pub fn set_hash_flow(&mut self, key: u32) {
+        self.addr.hash_flow = key;
+        self.hash = self.addr.ack_hash();
+    }
     pub fn hole_bytes(&self) -> u64 {
         self.stats.hole_bytes
     }

@@ -54,6 +54,8 @@ pub struct QuicStats {
     pub mixed_packets: u64,
     /// Packets sent only to carry an expiry signal (no STREAM frame).
     pub expire_packets: u64,
+    /// Stream bytes the application skipped before they were sent ([`QuicSender::skip`]).
+    pub skipped_bytes: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,6 +102,8 @@ pub struct QuicSender {
     sent_unreliable: RangeSet,
     /// Unreliable ranges declared lost (abandoned).
     abandoned: RangeSet,
+    /// Ranges the application skipped ([`QuicSender::skip`]): never sent or sent again.
+    skipped: RangeSet,
     /// Acknowledged or abandoned ranges: nothing below the prefix of this set is ever sent again.
     settled: RangeSet,
     /// Highest expiry offset carried by a packet sent and not declared lost.
@@ -142,6 +146,7 @@ impl QuicSender {
             pattern: unreliable_pattern(cfg),
             sent_unreliable: RangeSet::new(),
             abandoned: RangeSet::new(),
+            skipped: RangeSet::new(),
             settled: RangeSet::new(),
             expire_sent: 0,
             expire_told: 0,
@@ -175,6 +180,41 @@ impl QuicSender {
             self.write(now, bytes)
         } else {
             self.write_unreliable(now, bytes)
+        }
+    }
+    /// Stop sending stream bytes `[a, b)` (the application cut a response short, as a
+    /// STOP_SENDING / RESET_STREAM of one HTTP/3 response would): bytes not sent yet are never
+    /// sent, bytes in flight are not retransmitted if lost; the receiver zero-fills what does not
+    /// arrive (the expiry signal). Applied at once (the peer's STOP_SENDING takes RTT/2 on a real
+    /// host). Bytes beyond what was written are ignored.
+    pub fn skip(&mut self, a: u64, b: u64) {
+        let b = b.min(self.written);
+        if b <= a {
+            return;
+        }
+        self.skipped.insert(a, b, |_| {});
+        // queued retransmissions inside it are dropped
+        if !self.retx.is_empty() {
+            let keep: Vec<(u64, u64)> = self.retx.as_slice().to_vec();
+            self.retx = RangeSet::new();
+            for (s, e) in keep {
+                self.queue_retx(s, e);
+            }
+        }
+        self.skip_ahead();
+    }
+    /// `next_offset` jumps over a skipped range it reached (its unsent bytes are abandoned then).
+    fn skip_ahead(&mut self) {
+        if let Some((_, e)) = self.skipped.last_starting_at_or_before(self.next_offset) {
+            if e > self.next_offset {
+                let (s0, e0) = (self.next_offset, e.min(self.written));
+                if e0 > s0 {
+                    self.stats.skipped_bytes += e0 - s0;
+                    self.abandoned.insert(s0, e0, |_| {});
+                    self.settled.insert(s0, e0, |_| {});
+                }
+                self.next_offset = e;
+            }
         }
     }
     /// Infinite data (bulk until stopped).
@@ -239,6 +279,11 @@ impl QuicSender {
     fn expire_needed(&self) -> Option<u64> {
         let s = self.bytes_settled();
         self.has_abandoned_in(self.expire_sent, s).then_some(s)
+    }
+    /// Hash packets as connection `key`'s (both halves of one connection share a 5-tuple).
+    pub fn set_hash_flow(&mut self, key: u32) {
+        self.addr.hash_flow = key;
+        self.hash = self.addr.data_hash();
     }
     pub fn cc(&self) -> &dyn CongestionControl {
         self.cc.as_ref()
@@ -368,10 +413,11 @@ impl QuicSender {
                 }
                 cur = unrel;
                 any_reliable |= !unrel;
-                let take = (run_end.min(end) - x).min(budget);
+                let stop = self.skipped.first_start_in(x, end).unwrap_or(end);
+                let take = (run_end.min(stop) - x).min(budget);
                 x += take;
                 budget -= take;
-                if x >= end || budget == 0 {
+                if x >= end || x >= stop || budget == 0 {
                     break;
                 }
             }
@@ -419,6 +465,7 @@ impl QuicSender {
             self.stats.unreliable_retransmitted_bytes += overlap(&self.sent_unreliable, s, e);
         } else if s == self.next_offset && c.len > 0 {
             self.next_offset = e;
+            self.skip_ahead();
             if !c.reliable {
                 self.stats.unreliable_bytes_sent += c.len;
                 self.sent_unreliable.insert(s, e, |_| {});
@@ -632,7 +679,18 @@ impl QuicSender {
                     continue;
                 }
             }
+            if let Some((_, se)) = self.skipped.last_starting_at_or_before(x) {
+                if se > x {
+                    // skipped by the application: abandoned instead of sent again
+                    let to = se.min(e);
+                    self.abandoned.insert(x, to, |_| {});
+                    self.settled.insert(x, to, |_| {});
+                    x = to;
+                    continue;
+                }
+            }
             let next = self.acked.first_start_in(x, e).unwrap_or(e);
+            let next = self.skipped.first_start_in(x, next).unwrap_or(next);
             self.retx.insert(x, next, |_| {});
             x = next;
         }

@@ -513,3 +513,43 @@ fn first_rtt_then_31_lost(s: &mut QuicSender) -> Ns {
     }
     t
 }
+
+#[test]
+fn skipped_ranges_are_never_sent_nor_resent_and_arrive_as_holes() {
+    let cfg = QuicConfig { pacing: false, ..Default::default() };
+    // (a) skipped before sending: [20,000, 60,000) of 100,000 B never leaves the sender
+    let mut p = Path::new(&cfg, "newreno", 20 * MS, MS);
+    p.tx.write(0, 100_000);
+    p.tx.skip(20_000, 60_000);
+    p.tx.stop_writing();
+    p.run(20 * SEC, &mut |_, _| false);
+    assert_eq!(p.tx.stats().skipped_bytes, 40_000);
+    assert_eq!(p.tx.stats().stream_bytes_sent, 60_000);
+    assert_eq!(p.rx.holes(), &[(20_000, 60_000)]);
+    assert_eq!(p.rx.holes_in(10_000, 30_000), vec![(20_000, 30_000)]);
+    assert_eq!(p.rx.holes_in(60_000, 70_000), vec![]);
+    assert_eq!((p.rx.bytes_delivered(), p.rx.bytes_received()), (100_000, 60_000));
+    assert!(p.rx.is_complete() && p.tx.all_acked());
+    // (b) skipped while in flight: of the first window (packets 1-10, sent when the handshake
+    // completes at ~41 ms), packets 1 ([0, 1437)) and 8 ([10,059, 11,496)) are lost; at 70 ms,
+    // before the losses are detected, the application skips [5,000, 30,000): packet 1 is sent
+    // again (reliable, before the skip), packet 8 is not, nothing after 5,000 is sent anew
+    let mut p = Path::new(&cfg, "newreno", 20 * MS, MS);
+    p.tx.write(0, 30_000);
+    p.tx.stop_writing();
+    let mut once = [true, true];
+    let mut drop = |pn: u64, _now: Ns| match pn {
+        1 | 8 => std::mem::replace(&mut once[(pn == 8) as usize], false),
+        _ => false,
+    };
+    p.run(70 * MS, &mut drop);
+    assert_eq!(p.tx.stats().stream_bytes_sent, 10 * 1437);
+    p.tx.skip(5_000, 30_000);
+    p.run(20 * SEC, &mut drop);
+    assert_eq!(p.rx.holes(), &[(10_059, 11_496), (14_370, 30_000)]);
+    assert_eq!(p.rx.received_ranges(), &[(0, 10_059), (11_496, 14_370)]);
+    assert_eq!(p.tx.stats().retransmitted_bytes, 1437);
+    assert_eq!(p.tx.stats().skipped_bytes, 30_000 - 14_370);
+    assert_eq!(p.rx.bytes_delivered(), 30_000);
+    assert!(p.rx.is_complete() && p.tx.all_acked());
+}

@@ -60,6 +60,7 @@ pub fn client_summaries(
                     trains: l.trains.len(),
                     train_mean_bytes: (!sized.is_empty())
                         .then(|| sized.iter().sum::<u64>() as f64 / sized.len() as f64),
+                    voxel: c.voxel,
                 }
             }),
         };
@@ -199,6 +200,8 @@ pub fn segments_table(clients: &[SessionView<'_>]) -> Table {
             ("abr_delay_s", 'f'),
             ("abandoned", 'i'),
             ("abr_reason", 's'),
+            ("lost_bytes", 'i'),
+            ("extra_bytes", 'i'),
         ],
     );
     let s = crate::time::secs;
@@ -221,6 +224,8 @@ pub fn segments_table(clients: &[SessionView<'_>]) -> Table {
             t.f(14, s(l.abr_delay));
             t.i(15, l.abandoned as i64);
             t.s(16, &l.abr_reason);
+            t.i(17, l.lost_bytes as i64);
+            t.i(18, l.extra_bytes as i64);
         }
     }
     t

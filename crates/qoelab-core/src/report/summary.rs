@@ -273,6 +273,9 @@ pub struct HttpSummary {
     /// Trains started (Sprint) and their mean size in bytes.
     pub trains: usize,
     pub train_mean_bytes: Option<f64>,
+    /// The VOXEL plane's counters (docs/models/dataplane-voxel.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub voxel: Option<crate::session::dataplane::voxel::VoxelStats>,
 }
 
 /// Per-client facts of the packet network.

@@ -66,8 +66,9 @@ struct Outstanding {
 struct ServerReq {
     /// End offset of the request in the request stream.
     req_end: u64,
-    /// Response bytes to write.
+    /// Response bytes to write, and of them the last `unreliable` ones sent unreliably.
     len: u64,
+    unreliable: u64,
     /// When the response is written (think time after the request arrived); NEVER until then.
     serve_at: Ns,
 }
@@ -149,14 +150,40 @@ impl Http {
     /// Send `rq` request bytes whose answer is `hdr` header bytes + `body` bytes on `conn` (a GET,
     /// or a handshake flight such as TLS's); returns its id.
     pub fn exchange(&mut self, now: Ns, conn: ConnId, rq: u64, hdr: u64, body: u64, t: &mut dyn Transport) -> ReqId {
+        self.exchange_parts(now, conn, rq, hdr, (body, 0), t)
+    }
+
+    /// Send a GET whose response body is `reliable` bytes then `unreliable` bytes that the
+    /// server sends unreliably (VOXEL's multi-range request over QUIC*: the reliable ranges, then
+    /// droppable frames); returns its id. Over a transport without partial reliability the whole
+    /// body is reliable.
+    pub fn get_parts(&mut self, now: Ns, conn: ConnId, reliable: u64, unreliable: u64, t: &mut dyn Transport) -> ReqId {
+        let (rq, hdr) = (self.cfg.request_bytes, self.cfg.response_header_bytes);
+        self.exchange_parts(now, conn, rq, hdr, (reliable, unreliable), t)
+    }
+
+    /// The response stream offset where the body of outstanding request `id` on `conn` starts.
+    pub fn body_start(&self, conn: ConnId, id: ReqId) -> Option<u64> {
+        self.conns[conn.0 as usize].out.iter().find(|o| o.id == id).map(|o| o.start + o.header)
+    }
+
+    fn exchange_parts(
+        &mut self,
+        now: Ns,
+        conn: ConnId,
+        rq: u64,
+        hdr: u64,
+        (body, unreliable): (u64, u64),
+        t: &mut dyn Transport,
+    ) -> ReqId {
         let id = self.next_id;
         self.next_id += 1;
         let c = &mut self.conns[conn.0 as usize];
         c.req_written += rq;
-        let len = hdr + body;
+        let len = hdr + body + unreliable;
         c.out.push_back(Outstanding { id, start: c.resp_expected, len, header: hdr, reported: 0, issued: now });
         c.resp_expected += len;
-        c.server.push_back(ServerReq { req_end: c.req_written, len, serve_at: NEVER });
+        c.server.push_back(ServerReq { req_end: c.req_written, len, unreliable, serve_at: NEVER });
         c.issued += 1;
         self.stats.requests += 1;
         self.stats.max_pipeline = self.stats.max_pipeline.max(c.out.len() as u64);
@@ -207,9 +234,12 @@ impl Http {
                 break;
             }
             c.resp_written += s.len;
-            let len = s.len;
+            let (len, unrel) = (s.len, s.unreliable);
             c.server.pop_front();
-            t.write(now, conn, Dir::Response, len);
+            t.write(now, conn, Dir::Response, len - unrel);
+            if unrel > 0 {
+                t.write_unreliable(now, conn, Dir::Response, unrel);
+            }
         }
         // A front may have been given its time (on_delivered) or popped.
         self.refresh_serve_min();

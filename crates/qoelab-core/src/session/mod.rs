@@ -54,6 +54,27 @@ pub trait Transport {
     fn delivered(&self, conn: ConnId, dir: Dir) -> u64;
     /// Discard connection `conn` (data in flight is lost) and open a fresh one in its slot.
     fn reset(&mut self, now: Ns, conn: ConnId);
+    /// Append `bytes` that are never retransmitted (VOXEL's QUIC*: their loss still counts for
+    /// congestion control; the receiver zero-fills them and they count as delivered once the
+    /// sender gave them up). A transport without partial reliability sends them reliably.
+    fn write_unreliable(&mut self, now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
+        self.write(now, conn, dir, bytes)
+    }
+    /// Whether [`Transport::write_unreliable`] and [`Transport::skip`] are honoured on `conn`.
+    fn partial_reliability(&self, _conn: ConnId) -> bool {
+        false
+    }
+    /// Stop sending bytes `[a, b)` of stream `dir` of `conn` (a response cut short without
+    /// closing the connection: an HTTP/3 stream reset); they are delivered as zero-filled holes.
+    /// False if the transport cannot (the session then resets the connection).
+    fn skip(&mut self, _now: Ns, _conn: ConnId, _dir: Dir, _a: u64, _b: u64) -> bool {
+        false
+    }
+    /// The zero-filled ranges of stream `dir` of `conn` inside `[a, b)` (lost unreliable or
+    /// skipped bytes, given up by the sender), in offset order.
+    fn holes(&self, _conn: ConnId, _dir: Dir, _a: u64, _b: u64) -> Vec<(u64, u64)> {
+        Vec::new()
+    }
 }
 
 /// HTTP/1.1 overheads and timing (the scenario's `[client.http]`).
@@ -181,6 +202,8 @@ pub struct SessionView<'a> {
     pub data_plane: &'static str,
     pub http: HttpStats,
     pub plane_log: &'a PlaneLog,
+    /// The VOXEL plane's counters.
+    pub voxel: Option<dataplane::voxel::VoxelStats>,
 }
 
 impl VideoSession {
@@ -196,6 +219,7 @@ impl VideoSession {
             data_plane: self.plane.name(),
             http: self.http.stats,
             plane_log: &self.log,
+            voxel: self.plane.voxel_stats(),
         }
     }
 }

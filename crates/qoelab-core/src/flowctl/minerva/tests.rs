@@ -23,6 +23,8 @@ fn seg(segment: usize, rung: usize, stall: Ns) -> SegmentLog {
         stall,
         abr_delay: 0,
         abr_reason: String::new(),
+        lost_bytes: 0,
+        extra_bytes: 0,
         abandoned: false,
     }
 }

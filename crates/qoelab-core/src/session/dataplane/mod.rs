@@ -11,6 +11,7 @@ pub mod pipelined;
 pub mod sequential;
 pub mod sprint;
 pub mod sprintx;
+pub mod voxel;
 
 use super::http::{Delivery, Http, ReqId};
 use super::{ConnId, Transport};
@@ -140,6 +141,10 @@ impl PlaneLog {
             }
         }
     }
+    /// Body bytes of request `id` delivered so far (0 if unknown).
+    pub fn received(&self, id: ReqId) -> u64 {
+        self.requests.get(id as usize).filter(|r| r.id == id).map_or(0, |r| r.received)
+    }
     pub fn cancel(&mut self, now: Ns, id: ReqId) {
         if let Some(r) = self.open(id) {
             r.cancelled = true;
@@ -185,6 +190,10 @@ pub trait DataPlane: Send {
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool;
     /// When [`DataPlane::pump`] must run next without a transport event (NEVER if not needed).
     fn poll_at(&self, player: &Player) -> Ns;
+    /// The VOXEL plane's counters (None for the others).
+    fn voxel_stats(&self) -> Option<voxel::VoxelStats> {
+        None
+    }
 }
 
 /// Builds a data plane from its parameters and the video.
@@ -203,7 +212,7 @@ pub struct DataPlaneEntry {
 
 /// Every data plane, one line each.
 pub static REGISTRY: &[DataPlaneEntry] =
-    &[sequential::ENTRY, pipelined::ENTRY, sprint::ENTRY, sprintx::ENTRY, chunklets::ENTRY];
+    &[sequential::ENTRY, pipelined::ENTRY, sprint::ENTRY, sprintx::ENTRY, chunklets::ENTRY, voxel::ENTRY];
 
 /// Build a data plane; errors name the parameter (`kind` for an unknown plane or a video that
 /// lacks what it needs).
