@@ -247,10 +247,10 @@ def test_v38_synthetic():
 
 
 def test_v15_v39_v17_v18():
-    base = _grid({"voxel": 0.0}, traces=("verizon",), buffers=(1, 7), lost_bytes=10.0, hole_fill_bytes=990.0,
-                 unrel_requested_bytes=1e6)
+    base = _grid({"voxel": 0.0}, traces=("verizon",), buffers=(1, 7), vx_unreliable_requested=1e6,
+                 vx_lost_first=1000.0, vx_hole_fill_received=990.0, vx_residual_lost=10.0)
     assert voxel_claims.v15(base, {})["grade"] == "PASS"
-    assert voxel_claims.v15(base.assign(lost_bytes=1e5, hole_fill_bytes=0.0), {})["grade"] == "FAIL"
+    assert voxel_claims.v15(base.assign(vx_residual_lost=1e5, vx_hole_fill_received=0.0), {})["grade"] == "FAIL"
     assert voxel_claims.v15(base, {"tcp_only": True})["grade"] == "NOT RUN"
     b = _grid({"bola": 0.02}, traces=("tmobile",), buffers=(1,), refetch_big_share=0.3, abandoned=5)
     assert voxel_claims.v39(b)["grade"] == "PASS"

@@ -417,6 +417,11 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
            "rebuffer_s": c0.get("rebuffer_s"), "startup_s": c0.get("startup_s"), "stalls": c0.get("stall_count"),
            "avg_bitrate_bps": c0.get("avg_bitrate_bps"), "avg_quality": c0.get("avg_quality"),
            "played": c0.get("segments")}
+    vx = (c0.get("http") or {}).get("voxel") or {}
+    for k in ("unreliable_requested", "lost_first", "hole_fill_requested", "hole_fill_received", "optional_requested",
+              "optional_received", "residual_lost", "cut_short"):
+        if k in vx:
+            rec["vx_" + k] = vx[k]
     seg = tables.get("segments")
     rows: list[dict] = []
     if seg is None or not len(seg):
@@ -424,7 +429,7 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
     vt = video_tables(run.video_file) if run.video_file and os.path.exists(run.video_file) else None
     ab = [bool(x) for x in seg["abandoned"]] if "abandoned" in seg.columns else [False] * len(seg)
     segs, rungs, byts, qual = list(seg["segment"]), list(seg["rung"]), _col(seg, "bytes"), _col(seg, "quality")
-    lost, hole, opt = _col(seg, "lost_bytes"), _col(seg, "hole_fill_bytes"), _col(seg, "optional_bytes")
+    lost, extra = _col(seg, "lost_bytes"), _col(seg, "extra_bytes")
     tput = _col(seg, "tput_request_bps", float("nan"))
     n_ab_big = 0
     played = []
@@ -436,7 +441,7 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
                 n_ab_big += 1
             continue
         row = {"run_id": run.run_id, "segment": s, "rung": r, "quality": qual[i], "bytes": byts[i], "full": full,
-               "lost": lost[i], "hole_fill": hole[i], "optional": opt[i], "tput_bps": tput[i],
+               "lost": lost[i], "extra": extra[i], "tput_bps": tput[i],
                "rel": vt["rel"][s][r] if vt else float("nan"), "allp": vt["allp"][s][r] if vt else float("nan"),
                "nominal_bps": vt["bitrates"][r] if vt else float("nan")}
         played.append(row)
@@ -447,19 +452,19 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
         q = np.array([x["quality"] for x in played])
         fb = sum(x["bytes"] for x in played)
         ff = sum(x["full"] for x in played)
-        # received bytes of the played segment: fetched minus zero-filled (lost) bytes
+        # ``bytes`` counts body bytes delivered, zero-filled ones included (docs/models/data_plane-voxel.md)
         unrel_req = sum(max(0.0, x["bytes"] - x["rel"]) for x in played)
         rec.update({
             "ssim_mean": float(q.mean()), "ssim_p10": float(np.percentile(q, 10)), "ssim_median": float(np.median(q)),
             "ssim_min_30s": float(q[: max(1, 30 // SEG_S)].min()),
             "perfect_share": float((np.round(q, 3) >= 1.0).mean()),
             "nominal_bitrate_bps": float(np.mean([x["nominal_bps"] for x in played])),
-            "fetched_bitrate_bps": fb * 8.0 / (n * SEG_S),
+            "fetched_bitrate_bps": (fb - sum(x["lost"] for x in played)) * 8.0 / (n * SEG_S),
             "skipped_pct": 100.0 * (1.0 - fb / ff) if ff == ff and ff > 0 else float("nan"),
             "skip_any_share": float(np.mean([x["bytes"] < x["full"] for x in played])),
             "skip_ref_share": float(np.mean([x["bytes"] < x["allp"] for x in played])),
-            "lost_bytes": sum(x["lost"] for x in played), "hole_fill_bytes": sum(x["hole_fill"] for x in played),
-            "optional_bytes": sum(x["optional"] for x in played), "unrel_requested_bytes": unrel_req,
+            "lost_bytes": sum(x["lost"] for x in played), "extra_bytes": sum(x["extra"] for x in played),
+            "unrel_requested_bytes": unrel_req,
             "refetch_big_share": n_ab_big / n, "abandoned": int(sum(ab)),
             "tput_mean_bps": float(np.nanmean([x["tput_bps"] for x in played]))})
     return rec, rows

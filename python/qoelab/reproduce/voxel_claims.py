@@ -253,20 +253,21 @@ def v15(df, ctx):
     rule = ("residual lost bytes / requested unreliable bytes <= 3% at every buffer and hole filling recovers >= 50% "
             "of the lost bytes overall; PARTIAL: one of the two")
     d = runs_of(df, "main", "voxel")
-    if d is None or not len(d) or "lost_bytes" not in d.columns or ctx.get("tcp_only"):
-        return not_run("V15", "§6.2", paper, rule, "needs the core's QUIC* data plane (lost_bytes / hole_fill_bytes)")
+    if d is None or not len(d) or "vx_unreliable_requested" not in d.columns or ctx.get("tcp_only"):
+        return not_run("V15", "§6.2", paper, rule, "needs the core's QUIC* data plane (http.voxel counters)")
     per = {}
     for b, g in d.groupby("buffer"):
-        req = float(g["unrel_requested_bytes"].sum())
-        per[int(b)] = float(g["lost_bytes"].sum()) / req if req > 0 else float("nan")
-    lost, hole = float(d["lost_bytes"].sum()), float(d["hole_fill_bytes"].sum())
-    rec = hole / (hole + lost) if hole + lost > 0 else float("nan")
+        req = float(g["vx_unreliable_requested"].sum())
+        per[int(b)] = float(g["vx_residual_lost"].sum()) / req if req > 0 else float("nan")
+    lost, rec_b = float(d["vx_lost_first"].sum()), float(d["vx_hole_fill_received"].sum())
+    rec = min(1.0, rec_b / lost) if lost > 0 else float("nan")
     ok1 = all(x <= 0.03 for x in per.values() if x == x)
     ok2 = rec != rec or rec >= 0.5
     grade = "PASS" if ok1 and ok2 else "PARTIAL" if ok1 or ok2 else "FAIL"
-    ours = ("residual loss per buffer: " + ", ".join(f"{b} seg {_pct(x, 2)}" for b, x in sorted(per.items()))
-            + f"; recovered by hole filling {_pct(rec)} of {lost + hole:.0f} lost bytes"
-            + (" (no losses at all)" if lost + hole == 0 else ""))
+    ours = ("residual lost / requested unreliable bytes per buffer: "
+            + ", ".join(f"{b} seg {_pct(x, 2)}" for b, x in sorted(per.items()))
+            + f"; hole filling received {_pct(rec)} of the {lost:.0f} droppable bytes first lost"
+            + (" (no losses at all)" if lost == 0 else ""))
     return claim("V15", "§6.2", paper, rule, grade, ours, numbers={"residual": per, "recovered": rec})
 
 
