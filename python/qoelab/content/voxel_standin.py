@@ -26,7 +26,8 @@ and in docs/reproductions/voxel.md ("Content stand-ins"):
   for the frame t frames after the freeze (at least the B cost); m[s] = the segment's motion
   (film motion x c[s]^M_EXP x jitter) makes the drop tolerance content-dependent. Levels: one
   ``ssims`` entry per distinct 3-decimal value from k = 0 (I-frame and headers only; "poor",
-  ~0.5-0.85) to the pristine value (:func:`qoelab.content.voxel.ssim_levels` with bound 0).
+  ~0.5-0.85; ``levels="all"``) or, by default, from the pristine SSIM of the rung below (Q0: 0.5) as
+  the thesis's §1.4 (:func:`qoelab.content.voxel.ssim_levels`) to the pristine value.
 
 ``generate(film)`` returns the Video dict (validated by :func:`qoelab.video.model.validate_video`);
 ``write_all(dir)`` writes the four as ``voxel-standin-<film>.json``. All four take well under 10 s.
@@ -73,6 +74,7 @@ D_MAX = 0.38                             # frame-level SSIM loss of a frame long
 TAU = 24.0                               # frames until a freeze costs 63% of D_MAX at m = 1
 M_EXP = 0.7                              # motion ~ complexity^M_EXP
 M_JITTER = 0.25
+POOR = 0.5                               # Table 5.1's "poor" boundary: Q0's lowest level
 
 
 def frame_types() -> np.ndarray:
@@ -180,26 +182,35 @@ def _deficits(m: np.ndarray) -> np.ndarray:
     return out
 
 
-def generate(film: str, validate: bool = True) -> dict:
-    """The stand-in Video dict of ``film`` (bbb, tos, ed, sintel), with its VOXEL table (checked by
-    :func:`validate_video` unless ``validate`` is false: the check takes most of the time)."""
-    if film not in FILMS:
-        raise ValueError(f"film: expected one of {', '.join(FILMS)}, found {film!r}")
+def _model(film: str):
+    """(rates, segment bytes [seg, rung], frame bytes [seg, rung, frame], pristine SSIM [seg, rung],
+    motion [seg], SSIM loss D(k) [seg, k]) of a film: every random draw, in a fixed order."""
     lad = LADDERS["voxel"]
     rates = np.array(lad.bitrates_kbps, dtype=float) * 1000.0
-    nr = len(rates)
     rng = np.random.default_rng(SEEDS[film] + 1000)
     c = complexity(film)
     seg_bytes = np.rint(np.outer(c, rates) * SEG_S / 8.0).astype(np.int64)   # [seg, rung]
     fb = _frame_bytes(rng, seg_bytes)
-    # SSIM model
     x = np.log(rates[-1] / rates)                                             # 0 at Q12
     dist = A * x[None, :] ** P_EXP * (c[:, None] ** C_EXP) * FILM_DIST_GAIN[film] \
         * rng.lognormal(0.0, DIST_JITTER, (SEGMENTS, 1))
     pristine = np.clip(1.0 - dist, 0.0, 1.0)
     pristine[:, -1] = 1.0
     motion = FILM_MOTION[film] * c ** M_EXP * rng.lognormal(0.0, M_JITTER, SEGMENTS)
-    defs = _deficits(motion)                                                  # [seg, k]
+    return rates, seg_bytes, fb, pristine, motion, _deficits(motion)
+
+
+def generate(film: str, validate: bool = True, levels: str = "bound") -> dict:
+    """The stand-in Video dict of ``film`` (bbb, tos, ed, sintel), with its VOXEL table (checked by
+    :func:`validate_video` unless ``validate`` is false: the check takes most of the time).
+    ``levels``: ``"bound"`` (default, the thesis's §1.4) lists the SSIM levels from the pristine SSIM
+    of the rung below (Q0: from 0.5, "poor"), so no partial level is worse than the next rung down;
+    ``"all"`` lists every level down to the I-frame alone (k = 0)."""
+    if film not in FILMS:
+        raise ValueError(f"film: expected one of {', '.join(FILMS)}, found {film!r}")
+    lad = LADDERS["voxel"]
+    rates, seg_bytes, fb, pristine, motion, defs = _model(film)
+    nr = len(rates)
     order = importance_order()
     sizes = seg_bytes.tolist()
     offs = layout_from_sizes(sizes, [INIT_BYTES] * nr)
@@ -215,12 +226,18 @@ def generate(film: str, validate: bool = True) -> dict:
     nbytes = np.concatenate((np.zeros((SEGMENTS, nr, 1), dtype=np.int64), np.cumsum(plen, axis=2)), axis=2)
     qs = np.maximum(0.0, pristine[:, :, None] * (1.0 - defs[:, None, :]))     # [seg, rung, k]
     rel_l, pay_l, nb_l, qs_l = rel.tolist(), pay.tolist(), nbytes.tolist(), qs.tolist()
+    if levels == "bound":         # §1.4: from the pristine SSIM of the rung below (Q0: 0.5, "poor")
+        bound = np.concatenate((np.full((SEGMENTS, 1), POOR), pristine[:, :-1]), axis=1)
+    elif levels == "all":         # every level down to the I-frame alone
+        bound = np.zeros((SEGMENTS, nr))
+    else:
+        raise ValueError(f"levels: expected 'bound' or 'all', found {levels!r}")
     vox_rows = []
     ks = range(len(order) + 1)
     for s in range(SEGMENTS):
         row = []
         for r in range(nr):
-            lv = ssim_levels(list(zip(ks, nb_l[s][r], qs_l[s][r])), 0.0)
+            lv = ssim_levels(list(zip(ks, nb_l[s][r], qs_l[s][r])), float(bound[s, r]))
             row.append({"reliable": rel_l[s][r], "unreliable": pay_l[s][r],
                         "ssims": [[float(a), int(k), int(n)] for a, k, n in lv]})
         vox_rows.append(row)
@@ -234,12 +251,7 @@ def generate(film: str, validate: bool = True) -> dict:
 def byte_shares(film: str) -> dict:
     """I/P/B byte shares of the stand-in's frames (over all segments and rungs; container boxes
     excluded) and the reliable share of the segment bytes."""
-    rng = np.random.default_rng(SEEDS[film] + 1000)
-    lad = LADDERS["voxel"]
-    rates = np.array(lad.bitrates_kbps, dtype=float) * 1000.0
-    c = complexity(film)
-    seg_bytes = np.rint(np.outer(c, rates) * SEG_S / 8.0).astype(np.int64)
-    fb = _frame_bytes(rng, seg_bytes)
+    _, seg_bytes, fb, _, _, _ = _model(film)
     t = frame_types()
     tot = fb.sum()
     rel = seg_bytes.sum() - (fb[:, :, 1:] - HEADER_BYTES).sum()
@@ -255,18 +267,21 @@ def content_stats(video: dict) -> dict:
     sizes = np.array(video["sizes"], dtype=float)
     top = sizes[:, -1] * 8 / (video["segment_duration"] / 1e9) / 1e6
     segs = video["voxel"]["segments"]
-    drop99, i_only = [], []
-    for s in range(len(segs)):
-        e = segs[s][-1]
-        full = sizes[s, -1]
-        rel = sum(b - a + 1 for a, b in e["reliable"])
-        i_only.append(e["ssims"][0][0])
-        n99 = min((n for q, k, n in e["ssims"] if q >= 0.99), default=None)
-        drop99.append(0.0 if n99 is None else 1.0 - (rel + n99) / full)
+    n = len(segs)
+    film = video["name"].rsplit("-", 1)[-1]
+    i_only, drop99 = [], []
+    if film in FILMS:                     # from the model's whole prefix curve at Q12
+        _, seg_bytes, fb, pristine, _, defs = _model(film)
+        order = importance_order()
+        i_only = list(pristine[:n, -1] * (1.0 - defs[:n, 0]))
+        for s in range(n):
+            q = np.round(pristine[s, -1] * (1.0 - defs[s]), 3)
+            k = int(np.argmax(q >= 0.99)) if (q >= 0.99).any() else len(order)
+            drop99.append(float(sum(fb[s, -1, i] - HEADER_BYTES for i in order[k:]) / seg_bytes[s, -1]))
     q = np.array(video["quality"]["ssim"])
     return {"sd_q12_mbps": float(top.std()), "mean_q12_mbps": float(top.mean()),
-            "avg_ssim": video["voxel"]["avg_ssim"], "i_only_ssim_median": float(np.median(i_only)),
-            "drop_at_099_median": float(np.median(drop99)), "q9_below_099": float((q[:, 9] < 0.99).mean())}
+            "avg_ssim": video["voxel"]["avg_ssim"], "i_only_ssim_median": float(np.median(i_only)) if i_only else float("nan"),
+            "drop_at_099_median": float(np.median(drop99)) if drop99 else float("nan"), "q9_below_099": float((q[:, 9] < 0.99).mean())}
 
 
 def truncate(video: dict, n: int) -> dict:
