@@ -130,12 +130,14 @@ class Spec:
     videos: tuple = ("bbb", "tos", "ed", "sintel")
     traces: tuple = ("tmobile", "verizon", "att", "fcc", "3g")
     buffers: tuple = (1, 2, 5, 7)
-    shifts: int = 2
+    shifts: int = 1
+    side_traces: tuple = ("fcc", "3g")    # traces run with the side videos only
+    side_videos: tuple = ("bbb", "ed")
     main_arms: tuple = ("voxel", "bola", "beta")
     qstar_videos: tuple = ("bbb", "ed")
     qstar_traces: tuple = ("tmobile", "verizon", "att")
     qstar_buffers: tuple = (5, 7)
-    norway: int = 20                      # V33: how many of the 86 Norway 3G traces (evenly picked)
+    norway: int = 10                      # V33: how many of the 86 Norway 3G traces (evenly picked)
     ablation_buffers: tuple = (1, 7)
     longq_buffers: tuple = (1, 7)
     rel_traces: tuple = ("tmobile", "verizon")
@@ -143,7 +145,10 @@ class Spec:
     cross_mbps: float = 20.0
     cross_buffers: tuple = (1, 7)
     cross_arms: tuple = ("voxel", "bola", "bola_q", "mpc", "mpc_q")
-    cross_seeds: int = 2
+    cross_seeds: int = 1
+    cross_videos: tuple = ("bbb", "ed")
+    longq_videos: tuple = ("bbb", "ed")
+    tuned_videos: tuple = ("bbb", "ed")
     families: tuple = ("main", "qstar", "ablation", "longq", "rel", "tuned", "cross", "synth", "fair")
     video_s: int = VIDEO_S
     description: str = ""
@@ -154,6 +159,8 @@ class Spec:
         R = functools.partial(Run, video_s=self.video_s, tcp_only=tcp_only)
         for v in self.videos:
             for t in self.traces:
+                if t in self.side_traces and v not in self.side_videos:
+                    continue
                 for b in self.buffers:
                     for i in range(self.shifts):
                         if "main" in fam:
@@ -161,7 +168,7 @@ class Spec:
                                 out.append(R("main", v, t, b, a, i, self.shifts))
                         if "rel" in fam and t in self.rel_traces:
                             out.append(R("main", v, t, b, "voxel_rel", i, self.shifts))
-                        if "tuned" in fam and t == "tmobile":
+                        if "tuned" in fam and t == "tmobile" and v in self.tuned_videos:
                             for f in self.tuned:
                                 out.append(R("main", v, t, b, f"voxel_f{f:g}", i, self.shifts))
         if "qstar" in fam:
@@ -179,13 +186,13 @@ class Spec:
                     for a in ("bola", "bola_ssim", "voxel"):
                         out.append(R("ablation", "bbb", "norway:" + f, b, a))
         if "longq" in fam:
-            for v in self.videos:
+            for v in self.longq_videos:
                 for t in ("tmobile", "verizon"):
                     for b in self.longq_buffers:
                         for a in ("voxel", "bola"):
                             out.append(R("longq", v, t, b, a, queue=LONG_QUEUE_PKTS))
         if "cross" in fam:
-            for v in self.videos:
+            for v in self.cross_videos:
                 for b in self.cross_buffers:
                     for i in range(self.cross_seeds):
                         for a in self.cross_arms:
@@ -201,10 +208,11 @@ class Spec:
 
 
 def full_spec() -> Spec:
-    """The full run: 4 stand-ins x 5 traces x buffers 1/2/5/7 x VOXEL/BOLA/BETA-like x 2 shifts (plus
-    VOXEL rel on T-Mobile/Verizon, tuned VOXEL f = 0.8/0.7/0.6 on T-Mobile, BOLA/MPC over QUIC and
-    QUIC* at 5/7 segments), the V33 ablation on 20 of the 86 Norway 3G traces (1/7 segments), the
-    750-packet queue, 20 Mbit/s web cross traffic, the synthetic traces of Fig. 6.17, a fairness run."""
+    """The full run: 4 stand-ins x T-Mobile/Verizon/AT&T (BBB and ED also FCC and 3G) x buffers 1/2/5/7
+    x VOXEL/BOLA/BETA-like x 1 shift (plus VOXEL rel on T-Mobile/Verizon, tuned VOXEL f = 0.8/0.7/0.6 on
+    T-Mobile, BOLA/MPC over QUIC and QUIC* at 5/7 segments), the V33 ablation on 10 of the 86 Norway
+    3G traces (1/7 segments), the 750-packet queue, 20 Mbit/s web cross traffic, the synthetic traces
+    of Fig. 6.17, a fairness run."""
     return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
 
 
