@@ -492,6 +492,14 @@ def sweep_extract(res, point: dict) -> dict:
     return {"run": rec, "segments": rows}
 
 
+def task_run(point: dict) -> dict:
+    """One run as a sweep *task* (the worker builds and runs the scenario): the sweep engine keys a
+    scenario run by its normalized configuration, which embeds the whole stand-in video (~1-2 s per
+    run in the parent); a task is keyed by its point and payload instead."""
+    import qoelab
+    return sweep_extract(qoelab.run(scenario(point["payload"])), point)
+
+
 def fair_share(flows, fi, seg) -> dict:
     """V16: the video's share of the two flows' goodput (video / (video + bulk)) over the samples
     that fall inside the video's downloads."""
@@ -527,8 +535,9 @@ def _cost(r: Run) -> float:
 
 
 def run_all(runs: list[Run], store_dir: str, jobs: int = 0, runner=None, log=None) -> tuple[list[dict], dict]:
+    task = None if runner is not None else (lambda it: "qoelab.reproduce.voxel:task_run")
     recs, res = common.run_on_sweep(f"voxel-{len(runs)}", runs, scenario, "qoelab.reproduce.voxel:sweep_extract",
-                                    store_dir, jobs, runner, log, _cost)
+                                    store_dir, jobs, runner, log, _cost, task_of=task)
     out = []
     for run, rec in zip(runs, recs):
         r, m = common.record_metrics(rec, {"run_id": run.run_id, "pair_key": run.pair_key, "fam": run.fam,
