@@ -304,16 +304,16 @@ def _core_has_quic_video_clients() -> str | None:
     """None if the core accepts the VOXEL arm keys, else the reason."""
     import qoelab
     from qoelab.errors import InputError
-    r = Run("main", "bbb", "const", 1, "voxel", video_s=8)
-    scn = scenario(r)
-    scn["client"][0]["video"] = "synthetic:voxel"
-    scn["scenario"]["duration"] = "1s"
-    try:
-        qoelab.validate(scn) if hasattr(qoelab, "validate") else qoelab.run(scn)
-    except InputError as e:
-        return f"the core refuses the VOXEL arm keys ({str(e).splitlines()[0][:160]})"
-    except Exception as e:  # noqa: BLE001
-        return f"the core refuses the VOXEL arm keys ({type(e).__name__}: {str(e)[:160]})"
+    for arm in sorted({r.arm for r in voxel.quick_spec().runs()}):
+        scn = scenario(Run("main", "bbb", "const", 1, arm, video_s=8))
+        scn["client"][0]["video"] = "synthetic:voxel"
+        scn["scenario"]["duration"] = "1s"
+        try:
+            qoelab.run(scn)
+        except InputError as e:
+            return f"the core refuses the {arm} arm's keys ({str(e).splitlines()[0][:160]})"
+        except Exception as e:  # noqa: BLE001
+            return f"the core refuses the {arm} arm's keys ({type(e).__name__}: {str(e)[:160]})"
     return None
 
 
