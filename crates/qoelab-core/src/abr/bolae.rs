@@ -87,6 +87,12 @@ const PARAMS: &[ParamSpec] = &[
     },
     UPSWITCH_ABANDON,
     ParamSpec {
+        name: "abandon_rule",
+        unit: Unit::Choice(&["sabre", "voxel"]),
+        default: Default::Str("sabre"),
+        doc: "with abandon = true: sabre = Sabre's BolaEnh.check_abandon; voxel = the VOXEL release's plain bola (buffer <= 12 s, >= 5 progress samples, > 500 ms, mean-rate total time >= 1.8 segments, rung > 0; BOLA-E re-run at 0.9 x that rate; abort if the bytes left > size x b_new / b_cur)",
+    },
+    ParamSpec {
         name: "sabre_details",
         unit: Unit::Bool,
         default: Default::Bool(false),
@@ -151,6 +157,8 @@ pub struct BolaECfg {
     pub metric: Option<&'static str>,
     pub upswitch: Upswitch,
     pub abandon: bool,
+    /// The VOXEL release's abandonment rule instead of Sabre's (`abandon_rule = "voxel"`).
+    pub voxel_abandon: bool,
     pub sabre_details: bool,
 }
 
@@ -171,6 +179,7 @@ fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
         metric,
         upswitch: Upswitch::from_name(p.choice(PARAMS, "upswitch")?),
         abandon: p.bool(PARAMS, "abandon")?,
+        voxel_abandon: p.choice(PARAMS, "abandon_rule")? == "voxel",
         sabre_details: p.bool(PARAMS, "sabre_details")?,
     };
     if cfg.min_buffer <= 0.0 {
@@ -195,6 +204,9 @@ pub struct BolaE {
     last_download: usize,
     /// The rung our abandonment rule asked for (for the placeholder clamp after it).
     abandoned_to: Option<usize>,
+    /// The VOXEL rule's rate samples of the download in flight (segment, rung, request time).
+    vx_download: Option<(usize, usize, Ns)>,
+    vx_samples: Vec<f64>,
 }
 
 impl BolaE {
@@ -247,6 +259,8 @@ impl BolaE {
             seen: 0,
             last_download: 0,
             abandoned_to: None,
+            vx_download: None,
+            vx_samples: Vec::new(),
         })
     }
 
@@ -314,6 +328,48 @@ impl BolaE {
             }
         }
         to
+    }
+}
+
+impl BolaE {
+    /// The VOXEL release's plain `bola` abandonment (dash.js lineage; claims/voxel.md §5): each
+    /// report while the buffer is <= 12 s adds a sample received x 8 / (time since the request);
+    /// with >= 5 samples, > 500 ms since the request and the download unfinished, the samples'
+    /// mean m gives a total time size x 8 / m; if that is >= 1.8 segment durations and the rung
+    /// is above 0, BOLA-E is re-run without a state change (argmax of the score at buffer +
+    /// placeholder, then lowered while the rung's nominal bits exceed ibr_safety x buffer x 0.9 m)
+    /// and the download is abandoned for that rung if the bytes left exceed size x b_new / b_cur.
+    pub fn voxel_abandon_to(&mut self, obs: &AbrObs, p: &Progress) -> Option<usize> {
+        let key = (p.segment, p.rung, p.t_request);
+        if self.vx_download != Some(key) {
+            self.vx_download = Some(key);
+            self.vx_samples.clear();
+        }
+        let b = s(obs.buffer);
+        let elapsed = s(p.now.saturating_sub(p.t_request));
+        if b > 12.0 || elapsed <= 0.0 {
+            return None;
+        }
+        self.vx_samples.push(p.bytes_received as f64 * 8.0 / elapsed);
+        if self.vx_samples.len() < 5 || elapsed <= 0.5 || p.bytes_received >= p.bytes_total || p.rung == 0 {
+            return None;
+        }
+        let m = self.vx_samples.iter().sum::<f64>() / self.vx_samples.len() as f64;
+        let seg = s(obs.video.seg_duration(p.segment));
+        if m <= 0.0 || p.bytes_total as f64 * 8.0 / m < 1.8 * seg {
+            return None;
+        }
+        let br = &obs.video.bitrates_bps;
+        let mut q = bola_argmax(&self.u, br, self.vp, self.gp, b + self.placeholder);
+        let safe_bits = self.ibr_safety * b * 0.9 * m;
+        while q > 0 && br[q] as f64 * seg > safe_bits {
+            q -= 1;
+        }
+        if q >= p.rung {
+            return None;
+        }
+        let other = p.bytes_total as f64 * br[q] as f64 / br[p.rung] as f64;
+        ((p.bytes_total - p.bytes_received) as f64 > other).then_some(q)
     }
 }
 
@@ -454,7 +510,7 @@ impl Abr for BolaE {
         if !self.cfg.abandon {
             return None;
         }
-        let q = self.abandon_to(obs, p)?;
+        let q = if self.cfg.voxel_abandon { self.voxel_abandon_to(obs, p)? } else { self.abandon_to(obs, p)? };
         self.abandoned_to = Some(q);
         Some(q)
     }
@@ -607,6 +663,53 @@ mod tests {
         assert_eq!(a.on_progress(&o, &pr(1_800_000)), None);
     }
 
+    /// The VOXEL release's plain `bola` abandonment, by hand.
+    #[test]
+    fn voxel_abandonment_rule() {
+        // 1, 2, 4 Mbit/s, 4 s: max levels V_p(u + gp) = 20.8202, 28.3202, 35.8202 (above);
+        // placeholder 0, ibr_safety 0.9 (fresh). Rung 2 (2,000,000 B) in flight, requested at 0,
+        // arriving at 1 Mbit/s (125,000 B/s), reports every 100 ms.
+        let v = cbr(&[1000, 2000, 4000], 4, 50);
+        let pr = |ms: u64, rate_bps: u64| Progress {
+            now: ms * crate::time::MS,
+            segment: 2,
+            rung: 2,
+            bytes_total: 2_000_000,
+            bytes_received: rate_bps / 8 * ms / 1000,
+            t_request: 0,
+            t_first_byte: Some(crate::time::MS),
+        };
+        let p = Params::new().with("abandon", true).with("abandon_rule", "voxel");
+        let mut a = build(&p, &v).unwrap();
+        let o = obs(&v, 2, 8 * SEC, Some(2), &[]);
+        // reports 1-5 (100..500 ms): fewer than 5 samples, then 500 ms is not > 500 ms
+        for ms in [100, 200, 300, 400, 500] {
+            assert_eq!(a.on_progress(&o, &pr(ms, 1_000_000)), None, "{ms}");
+        }
+        // 600 ms: 6 samples of 1 Mbit/s; total 16e6 bits / 1e6 = 16 s >= 7.2 s; re-run at Q = 8:
+        // scores 12.82/1, 20.32/2 = 10.16, 27.82/4 = 6.955 -> rung 0; safe bits 0.9 x 8 x 0.9e6 =
+        // 6.48e6 >= 4e6 (rung 0). Bytes left 2,000,000 - 75,000 = 1,925,000 > 2,000,000 x 1/4 =
+        // 500,000 -> abandon to 0.
+        assert_eq!(a.on_progress(&o, &pr(600, 1_000_000)), Some(0));
+        // a buffer above 12 s: never (and no samples are taken)
+        let mut b = build(&p, &v).unwrap();
+        let o13 = obs(&v, 2, 13 * SEC, Some(2), &[]);
+        for ms in (100..=1000).step_by(100) {
+            assert_eq!(b.on_progress(&o13, &pr(ms, 1_000_000)), None);
+        }
+        // at 4 Mbit/s the total time is 16e6 / 4e6 = 4 s < 1.8 x 4 = 7.2 s: never
+        let mut c = build(&p, &v).unwrap();
+        for ms in (100..=1000).step_by(100) {
+            assert_eq!(c.on_progress(&o, &pr(ms, 4_000_000)), None);
+        }
+        // Sabre's rule (the default) needs no sample count: at the first report (100 ms, 0.1 Mbit
+        // in, ttfb 1 ms) R' = 15.9 Mbit, Q = 8 - 0.001: keep 27.82/15.9 = 1.75 per Mbit < rung 0's
+        // 12.82/4 = 3.21 (rung 1: 20.32/8 = 2.54) -> abandon to 0 at once
+        let mut d = build(&Params::new().with("abandon", true), &v).unwrap();
+        assert_eq!(d.on_progress(&o, &pr(100, 1_000_000)), Some(0));
+        assert!(build(&Params::new().with("abandon_rule", "dashjs"), &v).is_err());
+    }
+
     #[test]
     fn sabre_ibr_lowers_the_startup_pick() {
         let v = cbr(&[1000, 2000, 4000], 4, 50);
@@ -641,6 +744,7 @@ mod tests {
                 metric: Some("vmaf"),
                 upswitch: Upswitch::O,
                 abandon: false,
+                voxel_abandon: false,
                 sabre_details: false,
             },
             &v,

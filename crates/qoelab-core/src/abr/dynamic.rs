@@ -149,6 +149,7 @@ impl Dynamic {
             metric: None,
             upswitch: Upswitch::O,
             abandon: false,
+            voxel_abandon: false,
             sabre_details: false,
         };
         let bola = BolaE::new(bola_cfg.clone(), v)?;

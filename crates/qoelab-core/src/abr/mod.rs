@@ -14,6 +14,7 @@
 pub mod abrstar;
 pub mod bb;
 pub mod bba;
+pub mod beta;
 pub mod bola;
 pub mod bolae;
 pub mod buffer;
@@ -220,6 +221,7 @@ pub static REGISTRY: &[AbrEntry] = &[
     panda::ENTRY,
     fixed::ENTRY,
     abrstar::ENTRY,
+    beta::ENTRY,
 ];
 
 pub fn find(name: &str) -> Option<&'static AbrEntry> {

@@ -10,6 +10,11 @@
 //! against the previous rung). The first rung of the best sequence is chosen (ties: the sequence
 //! met first in lexicographic order, i.e. lower rungs). Before any sample: rung 0. Branches that
 //! cannot beat the best sequence found so far are pruned (exact: penalties are non-negative).
+//!
+//! VOXEL's MPC (the public client's `mpc`, claims/voxel.md §5): `robustmpc` with
+//! `rebuf_penalty = 3` (its 3 per ms of rebuffering against kbit/s), `sizes = "nominal"` (bitrate
+//! x segment duration) and `buffer_cap = true` (before each step of the search the buffer is
+//! capped at buffer_max - one segment, as its buffer model pauses there).
 
 use super::estimators::{count_param, float_in, mbps, s, HarmonicMean, Robust, Sample, SAMPLE_CHOICES};
 use super::{Abr, AbrEntry, AbrObs, Decision, DownloadRecord};
@@ -47,6 +52,18 @@ const PARAMS: &[ParamSpec] = &[
         default: Default::Str("request"),
         doc: "throughput sample (Pensieve: chunk size / delay from request to last byte)",
     },
+    ParamSpec {
+        name: "sizes",
+        unit: Unit::Choice(&["actual", "nominal"]),
+        default: Default::Str("actual"),
+        doc: "segment sizes in the search: the video's actual sizes (Pensieve) or bitrate x segment duration (the VOXEL client's MpcAbr)",
+    },
+    ParamSpec {
+        name: "buffer_cap",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "cap the search's buffer at buffer_max - one segment before each step (the VOXEL client's MpcAbr); false = uncapped (Pensieve)",
+    },
 ];
 
 pub const MPC: AbrEntry = AbrEntry {
@@ -77,6 +94,8 @@ fn build(p: &Params, _v: &Video, robust: bool) -> Result<Box<dyn Abr>, ParamErro
         rebuf: float_in(p, PARAMS, "rebuf_penalty", 0.0, 1e6)?,
         smooth: float_in(p, PARAMS, "smooth_penalty", 0.0, 1e6)?,
         sample: Sample::from_name(p.choice(PARAMS, "sample")?),
+        nominal: p.choice(PARAMS, "sizes")? == "nominal",
+        buffer_cap: p.bool(PARAMS, "buffer_cap")?,
         hm: HarmonicMean::new(n),
         rob: Robust::new(n, n),
     }))
@@ -88,8 +107,19 @@ pub struct Mpc {
     rebuf: f64,
     smooth: f64,
     sample: Sample,
+    nominal: bool,
+    buffer_cap: bool,
     hm: HarmonicMean,
     rob: Robust,
+}
+
+/// Options of the search beyond Pensieve's.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SearchOpts {
+    /// Sizes = bitrate x segment duration instead of the video's sizes.
+    pub nominal: bool,
+    /// Cap the buffer at this (s) before each step.
+    pub cap_s: Option<f64>,
 }
 
 /// Search state shared by the recursion.
@@ -103,6 +133,7 @@ struct Search<'a> {
     seq: Vec<usize>,
     best: f64,
     best_first: usize,
+    opts: SearchOpts,
 }
 
 impl Search<'_> {
@@ -122,8 +153,14 @@ impl Search<'_> {
             return;
         }
         let seg = self.start + k;
+        let buffer = self.opts.cap_s.map_or(buffer, |c| buffer.min(c));
         for q in 0..self.v.n_rungs() {
-            let dl = self.v.size(seg, q) as f64 * 8.0 / self.pred_bps;
+            let bits = if self.opts.nominal {
+                self.v.bitrates_bps[q] as f64 * s(self.v.seg_duration(seg))
+            } else {
+                self.v.size(seg, q) as f64 * 8.0
+            };
+            let dl = bits / self.pred_bps;
             let rb = (dl - buffer).max(0.0);
             let nb = (buffer - dl).max(0.0) + s(self.v.seg_duration(seg));
             let br = self.v.bitrates_bps[q] as f64 / 1e6;
@@ -148,8 +185,24 @@ pub fn mpc_search(
     rebuf: f64,
     smooth: f64,
 ) -> (usize, f64) {
+    mpc_search_with(v, start, depth, buffer_s, prev, pred_bps, rebuf, smooth, SearchOpts::default())
+}
+
+/// [`mpc_search`] with [`SearchOpts`].
+#[allow(clippy::too_many_arguments)]
+pub fn mpc_search_with(
+    v: &Video,
+    start: usize,
+    depth: usize,
+    buffer_s: f64,
+    prev: usize,
+    pred_bps: f64,
+    rebuf: f64,
+    smooth: f64,
+    opts: SearchOpts,
+) -> (usize, f64) {
     let mut st =
-        Search { v, start, depth, pred_bps, rebuf, smooth, seq: vec![], best: f64::NEG_INFINITY, best_first: 0 };
+        Search { v, start, depth, pred_bps, rebuf, smooth, seq: vec![], best: f64::NEG_INFINITY, best_first: 0, opts };
     st.go(0, buffer_s, prev, 0.0);
     (st.best_first, st.best)
 }
@@ -171,7 +224,10 @@ impl Abr for Mpc {
         let start = obs.segment.min(v.n_segments() - 1);
         let depth = self.horizon.min(v.n_segments() - start);
         let prev = obs.last_rung.unwrap_or(0).min(v.n_rungs() - 1);
-        let (q, best) = mpc_search(v, start, depth, s(obs.buffer), prev, pred, self.rebuf, self.smooth);
+        let seg = s(v.seg_duration(start));
+        let opts =
+            SearchOpts { nominal: self.nominal, cap_s: self.buffer_cap.then(|| (s(obs.buffer_max) - seg).max(0.0)) };
+        let (q, best) = mpc_search_with(v, start, depth, s(obs.buffer), prev, pred, self.rebuf, self.smooth, opts);
         let extra = if self.robust { format!(" (hm / (1 + {:.3}))", self.rob.max_error()) } else { String::new() };
         Decision {
             rung: q,
@@ -245,6 +301,42 @@ mod tests {
         let r = rec(0, 0, 1_000_000, 0, 0, 4000);
         a.on_download(&obs(&v, 0, 0, None, &[]), &r);
         assert_eq!(a.choose(&obs(&v, 2, 10 * SEC, Some(1), &[r])).rung, 1);
+    }
+
+    #[test]
+    fn voxel_options_nominal_sizes_and_buffer_cap() {
+        // 1 and 3 Mbit/s, 4-s segments, horizon 1, prev 0, prediction 2 Mbit/s, rebuffer penalty 3
+        // (VOXEL), smooth penalty 0. Segment 0's rung 1 is 2,000,000 B (16 Mbit: 8 s), its nominal
+        // size 12 Mbit (6 s); rung 0 takes 2 s (QoE 1). B = 7 s:
+        // actual: rung 1 rebuffers 1 s: 3 - 3 = 0 < 1 -> rung 0 (QoE 1);
+        // nominal: 6 s <= 7 s: 3 -> rung 1;
+        // nominal, buffer capped at 4 s: rung 1 rebuffers 2 s: 3 - 6 = -3 -> rung 0.
+        let mut v = cbr(&[1000, 3000], 4, 3);
+        v.sizes[0][1] = 2_000_000;
+        let nominal = SearchOpts { nominal: true, cap_s: None };
+        assert_eq!(mpc_search_with(&v, 0, 1, 7.0, 0, 2e6, 3.0, 0.0, SearchOpts::default()), (0, 1.0));
+        let (q, best) = mpc_search_with(&v, 0, 1, 7.0, 0, 2e6, 3.0, 0.0, nominal);
+        assert_eq!(q, 1);
+        assert!((best - 3.0).abs() < 1e-9);
+        // the cap: buffer_max 8 s - one segment = 4 s
+        let capped = SearchOpts { nominal: true, cap_s: Some(4.0) };
+        assert_eq!(mpc_search_with(&v, 0, 1, 7.0, 0, 2e6, 3.0, 0.0, capped), (0, 1.0));
+        // through the ABR: buffer_max 8 s, same as the capped search (smooth 0)
+        let p = Params::new()
+            .with("horizon", 1)
+            .with("rebuf_penalty", 3.0)
+            .with("smooth_penalty", 0.0)
+            .with("sizes", "nominal")
+            .with("buffer_cap", true);
+        let mut a = build(&p, &v, false).unwrap();
+        let r = rec(0, 0, 1_000_000, 0, 0, 4000); // 2 Mbit/s
+        a.on_download(&obs(&v, 0, 0, None, &[]), &r);
+        let h = [r];
+        let mut o = obs(&v, 0, 7 * SEC, Some(0), &h);
+        o.buffer_max = 8 * SEC;
+        assert_eq!(a.choose(&o).rung, 0);
+        o.buffer_max = 60 * SEC; // cap 56 s: no effect -> nominal rung 1
+        assert_eq!(a.choose(&o).rung, 1);
     }
 
     /// Plain enumeration without pruning, to check that the bound never changes the answer.
