@@ -129,14 +129,15 @@ def test_scenario_carries_the_arm_keys():
     assert topo["trace"] == "/x.sum" and topo["buffer"] == "32pkts" and topo["aqm"] == "pfifo" and topo["rtt"] == "30ms"
     assert scenario(Run("main", "bbb", "verizon", 7, "voxel_rel"))["client"][0]["data_plane"]["reliability"] == "reliable"
     q = scenario(Run("main", "bbb", "att", 5, "bola_q"))["client"][0]
-    assert q["abr"] == "bolae" and q["data_plane"]["reliability"] == "partial" and not q["data_plane"]["hole_filling"]
+    assert q["abr"] == "abrstar" and q["abr_params"] == {"utility": "log", "abandon_rule": "bola"}
+    assert q["data_plane"]["reliability"] == "partial" and not q["data_plane"]["hole_filling"]
     assert scenario(Run("longq", "bbb", "att", 5, "bola", queue=750))["topology"]["buffer"] == "750pkts"
     syn = scenario(Run("synth", "bbb", "step", 7, "voxel"))["topology"]
     assert syn["rate_profile"] == [["0s", "10.75Mbps"], ["70s", "10.5Mbps"]]
     cr = scenario(Run("cross", "bbb", "fixed20", 1, "voxel", cross_mbps=20.0))
     assert cr["topology"]["rate"] == "20Mbps" and cr["flow"][0]["kind"] == "web"
     tcp = scenario(Run("main", "bbb", "verizon", 1, "beta", tcp_only=True))["client"][0]
-    assert "transport" not in tcp and "data_plane" not in tcp and tcp["abr"] == "bolae"
+    assert "transport" not in tcp and "data_plane" not in tcp and tcp["abr"] == "beta"
     assert set(ARMS) >= {"voxel", "voxel_rel", "bola", "bola_ssim", "beta", "bola_q", "mpc", "mpc_q", "tput"}
 
 
@@ -238,6 +239,7 @@ def test_v36_partial_reliability():
     df = pd.concat([_grid({"voxel": 0.01, "voxel_rel": 0.03}, traces=("verizon", "tmobile"))])
     assert voxel_claims.v36(df)["grade"] == "PASS"
     assert voxel_claims.v36(_grid({"voxel": 0.03, "voxel_rel": 0.01}, traces=("verizon", "tmobile")))["grade"] == "FAIL"
+    assert voxel_claims.v36(_grid({"voxel": 0.0, "voxel_rel": 0.0}, traces=("verizon", "tmobile")))["grade"] == "NOT RUN"
 
 
 def test_v38_synthetic():

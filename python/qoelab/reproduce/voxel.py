@@ -47,6 +47,9 @@ VIDEO_S = 300
 _REL = {"kind": "voxel", "reliability": "reliable", "hole_filling": False, "optional_ranges": False}
 _QSTAR = {"kind": "voxel", "reliability": "partial", "hole_filling": False, "optional_ranges": False}
 _VOXEL = {"kind": "voxel", "reliability": "partial", "hole_filling": True, "optional_ranges": True, "safety": "70ms"}
+_BOLA = {"utility": "log", "abandon_rule": "bola"}          # the release's "unmodified" BOLA-E (docs/models/abr-abrstar.md)
+_MPC = {"rebuf_penalty": 3.0, "sizes": "nominal", "buffer_cap": True}
+_TPUT = {"estimator": "sliding", "window": 1, "sample": "request", "ibr": False, "abandon": False}
 ARMS = {
     "voxel": {"label": "VOXEL", "transport": "quic", "abr": "abrstar",
               "abr_params": {"partial": True, "keep_partial": True}, "data_plane": _VOXEL},
@@ -55,15 +58,13 @@ ARMS = {
                   "data_plane": {**_VOXEL, "reliability": "reliable"}},
     "bola_ssim": {"label": "BOLA-SSIM", "transport": "quic", "abr": "abrstar",
                   "abr_params": {"partial": True, "keep_partial": False}, "data_plane": _REL},
-    "bola": {"label": "BOLA", "transport": "quic", "abr": "bolae", "abr_params": {"utility": "log", "abandon": True},
-             "data_plane": _REL},
-    "bola_q": {"label": "BOLA/QUIC*", "transport": "quic", "abr": "bolae",
-               "abr_params": {"utility": "log", "abandon": True},
+    "bola": {"label": "BOLA", "transport": "quic", "abr": "abrstar", "abr_params": _BOLA, "data_plane": _REL},
+    "bola_q": {"label": "BOLA/QUIC*", "transport": "quic", "abr": "abrstar", "abr_params": _BOLA, "data_plane": _QSTAR},
+    "mpc": {"label": "MPC", "transport": "quic", "abr": "robustmpc", "abr_params": _MPC, "data_plane": _REL},
+    "mpc_q": {"label": "MPC/QUIC*", "transport": "quic", "abr": "robustmpc", "abr_params": _MPC, "data_plane": _QSTAR},
+    "tput": {"label": "Tput", "transport": "quic", "abr": "throughput", "abr_params": _TPUT, "data_plane": _REL},
+    "tput_q": {"label": "Tput/QUIC*", "transport": "quic", "abr": "throughput", "abr_params": _TPUT,
                "data_plane": _QSTAR},
-    "mpc": {"label": "MPC", "transport": "quic", "abr": "robustmpc", "abr_params": {}, "data_plane": _REL},
-    "mpc_q": {"label": "MPC/QUIC*", "transport": "quic", "abr": "robustmpc", "abr_params": {}, "data_plane": _QSTAR},
-    "tput": {"label": "Tput", "transport": "quic", "abr": "throughput", "abr_params": {}, "data_plane": _REL},
-    "tput_q": {"label": "Tput/QUIC*", "transport": "quic", "abr": "throughput", "abr_params": {}, "data_plane": _QSTAR},
     "beta": {"label": "BETA-like", "transport": "quic", "abr": "beta", "abr_params": {}, "data_plane": _REL},
 }
 #: V32: VOXEL with a lower bandwidth-safety factor (abrstar ``safety``; 0.9 untuned).
@@ -74,8 +75,8 @@ for _f in (0.8, 0.7, 0.6):
 #: ``--tcp-only`` (debug, before the core's QUIC video clients land): every arm over TCP with the
 #: default sequential data plane; ABR parameters the current core does not know are dropped and
 #: ABRs it does not have are replaced. The results say nothing about QUIC* (labelled in the report).
-TCP_ONLY_ABR = {"beta": "bolae"}
-TCP_ONLY_DROP = {"keep_partial"}
+TCP_ONLY_ABR: dict = {}
+TCP_ONLY_DROP: set = set()
 
 #: VOXEL's traces (§6.3): data-relative paths.
 TRACES = {
@@ -458,7 +459,7 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
     if n:
         import numpy as np
         q = np.array([x["quality"] for x in played])
-        fb = sum(x["bytes"] for x in played)
+        fb = sum(min(x["bytes"], x["full"]) for x in played)    # re-fetched (hole-filled) bytes count once
         ff = sum(x["full"] for x in played)
         # ``bytes`` counts body bytes delivered, zero-filled ones included (docs/models/data_plane-voxel.md)
         unrel_req = sum(max(0.0, x["bytes"] - x["rel"]) for x in played)
@@ -467,7 +468,8 @@ def extract(run: Run, summary: dict, tables: dict) -> tuple[dict, list[dict]]:
             "ssim_min_30s": float(q[: max(1, 30 // SEG_S)].min()),
             "perfect_share": float((np.round(q, 3) >= 1.0).mean()),
             "nominal_bitrate_bps": float(np.mean([x["nominal_bps"] for x in played])),
-            "fetched_bitrate_bps": (fb - sum(x["lost"] for x in played)) * 8.0 / (n * SEG_S),
+            "fetched_bitrate_bps": (sum(x["bytes"] for x in played) - sum(x["lost"] for x in played)) * 8.0
+            / (n * SEG_S),
             "skipped_pct": 100.0 * (1.0 - fb / ff) if ff == ff and ff > 0 else float("nan"),
             "skip_any_share": float(np.mean([x["bytes"] < x["full"] for x in played])),
             "skip_ref_share": float(np.mean([x["bytes"] < x["allp"] for x in played])),

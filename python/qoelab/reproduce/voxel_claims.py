@@ -677,6 +677,9 @@ def v36(df):
         return not_run("V36", "§6.6.3, Fig. 6.21", paper, rule, "no VOXEL rel runs")
     vz = [r for r in rows if r["trace"] == "verizon" and max(r["sys"], r["base"]) > EPS]
     tm = [r for r in rows if r["trace"] == "tmobile"]
+    if not vz and not any(max(r["sys"], r["base"]) > EPS for r in tm):
+        return claim("V36", "§6.6.3, Fig. 6.21", paper, rule, "NOT RUN",
+                     f"no configuration where either arm rebuffers (> 0.1%): nothing to compare; {_rows_txt(rows)}")
     fr_vz = sum(r["sys"] >= 1.5 * r["base"] for r in vz) / len(vz) if vz else float("nan")
     fr_tm = sum(r["base"] <= r["sys"] + 1e-12 for r in tm) / len(tm) if tm else float("nan")
     d_vz = sum(r["base"] <= r["sys"] + 1e-12 for r in rows if r["trace"] == "verizon") / max(
