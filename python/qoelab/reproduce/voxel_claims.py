@@ -746,8 +746,8 @@ def v39(df):
     w = d["played"].astype(float)
     s = float((d["refetch_big_share"] * w).sum() / w.sum())
     return claim("V39", "§4.2.3", paper, rule, "PASS" if s >= 0.25 else "PARTIAL" if s >= 0.10 else "FAIL",
-                 f"{_pct(s, 1)} of played segments were first abandoned after >= 50% of their bytes (BOLA-E abandonment on, "
-                 f"{int(d['abandoned'].sum())} abandonments in {len(d)} runs)")
+                 f"{_pct(s, 1)} of played segments were first abandoned after >= 50% of their bytes (the release's bola "
+                 f"abandonment rule, {int(d['abandoned'].sum())} abandonments in {len(d)} runs)")
 
 
 def v43() -> dict:

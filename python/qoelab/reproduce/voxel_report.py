@@ -238,8 +238,8 @@ def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
                  "s for run i of n; base RTT 30 ms; 32-packet drop-tail (pfifo) queue (750 for V35); upstream 100 "
                  "Mbit/s; Cubic. Buffer N segments = buffer_max (N + 1) x 4 s. Arms (python/qoelab/reproduce/voxel.py "
                  "ARMS): VOXEL = abrstar (partial, keep-partial) over QUIC* (partial reliability, hole filling, optional "
-                 "ranges, 70 ms safety); BOLA = bolae (log utility) over reliable QUIC; BETA-like = beta over reliable "
-                 "QUIC; BOLA-SSIM = abrstar without keep-partial over reliable QUIC; VOXEL rel = VOXEL with every "
+                 "ranges, 70 ms safety); BOLA = abrstar with the log utility and the release's bola abandonment (full "
+                 "segments) over reliable QUIC; BETA-like = beta over reliable QUIC; BOLA-SSIM = abrstar without keep-partial over reliable QUIC; VOXEL rel = VOXEL with every "
                  "transfer reliable; X/QUIC* = the same ABR in Q* mode. bufRatio excludes startup (runs.parquet also "
                  "has it with startup). See docs/reproductions/voxel.md for the deviations.</p></body></html>")
     path = os.path.join(out_dir, "report.html")
