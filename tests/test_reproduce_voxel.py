@@ -302,13 +302,15 @@ def test_v43_trace_statistics():
     assert c["grade"] == "PASS", c["ours"]
 
 
-def _core_has_quic_video_clients() -> str | None:
-    """None if the core accepts the VOXEL arm keys, else the reason."""
+def _core_has_quic_video_clients(tmp) -> str | None:
+    """None if the core accepts the keys of every arm of the quick grid, else the reason."""
     import qoelab
     from qoelab.errors import InputError
+    path = os.path.join(str(tmp), "probe.json")
+    with open(path, "w") as f:
+        json.dump(vs.truncate(vs.generate("bbb", validate=False), 2), f)
     for arm in sorted({r.arm for r in voxel.quick_spec().runs()}):
-        scn = scenario(Run("main", "bbb", "const", 1, arm, video_s=8))
-        scn["client"][0]["video"] = "synthetic:voxel"
+        scn = scenario(Run("main", "bbb", "const", 1, arm, video_s=8, video_file=path))
         scn["scenario"]["duration"] = "1s"
         try:
             qoelab.run(scn)
@@ -322,7 +324,7 @@ def _core_has_quic_video_clients() -> str | None:
 def test_quick_reproduction(tmp_path):
     from conftest import need_data
     need_data("traces", "voxel")
-    why = _core_has_quic_video_clients()
+    why = _core_has_quic_video_clients(tmp_path)
     if why:
         print(f"skipped: {why}")
         pytest.skip(why)

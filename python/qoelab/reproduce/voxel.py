@@ -210,11 +210,11 @@ class Spec:
 
 def full_spec() -> Spec:
     """The full run: 4 stand-ins x T-Mobile/Verizon/AT&T (BBB and ED also FCC and 3G) x buffers 1/2/5/7
-    x VOXEL/BOLA/BETA-like x 1 shift (plus VOXEL rel on T-Mobile/Verizon, tuned VOXEL f = 0.8/0.7/0.6 on
+    x VOXEL/BOLA/BETA-like x 2 shifts (plus VOXEL rel on T-Mobile/Verizon, tuned VOXEL f = 0.8/0.7/0.6 on
     T-Mobile, BOLA/MPC over QUIC and QUIC* at 5/7 segments), the V33 ablation on 10 of the 86 Norway
     3G traces (1/7 segments), the 750-packet queue, 20 Mbit/s web cross traffic, the synthetic traces
     of Fig. 6.17, a fairness run."""
-    return Spec(name="full", description=full_spec.__doc__.split("\n")[0])
+    return Spec(name="full", shifts=2, description=full_spec.__doc__.split("\n")[0])
 
 
 def quick_spec() -> Spec:
