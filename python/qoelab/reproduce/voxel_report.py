@@ -41,6 +41,11 @@ def fig_p90(df):
     for i, t in enumerate(traces):
         for j, v in enumerate(videos):
             ax = axs[i][j]
+            if not any(k[0] == v and k[1] == t for a in arms for k in table(df, "main", a)):
+                ax.axis("off")
+                ax.text(0.5, 0.5, f"{TRACE_LABEL[t]} / {v.upper()}: not run", ha="center", va="center", fontsize=7,
+                        transform=ax.transAxes)
+                continue
             for a in arms:
                 tab = table(df, "main", a)
                 bs = sorted(b for vv, tt, b in tab if (vv, tt) == (v, t))
