@@ -18,6 +18,9 @@ paper's claims against our numbers and writes an HTML report. The CLI group live
 * ``minerva``: Nathan et al., "End-to-End Transport for Video QoE Fairness" -- Minerva vs Cubic and
   BBR, dynamic arrivals, cross traffic, rate bounds, two providers (claims M1-M22). See
   :mod:`qoelab.reproduce.minerva` and docs/reproductions/minerva.md.
+* ``voxel``: Palmer, dissertation ch. 4-6 (VOXEL, CoNEXT'21) -- frame-level partial segments over
+  QUIC* with ABR* vs BOLA and BETA-like on cellular traces, on MODELLED stand-in videos (claims
+  V1-V43). See :mod:`qoelab.reproduce.voxel` and docs/reproductions/voxel.md.
 """
 
 REPRODUCTIONS = {
@@ -25,4 +28,5 @@ REPRODUCTIONS = {
     "sprint": "qoelab.reproduce.sprint",
     "chunklets": "qoelab.reproduce.chunklets",
     "minerva": "qoelab.reproduce.minerva",
+    "voxel": "qoelab.reproduce.voxel",
 }

@@ -27,7 +27,8 @@ def _run_reproduction(name: str, args) -> int:
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
-    meta = mod.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log)
+    kw = {"tcp_only": True} if getattr(args, "tcp_only", False) else {}
+    meta = mod.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log, **kw)
     extra = f" + {meta['opt_runs']} fixed-rate runs" if meta.get("opt_runs") else ""
     print(f"{name} ({meta['grid']} grid): {meta['runs']} runs{extra}, {meta['failed']} failed, "
           f"{meta['wall_s_total']:.1f} s wall")
@@ -126,13 +127,37 @@ def _add_minerva(rsub) -> None:
     mn.set_defaults(func=_cmd_minerva)
 
 
+def _cmd_voxel(args) -> int:
+    return _run_reproduction("voxel", args)
+
+
+def _add_voxel(rsub) -> None:
+    vx = rsub.add_parser(
+        "voxel", help="VOXEL (Palmer): frame-level partial segments, QUIC*, ABR* vs BOLA/BETA-like over cellular traces",
+        description="Palmer, dissertation 2022, ch. 4-6 (VOXEL, CoNEXT'21). Writes MODELLED stand-ins of the four films "
+                    "(13-rung Table 6.2 ladder, VOXEL tables) and runs VOXEL, BOLA, BETA-like, BOLA-SSIM, VOXEL rel and "
+                    "BOLA/MPC over QUIC and QUIC* on VOXEL's traces (T-Mobile, Verizon, AT&T, FCC, 3G; shifted runs), the "
+                    "Norway 3G ablation, a 750-packet queue, web cross traffic and the synthetic traces of Fig. 6.17; "
+                    "writes DIR/report.html (p90 bufRatio per buffer and arm, SSIM ECDFs, % data skipped, claims V1-V43 "
+                    "with verdicts), runs.parquet, segments.parquet, claims.json, meta.json, content/. Needs the shared "
+                    "data folder (../shared/data or $QOELAB_DATA). See docs/reproductions/voxel.md.")
+    vx.add_argument("--quick", action="store_true",
+                    help="BBB stand-in, 120 s of media, 4 traces x 1/7 segments x VOXEL/BOLA/BETA-like, 1 shift; under a minute")
+    vx.add_argument("--out", default="results/voxel", metavar="DIR", help="output directory (default results/voxel)")
+    vx.add_argument("--jobs", type=_jobs, default=None, metavar="N",
+                    help="worker processes running simulations in parallel (default: number of CPUs)")
+    vx.add_argument("--tcp-only", action="store_true",
+                    help="debug: every arm over TCP with the sequential data plane (no QUIC*); no network claim is graded")
+    vx.set_defaults(func=_cmd_voxel)
+
+
 def add_parser(subparsers) -> None:
     """Register ``reproduce`` with the subcommand ``livi``."""
     rp = subparsers.add_parser("reproduce", help="re-run a published experiment and check its claims",
                                description="Re-run a published experiment in the simulator and write an HTML report "
                                            "with its figures and the paper's claims next to ours, with a verdict "
                                            "per claim.")
-    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets,minerva,socket-intents}")
+    rsub = rp.add_subparsers(dest="reproduce_cmd", metavar="{livi,sprint,chunklets,minerva,socket-intents,voxel}")
     rsub.required = True
     lv = rsub.add_parser(
         "livi", help="HAS over AQM testbed (Livi et al.): BBA2/BBA3/Classic1/Classic2 over droptail/ARED/CoDel",
@@ -156,6 +181,7 @@ def add_parser(subparsers) -> None:
     _add_chunklets(rsub)
     _add_minerva(rsub)
     _add_socket_intents(rsub)
+    _add_voxel(rsub)
 
 
 def main(argv=None) -> int:

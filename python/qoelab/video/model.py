@@ -117,14 +117,27 @@ def validate_video(video: dict, path: str | None = None) -> dict:
     return video
 
 
+def _is_range_list(v: Any) -> bool:
+    """``v`` is a list of [first, last] pairs of integers (one loop; large VOXEL tables are checked
+    once per run)."""
+    if not isinstance(v, list):
+        return False
+    for x in v:
+        if not isinstance(x, (list, tuple)) or len(x) != 2:
+            return False
+        a, b = x
+        if not (type(a) is int or _is_int(a)) or not (type(b) is int or _is_int(b)):
+            return False
+    return True
+
+
 def voxel_segment_problem(seg: dict, first: int, last: int) -> tuple[str, str, str] | None:
     """The first rule of a VOXEL segment entry (``reliable``, ``unreliable``: [[a, b], ...]
     inclusive byte ranges; ``ssims``: [[q, k, n], ...]) that ``(first, last)``, the segment's bytes
     in its rung's file, breaks: (field, expected, found), or None (``VoxelSegment::validate``)."""
     rel, unr, ss = seg.get("reliable"), seg.get("unreliable"), seg.get("ssims")
     for k, v in (("reliable", rel), ("unreliable", unr)):
-        if not isinstance(v, list) or not all(isinstance(x, (list, tuple)) and len(x) == 2 and all(_is_int(y) for y in x)
-                                              for x in v):
+        if not _is_range_list(v):
             return k, "a list of [first, last] byte ranges", repr(v)[:60]
         for a, b in v:
             if b < a:
