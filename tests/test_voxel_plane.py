@@ -94,3 +94,17 @@ def test_quic_options_without_quic_are_refused(tmp_path):
         '[client.quic]\ninitial_window = 20\n')
     r = qoelab_cli("run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "quic" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_video_duration_truncates_and_tiles_the_voxel_table(tmp_path):
+    """`video_duration` fits the VOXEL table to the byte layout: truncated, or tiled with each copy's
+    ranges shifted by the rung's file period (the core checks that the ranges tile every segment)."""
+    _voxel_mpd(tmp_path / "v.mpd", n=5)
+    for dur, n in (("12s", 3), ("40s", 10)):
+        (tmp_path / "s.toml").write_text(
+            f'[scenario]\nduration = "60s"\n[topology]\nrate = "5Mbps"\n[[client]]\nvideo = "v.mpd"\n'
+            f'video_duration = "{dur}"\nabr = "abrstar"\nabr_params = {{partial = true}}\ntransport = "quic"\n'
+            '[client.data_plane]\nkind = "voxel"\n')
+        res = qoelab.run(str(tmp_path / "s.toml"))
+        assert res.summary["clients"][0]["segments"] == n
+        assert res.table("segments")["quality"].notna().all()

@@ -1033,6 +1033,16 @@ def _fit_duration(v: dict, dur_ns: int) -> dict:
         v["byte_offsets"] = [[o + (i // k) * p for o, p in zip(offs[i % k], period)] for i in range(n)]
     v["sizes"] = [v["sizes"][i % k] for i in range(n)]
     v["quality"] = {m: [t[i % k] for i in range(n)] for m, t in v.get("quality", {}).items()}
+    vx = v.get("voxel")
+    if vx is not None and offs is not None:
+        # VOXEL's ranges follow the byte layout: copy c of segment i shifted by c periods
+        def shifted(seg: dict, d: int) -> dict:
+            if d == 0:
+                return seg
+            return {"reliable": [[a + d, b + d] for a, b in seg["reliable"]],
+                    "unreliable": [[a + d, b + d] for a, b in seg["unreliable"]], "ssims": seg["ssims"]}
+        v["voxel"] = dict(vx, segments=[[shifted(vx["segments"][i % k][r], (i // k) * period[r])
+                                         for r in range(len(period))] for i in range(n)])
     v["last_segment_duration"] = None
     return v
 
