@@ -12,6 +12,13 @@ use crate::session::Dir;
 use crate::tcp::TcpConfig;
 use crate::time::{Ns, NEVER};
 
+/// The transport of a connection and its options.
+#[derive(Clone, Copy)]
+pub(crate) enum ConnTransport<'a> {
+    Tcp(&'a TcpConfig),
+    Quic(&'a crate::quic::QuicConfig),
+}
+
 /// Which stream of a connection `fid` is, if it is one of the current halves `conn` of its slot.
 pub(crate) fn stream_of(conn: Option<&(FlowId, FlowId)>, fid: FlowId) -> Option<Dir> {
     let &(rq, rs) = conn?;
@@ -36,27 +43,34 @@ pub(crate) fn lower_timer(sched: &mut Ns, t: Ns, now: Ns) -> Option<Ns> {
 }
 
 impl World {
-    /// Open a TCP connection from `client` to `server` as two half-connections, `<base>/req<suffix>`
-    /// (kind `req_kind`, with the three-way handshake that models the connection setup) and
-    /// `<base>/resp<suffix>` (kind `resp_kind`, established), paired; both in slot `slot`.
+    /// Open a connection from `client` to `server` as two half-connections of transport `tr`,
+    /// `<base>/req<suffix>` (kind `req_kind`, with the handshake that models the connection setup)
+    /// and `<base>/resp<suffix>` (kind `resp_kind`, established), paired; both in slot `slot`.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn open_tcp_connection(
+    pub(crate) fn open_halves(
         &mut self,
         p: &str,
         (base, suffix): (&str, &str),
         (req_kind, resp_kind): (&'static str, &'static str),
         (client, server): (NodeId, NodeId),
         (cc, ccp): (&str, &Params),
-        tcfg: &TcpConfig,
+        tr: ConnTransport,
         slot: u32,
         start: Ns,
     ) -> Result<(FlowId, FlowId), SimError> {
-        let req =
-            self.add_tcp_flow(p, &format!("{base}/req{suffix}"), req_kind, client, server, cc, ccp, tcfg, start)?;
-        let mut down = tcfg.clone();
-        down.handshake = false;
-        let resp =
-            self.add_tcp_flow(p, &format!("{base}/resp{suffix}"), resp_kind, server, client, cc, ccp, &down, start)?;
+        let (rq, rs) = (format!("{base}/req{suffix}"), format!("{base}/resp{suffix}"));
+        let (req, resp) = match tr {
+            ConnTransport::Tcp(tcfg) => {
+                let req = self.add_tcp_flow(p, &rq, req_kind, client, server, cc, ccp, tcfg, start)?;
+                let down = TcpConfig { handshake: false, ..tcfg.clone() };
+                (req, self.add_tcp_flow(p, &rs, resp_kind, server, client, cc, ccp, &down, start)?)
+            }
+            ConnTransport::Quic(qcfg) => {
+                let req = self.add_quic_flow(p, &rq, req_kind, client, server, cc, ccp, qcfg, start)?;
+                let down = crate::quic::QuicConfig { handshake: false, ..qcfg.clone() };
+                (req, self.add_quic_flow(p, &rs, resp_kind, server, client, cc, ccp, &down, start)?)
+            }
+        };
         self.flows[req].slot = slot;
         self.flows[resp].slot = slot;
         self.pair_halves(req, resp);
@@ -87,33 +101,6 @@ impl World {
             s.skip(a, b);
         }
         self.drain_ep(tx);
-    }
-
-    /// Open a QUIC connection from `client` to `server` as two half-connections (one stream each
-    /// way: requests and responses), `<base>/req<suffix>` (with the handshake) and
-    /// `<base>/resp<suffix>` (without), paired as [`World::pair_halves`] does for TCP.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn open_quic_connection(
-        &mut self,
-        p: &str,
-        (base, suffix): (&str, &str),
-        (req_kind, resp_kind): (&'static str, &'static str),
-        (client, server): (NodeId, NodeId),
-        (cc, ccp): (&str, &Params),
-        qcfg: &crate::quic::QuicConfig,
-        slot: u32,
-        start: Ns,
-    ) -> Result<(FlowId, FlowId), SimError> {
-        let req =
-            self.add_quic_flow(p, &format!("{base}/req{suffix}"), req_kind, client, server, cc, ccp, qcfg, start)?;
-        let mut down = qcfg.clone();
-        down.handshake = false;
-        let resp =
-            self.add_quic_flow(p, &format!("{base}/resp{suffix}"), resp_kind, server, client, cc, ccp, &down, start)?;
-        self.flows[req].slot = slot;
-        self.flows[resp].slot = slot;
-        self.pair_halves(req, resp);
-        Ok((req, resp))
     }
 
     /// Close the client's side of connection (`rq`, `rs`) at once and send a reset to the server,

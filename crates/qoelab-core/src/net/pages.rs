@@ -9,6 +9,7 @@
 
 use super::clients::{Buffered, ConnOp, CLOSED};
 use super::config::PageCfg;
+use super::connection::ConnTransport::Tcp;
 use super::connection::{lower_timer, stream_of};
 use super::endpoint::tcp_config;
 use super::error::{serr, SimError};
@@ -111,7 +112,7 @@ impl World {
         let ccp = Params::from_value(&c.cc_params).expect("checked at build");
         let (cc, base) = (c.cc.clone(), format!("{}/c{}", c.name, self.pages[pi].opened));
         let (req, resp) = self
-            .open_tcp_connection(&p, (&base, ""), ("page_req", "page"), (client, server), (&cc, &ccp), &tcfg, slot, now)
+            .open_halves(&p, (&base, ""), ("page_req", "page"), (client, server), (&cc, &ccp), Tcp(&tcfg), slot, now)
             .expect("checked at build");
         self.flows[req].page = Some(pi);
         self.flows[resp].page = Some(pi);

@@ -4,7 +4,7 @@
 
 use super::clients::{session_parts, Buffered, ClientRt, ConnOp};
 use super::config::ClientCfg;
-use super::connection::{lower_timer, stream_of};
+use super::connection::{lower_timer, stream_of, ConnTransport};
 use super::endpoint::tcp_config;
 use super::error::{serr, SimError};
 use super::world::{target, World, K_CLIENT};
@@ -91,30 +91,27 @@ impl World {
         let suffix = if k == 0 { String::new() } else { format!("~{k}") };
         let name = if slot == 0 { c.name.clone() } else { format!("{}/c{slot}", c.name) };
         let kind = if probe { "probe" } else { "video" };
-        let (req, resp) = if let Some(qcfg) = client_quic(p, c)? {
-            self.open_quic_connection(
-                p,
-                (&name, &suffix),
-                ("http_req", kind),
-                (client, server),
-                (&c.cc, &ccp),
-                &qcfg,
-                slot,
-                start,
-            )?
-        } else {
-            let tcfg = tcp_config(p, &c.tcp)?;
-            self.open_tcp_connection(
-                p,
-                (&name, &suffix),
-                ("http_req", kind),
-                (client, server),
-                (&c.cc, &ccp),
-                &tcfg,
-                slot,
-                start,
-            )?
+        let (quic, tcp);
+        let tr = match client_quic(p, c)? {
+            Some(q) => {
+                quic = q;
+                ConnTransport::Quic(&quic)
+            }
+            None => {
+                tcp = tcp_config(p, &c.tcp)?;
+                ConnTransport::Tcp(&tcp)
+            }
         };
+        let (req, resp) = self.open_halves(
+            p,
+            (&name, &suffix),
+            ("http_req", kind),
+            (client, server),
+            (&c.cc, &ccp),
+            tr,
+            slot,
+            start,
+        )?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
         Ok((req, resp))
