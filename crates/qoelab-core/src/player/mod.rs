@@ -799,11 +799,6 @@ impl Player {
         self.flight_index(id).map(|i| self.in_flight[i].bytes_total)
     }
 
-    /// The SSIM level of the partial segment download `id` requested, if any.
-    pub fn download_ssim(&self, id: DlId) -> Option<f64> {
-        self.flight_index(id).and_then(|i| self.in_flight[i].partial_ssim)
-    }
-
     /// Before [`Player::complete`]: download `id`'s segment plays at `ssim` (what its received
     /// frames give) and `lost` of its body bytes were zero-filled (VOXEL's unreliable data).
     pub fn set_received_quality(&mut self, id: DlId, ssim: Option<f64>, lost: u64) {

@@ -33,7 +33,6 @@ use crate::session::http::{Delivery, ReqId};
 use crate::session::{ConnId, Dir};
 use crate::time::{Ns, MS, NEVER};
 use crate::video::Video;
-use std::sync::Arc;
 
 const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -93,7 +92,7 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn DataPlane>, ParamError> {
         optional: p.bool(PARAMS, "optional_ranges")?,
         safety,
         max_rounds: rounds as u32,
-        video: None,
+        started: false,
         state: State::Idle,
         stats: VoxelStats::default(),
     }))
@@ -132,7 +131,6 @@ struct Seg {
     /// Missing body intervals `[a, b)` below `fetched_to`, in order.
     missing: Vec<(u64, u64)>,
     rounds: u32,
-    extra_received: u64,
 }
 
 impl Seg {
@@ -186,7 +184,8 @@ pub struct VoxelPlane {
     optional: bool,
     safety: Ns,
     max_rounds: u32,
-    video: Option<Arc<Video>>,
+    /// The player was told it may truncate downloads (on the first pump).
+    started: bool,
     state: State,
     pub stats: VoxelStats,
 }
@@ -201,42 +200,23 @@ impl VoxelPlane {
     }
 
     fn seg_of(&self, player: &Player, segment: usize, rung: usize, requested: u64) -> Seg {
-        let v = player.video();
-        match v.voxel.as_ref() {
+        let (reliable, frame_end) = match player.video().voxel.as_ref() {
             Some(t) => {
                 let s = &t.segments[segment][rung];
                 let reliable = s.reliable_bytes();
-                let mut end = reliable;
                 let frame_end = s
                     .unreliable
                     .iter()
-                    .map(|&(a, b)| {
-                        end += b - a + 1;
-                        end
+                    .scan(reliable, |end, &(a, b)| {
+                        *end += b - a + 1;
+                        Some(*end)
                     })
                     .collect();
-                Seg {
-                    segment,
-                    rung,
-                    reliable,
-                    frame_end,
-                    fetched_to: requested,
-                    missing: Vec::new(),
-                    rounds: 0,
-                    extra_received: 0,
-                }
+                (reliable, frame_end)
             }
-            None => Seg {
-                segment,
-                rung,
-                reliable: requested,
-                frame_end: Vec::new(),
-                fetched_to: requested,
-                missing: Vec::new(),
-                rounds: 0,
-                extra_received: 0,
-            },
-        }
+            None => (requested, Vec::new()),
+        };
+        Seg { segment, rung, reliable, frame_end, fetched_to: requested, missing: Vec::new(), rounds: 0 }
     }
 
     /// The SSIM the segment plays at with what arrived (None without a VOXEL table).
@@ -421,8 +401,7 @@ impl VoxelPlane {
     /// The extra request is over (complete, or cut after `got` body bytes): account, revise
     /// the segment's quality, go on.
     fn finish_extra(&mut self, now: Ns, cx: &mut Cx, got: u64) -> bool {
-        let State::Extra { req, start, kind, seg, map, body_len: _ } = std::mem::replace(&mut self.state, State::Idle)
-        else {
+        let State::Extra { start, kind, seg, map, .. } = std::mem::replace(&mut self.state, State::Idle) else {
             return false;
         };
         let mut seg = seg;
@@ -464,10 +443,8 @@ impl VoxelPlane {
         }
         missing.sort_unstable();
         seg.missing = merge(missing);
-        seg.extra_received += received;
         let ssim = self.ssim(cx.player, &seg);
         cx.player.revise_segment(seg.segment, ssim, seg.missing_bytes(), received);
-        let _ = req;
         self.after(now, seg, cx);
         true
     }
@@ -514,9 +491,9 @@ impl DataPlane for VoxelPlane {
         Some(self.stats)
     }
     fn pump(&mut self, now: Ns, cx: &mut Cx) {
-        if self.video.is_none() {
+        if !self.started {
             cx.player.enable_keep_partial();
-            self.video = Some(cx.player.video().clone());
+            self.started = true;
         }
         match &self.state {
             State::Idle => self.issue_main(now, cx),
@@ -551,10 +528,10 @@ impl DataPlane for VoxelPlane {
             State::Main { .. } => player.playback_at(),
             State::Extra { .. } => {
                 // when the slack reaches the margin (the buffer drains while playing)
-                let slack = self.slack(player_now(player), player);
+                let slack = self.slack(player.clock(), player);
                 let left = (slack - self.safety as i128).max(0) as Ns;
                 let t = if player.phase() == crate::player::Phase::Playing {
-                    player_now(player).saturating_add(left)
+                    player.clock().saturating_add(left)
                 } else {
                     NEVER
                 };
@@ -562,11 +539,6 @@ impl DataPlane for VoxelPlane {
             }
         }
     }
-}
-
-/// The player's media clock (the last instant it was advanced to).
-fn player_now(player: &Player) -> Ns {
-    player.clock()
 }
 
 #[cfg(test)]
@@ -590,7 +562,6 @@ mod tests {
             fetched_to: 300,
             missing: vec![(210, 220)],
             rounds: 0,
-            extra_received: 0,
         };
         assert_eq!(s.frames_whole(), 2);
         let s = Seg { missing: vec![], fetched_to: 260, ..s };
