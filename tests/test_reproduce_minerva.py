@@ -136,10 +136,14 @@ def test_scenarios_are_paired_and_wired():
 # end to end
 
 
-def test_quick_reproduction(tmp_path):
+@pytest.mark.parametrize("mode", ["hd", "synthetic"])
+def test_quick_reproduction(tmp_path, mode):
+    if mode == "hd" and not _hd_ready():
+        pytest.skip("the hd corpus is not generated (qoelab video corpus regenerate --set hd)")
     out = tmp_path / "mn"
-    meta = M.reproduce(str(out), quick=True, jobs=2)
+    meta = M.reproduce(str(out), quick=True, jobs=2, corpus_mode=mode)
     assert meta["failed"] == 0 and not meta.get("report_error")
+    assert meta["corpus"] == mode and meta["videos"] == list(corpus.pool(mode))
     claims = json.loads((out / "claims.json").read_text())
     assert [c["id"] for c in claims] == [f"M{i}" for i in range(1, 23)]
     assert all(c["verdict"] in (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE, OUT_OF_SCOPE) for c in claims)
@@ -161,7 +165,7 @@ def test_quick_reproduction(tmp_path):
     other.mkdir()
     (other / "x").write_text("keep")
     with pytest.raises(InputError):
-        M.reproduce(str(other), quick=True)
+        M.reproduce(str(other), quick=True, corpus_mode=mode)
     assert os.path.exists(other / "x")
 
 
@@ -171,3 +175,52 @@ def test_cli_registers_minerva():
     with pytest.raises(SystemExit) as e:
         cli.main(["reproduce", "minerva", "--jobs", "0"])
     assert e.value.code == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# --corpus hd: the generated genre corpus at the paper's link rates
+
+def _hd_ready():
+    from qoelab.content import corpus as cc
+    d = cc.corpus_dir("hd")
+    return all(os.path.isfile(os.path.join(d, f"{c}.json")) for c in cc.HD_CLIPS)
+
+
+need_hd = pytest.mark.skipif(not _hd_ready(), reason="the hd corpus is not generated (qoelab video corpus regenerate --set hd)")
+
+
+def test_hd_grid_uses_the_papers_rates_and_the_hd_pool():
+    from dataclasses import replace
+    sp = replace(M.full_spec(), corpus="hd")
+    runs = sp.runs()
+    rates = {r.exp: set() for r in runs}
+    for r in runs:
+        rates[r.exp].add(r.rate_mbps)
+        assert r.corpus == "hd" and r.run_id.endswith("-hd")
+    assert rates["bench"] == {4.0, 10.0, 16.0} and rates["dyn"] == {8.0} and rates["xt"] == {20.0, 40.0}
+    assert rates["web"] == {20.0} and rates["bound"] == rates["conv"] == rates["join"] == {5.0}
+    assert rates["prov"] == {10.0, 20.0}
+    assert {r.load_mbps for r in runs if r.exp == "web"} == {4.0, 8.0, 12.0, 16.0}
+    pool = set(corpus.pool("hd"))
+    assert all(set(r.videos) <= pool for r in runs if r.exp in ("bench", "dyn", "xt", "web", "prov"))
+    assert {r.videos for r in runs if r.exp in ("pool", "join")} == {("cooking",), ("cooking", "cooking")}
+    assert {r.videos for r in runs if r.exp in ("bound", "conv")} == {("A", "B")}
+    # the synthetic grid is unchanged (its run ids and rates)
+    syn = M.full_spec().runs()
+    assert {r.rate_mbps for r in syn if r.exp == "bench"} == set(M.BENCH_RATES)
+    assert not any(r.run_id.endswith("-hd") for r in syn)
+    assert corpus.vmaf_curve("A", "hd")[-1] == pytest.approx(85.14 + 0.2 / 1.7 * (91.19 - 85.14), abs=0.01)  # 6 Mbit/s
+
+
+@need_hd
+def test_hd_videos_are_corpus_tables_looped():
+    from qoelab.content import corpus as cc
+    v = corpus.make_video("soccer", 75, mode="hd")
+    src = cc.load_video("soccer")
+    n = len(src["sizes"])
+    assert len(v["sizes"]) == 75 and v["sizes"][n] == src["sizes"][0] and v["quality"]["vmaf"][n + 3] == src["quality"]["vmaf"][3]
+    assert set(v["quality"]) == {"vmaf", "psnr"} and v["bitrates_bps"] == src["bitrates_bps"]
+    run = M.Run("bench", "minerva", 10.0, ("soccer", "cartoon", "nature", "news"), corpus="hd")
+    scn = M.scenario(run)
+    assert scn["topology"]["rate"] == "10Mbps"
+    assert all(c["video"].endswith(f"{n}.json") for c, n in zip(scn["client"], run.videos))

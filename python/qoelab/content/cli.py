@@ -63,7 +63,7 @@ def add_parser(subparsers) -> None:
     pr.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced atomically)")
     pr.add_argument("--ladder", default="table6.2",
                     help="table6.2 (dissertation Table 6.2 up to 1080p, 11 rungs; default), table6.2:HEIGHT, "
-                         "corpus (the corpus' 8-rung ladder capped at 360p), or WxH@RATE,... (RATE in bit/s, k/M suffix)")
+                         "corpus (the corpus' 8-rung ladder capped at 360p), hd (the hd corpus' 8 rungs, 0.2-6 Mbit/s, 240p-1080p), or WxH@RATE,... (RATE in bit/s, k/M suffix)")
     pr.add_argument("--segment", type=_segment, default=4.0, metavar="DUR", help="segment duration, e.g. 4s (default) or 2000ms")
     pr.add_argument("--metrics", default="vmaf,ssim,psnr", help="comma list of vmaf, ssim, psnr (default: all)")
     pr.add_argument("--display", type=_size, default=None, metavar="WxH",
@@ -96,17 +96,24 @@ def add_parser(subparsers) -> None:
     vx.set_defaults(func=cmd_voxel)
 
     co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
-                         description="The committed corpus (python/qoelab/corpus/, shipped in the package): quality tables of built-in generated clips.")
+                         description="The committed corpora (shipped in the package): quality tables of built-in generated clips. "
+                                     "Two sets: sd (python/qoelab/corpus/, 12 clips, 360p display, default) and hd "
+                                     "(python/qoelab/corpus-hd/, 16 genre clips, 1080p display, ladder 0.2-6 Mbit/s); "
+                                     "choose with --set. See docs/corpus.md.")
     csub = co.add_subparsers(dest="corpus_cmd", metavar="{list,regenerate,verify,plot}")
     csub.required = True
     cl = csub.add_parser("list", help="list the corpus clips with their VMAF at about 1 Mbit/s")
-    cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
+    cl.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the set's package directory qoelab/corpus or qoelab/corpus-hd; $QOELAB_CORPUS, $QOELAB_CORPUS_HD)")
+    cl.add_argument("--set", dest="cset", default="sd", choices=["sd", "hd"],
+                    help="corpus set: sd (360p, 12 clips, default) or hd (1080p ladder 0.2-6 Mbit/s, 16 genre clips)")
     cl.set_defaults(func=cmd_corpus_list)
     cr = csub.add_parser("regenerate", help="re-run the pipeline for all (or some) clips and rewrite their tables",
                          description="Re-run the pipeline with the corpus parameters (corpus/manifest.json) and "
                                      "rewrite corpus/<clip>.json, corpus/frames/<clip>.parquet and the manifest.")
     cr.add_argument("--clip", action="append", default=None, metavar="NAME", help="only this clip (repeatable)")
-    cr.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
+    cr.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the set's package directory qoelab/corpus or qoelab/corpus-hd; $QOELAB_CORPUS, $QOELAB_CORPUS_HD)")
+    cr.add_argument("--set", dest="cset", default="sd", choices=["sd", "hd"],
+                    help="corpus set: sd (360p, 12 clips, default) or hd (1080p ladder 0.2-6 Mbit/s, 16 genre clips)")
     _common(cr)
     cr.set_defaults(func=cmd_corpus_regenerate)
     cv = csub.add_parser("verify", help="regenerate a clip from scratch and compare with the committed table",
@@ -116,15 +123,19 @@ def add_parser(subparsers) -> None:
     cv.add_argument("--segments", type=int, default=None, metavar="K",
                     help="quick check: render K+1 segments and compare the first K (default: the whole clip)")
     cv.add_argument("--rungs", default=None, metavar="I,J,...", help="only these rung indices (default: all)")
-    cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
+    cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the set's package directory qoelab/corpus or qoelab/corpus-hd; $QOELAB_CORPUS, $QOELAB_CORPUS_HD)")
+    cv.add_argument("--set", dest="cset", default="sd", choices=["sd", "hd"],
+                    help="corpus set: sd (360p, 12 clips, default) or hd (1080p ladder 0.2-6 Mbit/s, 16 genre clips)")
     _common(cv)
     cv.set_defaults(func=cmd_corpus_verify)
 
     cp = csub.add_parser("plot", help="plot the corpus' quality curves (VMAF/SSIM/PSNR vs bitrate) to a PNG",
                          description="Plot mean VMAF, SSIM and PSNR per rung of every clip and print the VMAF "
                                      "spread at the rung nearest 1 Mbit/s.")
-    cp.add_argument("--out", default="docs/img/corpus-vmaf.png", metavar="PNG", help="image to write (default docs/img/corpus-vmaf.png)")
-    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the package's qoelab/corpus, or $QOELAB_CORPUS)")
+    cp.add_argument("--out", default=None, metavar="PNG", help="image to write (default docs/img/corpus-vmaf.png, hd: docs/img/corpus-hd-vmaf.png)")
+    cp.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the set's package directory qoelab/corpus or qoelab/corpus-hd; $QOELAB_CORPUS, $QOELAB_CORPUS_HD)")
+    cp.add_argument("--set", dest="cset", default="sd", choices=["sd", "hd"],
+                    help="corpus set: sd (360p, 12 clips, default) or hd (1080p ladder 0.2-6 Mbit/s, 16 genre clips)")
     cp.set_defaults(func=cmd_corpus_plot)
 
     ex = vsub.add_parser("export", help="export a table to Sabre movie JSON or Minerva .dat/.vmaf",
@@ -189,8 +200,9 @@ def cmd_voxel(a) -> int:
 def cmd_corpus_list(a) -> int:
     from qoelab.content import corpus
 
-    for name in corpus.list_videos(a.corpus):
-        v = corpus.load_video(os.path.join(a.corpus or corpus.corpus_dir(), f"{name}.json"))
+    root = a.corpus or corpus.corpus_dir(a.cset)
+    for name in corpus.list_videos(root):
+        v = corpus.load_video(os.path.join(root, f"{name}.json"))
         vm = v["quality"].get("vmaf")
         i = min(range(len(v["bitrates_bps"])), key=lambda r: abs(v["bitrates_bps"][r] - 1_000_000))
         q = sum(row[i] for row in vm) / len(vm) if vm else float("nan")
@@ -202,7 +214,7 @@ def cmd_corpus_list(a) -> int:
 def cmd_corpus_regenerate(a) -> int:
     from qoelab.content import corpus
 
-    r = corpus.regenerate(a.corpus, a.clip, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress)
+    r = corpus.regenerate(a.corpus, a.clip, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress, a.cset)
     print(f"regenerated {len(r['clips'])} clips in {r['wall_seconds']:.0f} s")
     return 0
 
@@ -216,8 +228,8 @@ def cmd_corpus_verify(a) -> int:
             rungs = [int(x) for x in a.rungs.split(",")]
         except ValueError:
             raise InputError(None, "--rungs", "comma list of rung indices", a.rungs) from None
-    diffs = corpus.verify(a.clip, a.corpus, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress,
-                          a.segments, rungs)
+    diffs = corpus.verify(a.clip, a.corpus or corpus.corpus_dir(a.cset), a.jobs, a.nice, a.ffmpeg, a.cache,
+                          not a.no_progress, a.segments, rungs)
     if diffs:
         for d in diffs:
             print(f"{a.clip}: {d}")
@@ -229,10 +241,13 @@ def cmd_corpus_verify(a) -> int:
 def cmd_corpus_plot(a) -> int:
     from qoelab.content import report
 
-    sp = report.plot(a.out, a.corpus)
+    from qoelab.content import corpus
+
+    out = a.out or ("docs/img/corpus-vmaf.png" if a.cset == "sd" else f"docs/img/corpus-{a.cset}-vmaf.png")
+    sp = report.plot(out, a.corpus or corpus.corpus_dir(a.cset))
     for name, (b, q) in sp["per_clip"].items():
         print(f"{name:16s} VMAF {q:6.2f} at {b / 1e6:.2f} Mbit/s")
-    print(f"spread {sp['spread']:.2f} VMAF points (min {sp['min']:.2f}, max {sp['max']:.2f}); plot: {a.out}")
+    print(f"spread {sp['spread']:.2f} VMAF points (min {sp['min']:.2f}, max {sp['max']:.2f}); plot: {out}")
     return 0
 
 

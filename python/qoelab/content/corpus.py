@@ -36,15 +36,50 @@ CORPUS_PARAMS = {"width": 640, "height": 360, "fps": 24, "segment_s": 4.0, "dura
                  "ladder": "corpus", "metrics": ["vmaf", "ssim", "psnr"], "vmaf_subsample": 4,
                  "preset": "veryfast", "peak_ratio": 2.0}
 
+#: Clips of the ``hd`` corpus (docs/corpus.md, "The hd corpus"): generated genres of Minerva's Table 1,
+#: expected easiest first.
+HD_CLIPS = ["lecture", "cartoon", "product-ad", "news", "animated-mv", "cat", "documentary", "cooking",
+            "gaming", "aerial", "nature", "soccer", "gopro", "action", "storm", "crowd"]
+
+#: Parameters of the ``hd`` corpus: 1080p display, the 8-rung 0.2-6 Mbit/s ladder, VMAF on every 8th frame
+#: and SSIM/PSNR on every 4th (the cost of 1080p measurement on a 2-core machine, docs/corpus.md).
+HD_PARAMS = {"width": 1920, "height": 1080, "fps": 24, "segment_s": 4.0, "duration_s": 60.0,
+             "ladder": "hd", "metrics": ["vmaf", "ssim", "psnr"], "vmaf_subsample": 8, "ssim_psnr_step": 4,
+             "preset": "veryfast", "peak_ratio": 2.0, "reference_codec": "rawvideo"}
+
+#: The corpus sets: ``sd`` (the committed 360p corpus, default) and ``hd`` (1080p, Minerva-grade).
+SETS = {"sd": {"dir": "corpus", "clips": CLIPS, "params": CORPUS_PARAMS},
+        "hd": {"dir": "corpus-hd", "clips": HD_CLIPS, "params": HD_PARAMS}}
+
 REGEN_COMMAND = "qoelab video corpus regenerate"
 
 
-def corpus_dir() -> str:
-    env = os.environ.get("QOELAB_CORPUS")
+def _check_set(cset: str) -> dict:
+    if cset not in SETS:
+        raise InputError(None, "--set", "a corpus set (" + ", ".join(SETS) + ")", repr(cset))
+    return SETS[cset]
+
+
+def corpus_dir(cset: str = "sd") -> str:
+    """Directory of a corpus set (``$QOELAB_CORPUS`` overrides the ``sd`` set's, ``$QOELAB_CORPUS_HD`` the
+    ``hd`` set's)."""
+    env = os.environ.get("QOELAB_CORPUS" if cset == "sd" else f"QOELAB_CORPUS_{cset.upper()}")
     if env:
         return env
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.normpath(os.path.join(here, "..", "corpus"))     # package data: qoelab/corpus
+    return os.path.normpath(os.path.join(here, "..", _check_set(cset)["dir"]))  # package data: qoelab/corpus*
+
+
+def set_of(root: str | None) -> str:
+    """The corpus set a directory holds (its manifest's ``set``; ``sd`` without one)."""
+    man = os.path.join(root or corpus_dir(), "manifest.json")
+    if os.path.isfile(man):
+        try:
+            with open(man) as f:
+                return json.load(f).get("set", "sd")
+        except (OSError, json.JSONDecodeError):
+            return "sd"
+    return "sd"
 
 
 def list_videos(root: str | None = None) -> list[str]:
@@ -59,12 +94,14 @@ def list_videos(root: str | None = None) -> list[str]:
 
 def find_video(name: str, root: str | None = None) -> str:
     """Path of a corpus clip's table (``name`` or ``corpus:name``)."""
-    root = root or corpus_dir()
     name = name[7:] if name.startswith("corpus:") else name
-    path = os.path.join(root, f"{name}.json")
-    if not os.path.isfile(path):
-        raise InputError(name, None, "a corpus clip (" + ", ".join(list_videos(root)) + ")", "no such clip")
-    return path
+    roots = [root] if root else [corpus_dir(c) for c in SETS]
+    for r in roots:
+        path = os.path.join(r, f"{name}.json")
+        if os.path.isfile(path):
+            return path
+    known = [c for r in roots if os.path.isdir(r) for c in list_videos(r)]
+    raise InputError(name, None, "a corpus clip (" + ", ".join(known) + ")", "no such clip")
 
 
 def _read_json(path: str):
@@ -138,8 +175,8 @@ def load_frames(path_or_name: str):
         if not os.path.isfile(p):
             p = os.path.join(d, "frames.parquet")
     else:
-        find_video(path_or_name)
-        p = os.path.join(corpus_dir(), "frames", f"{path_or_name.removeprefix('corpus:')}.parquet")
+        t = find_video(path_or_name)
+        p = os.path.join(os.path.dirname(t), "frames", f"{path_or_name.removeprefix('corpus:')}.parquet")
     if not os.path.isfile(p):
         raise InputError(p, None, "a frames parquet file", "no such file")
     return pd.read_parquet(p)
@@ -147,15 +184,17 @@ def load_frames(path_or_name: str):
 
 # ---------------------------------------------------------------- regeneration
 
-def corpus_params(jobs: int = 0, nice: int = 0, ffmpeg: str | None = None, cache: str | None = None):
+def corpus_params(jobs: int = 0, nice: int = 0, ffmpeg: str | None = None, cache: str | None = None,
+                  cset: str = "sd"):
     from qoelab.content import ladder as lad
     from qoelab.content.pipeline import Params
 
-    cp = CORPUS_PARAMS
+    cp = _check_set(cset)["params"]
     return Params(width=cp["width"], height=cp["height"], fps=cp["fps"], segment_s=cp["segment_s"],
                   duration_s=cp["duration_s"], ladder=lad.parse(cp["ladder"]), metrics=list(cp["metrics"]),
                   vmaf_subsample=cp["vmaf_subsample"], preset=cp["preset"], peak_ratio=cp["peak_ratio"],
-                  jobs=jobs, nice=nice, ffmpeg=ffmpeg, cache=cache)
+                  jobs=jobs, nice=nice, ffmpeg=ffmpeg, cache=cache,
+                  ssim_psnr_step=cp.get("ssim_psnr_step", 1), reference_codec=cp.get("reference_codec", "ffv1"))
 
 
 def _sha(path: str) -> str:
@@ -164,18 +203,23 @@ def _sha(path: str) -> str:
 
 
 def regenerate(root: str | None = None, clips: list[str] | None = None, jobs: int = 0, nice: int = 0,
-               ffmpeg: str | None = None, cache: str | None = None, progress: bool = True) -> dict:
-    """Re-run the pipeline for ``clips`` (default: all) and (re)write their tables and the manifest."""
+               ffmpeg: str | None = None, cache: str | None = None, progress: bool = True,
+               cset: str = "sd") -> dict:
+    """Re-run the pipeline for ``clips`` (default: all of the set) and (re)write their tables and the
+    manifest. Each finished clip is written at once (tables, then the manifest), so an interrupted run
+    keeps the clips it finished and a re-run resumes from the step cache."""
     from qoelab.content import ffmpeg as ff
     from qoelab.content import pipeline as pl
     from qoelab.content import sources
 
-    root = root or corpus_dir()
-    clips = clips or list(CLIPS)
+    spec = _check_set(cset)
+    set_clips = spec["clips"]
+    root = root or corpus_dir(cset)
+    clips = clips or list(set_clips)
     for c in clips:
         if c not in sources.SOURCES:
             raise InputError(c, None, "a built-in source (" + ", ".join(sources.SOURCES) + ")", "unknown clip")
-    p = corpus_params(jobs, nice, ffmpeg, cache)
+    p = corpus_params(jobs, nice, ffmpeg, cache, cset)
     os.makedirs(os.path.join(root, "frames"), exist_ok=True)
     man_path = os.path.join(root, "manifest.json")
     man = _read_json(man_path) if os.path.isfile(man_path) else {"clips": []}
@@ -184,12 +228,15 @@ def regenerate(root: str | None = None, clips: list[str] | None = None, jobs: in
     ffm = ff.find_ffmpeg(ffmpeg)
 
     def write_manifest():
-        order = [c for c in CLIPS if c in by_name] + [c for c in by_name if c not in CLIPS]
+        order = [c for c in set_clips if c in by_name] + [c for c in by_name if c not in set_clips]
+        opt = "" if cset == "sd" else f" --set {cset}"
         man = {
             "format": "qoelab-corpus/1",
-            "regenerate": REGEN_COMMAND + " (all clips) or ... --clip NAME (one clip); verify: qoelab video corpus verify --clip NAME",
+            **({"set": cset} if cset != "sd" else {}),
+            "regenerate": REGEN_COMMAND + opt + " (all clips) or ... --clip NAME (one clip); verify: qoelab video corpus verify"
+            + opt + " --clip NAME",
             "ffmpeg_version": ff.version(ffm),
-            "params": CORPUS_PARAMS,
+            "params": spec["params"],
             "encode_command": "see <clip>.json meta.commands (exact argv per rung, paths as {placeholders})",
             "clips": [by_name[c] for c in order],
         }
@@ -271,9 +318,10 @@ def verify(clip: str, root: str | None = None, jobs: int = 0, nice: int = 0, ffm
     """
     from qoelab.content import pipeline as pl
 
-    committed = load_table(os.path.join(root or corpus_dir(), f"{clip}.json"))
+    cset = set_of(root) if root else ("hd" if clip in HD_CLIPS else "sd")
+    committed = load_table(os.path.join(root or corpus_dir(cset), f"{clip}.json"))
     with tempfile.TemporaryDirectory(prefix="qoelab-verify-") as tmpc:
-        p = corpus_params(jobs, nice, ffmpeg, cache or tmpc)
+        p = corpus_params(jobs, nice, ffmpeg, cache or tmpc, cset)
         if rungs is not None:
             p.ladder = [p.ladder[r] for r in rungs]
         if segments is not None:

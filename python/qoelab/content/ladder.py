@@ -3,6 +3,7 @@
 ``table6.2`` is the dissertation's Table 6.2 (13 quality levels, 144p-2160p, 0.16-10 Mbit/s) capped at 1080p
 (Q0-Q10, 11 rungs): the default of ``qoelab video prepare``. ``corpus`` is the reduced-resolution ladder used
 for the committed corpus (same bitrates Q0-Q7, resolutions capped at 360p; see docs/content.md for why).
+``hd`` is the 8-rung 0.2-6 Mbit/s, 240p-1080p ladder of the ``hd`` corpus (docs/corpus.md).
 A custom ladder is ``WxH@RATE,...`` with RATE in bit/s and an optional k/M suffix, e.g. ``640x360@750k``.
 """
 
@@ -41,6 +42,16 @@ def table62(max_height: int = 1080) -> list[Rung]:
     return [Rung(*_R[hh], int(round(mb * 1e6))) for hh, mb in TABLE_6_2 if hh <= max_height]
 
 
+#: The ``hd`` corpus ladder (docs/corpus.md): 8 rungs 0.2-6 Mbit/s, 240p-1080p, resolutions switching where
+#: public fixed ladders switch (Apple's HLS authoring ladder, YouTube's recommended rates): 720p from 1 Mbit/s,
+#: 1080p for the top two. Minerva's own ladder is not public (claims file: probably 0.375-5.8 Mbit/s).
+HD_LADDER = [(240, 0.2), (360, 0.4), (480, 0.65), (720, 1.0), (720, 1.6), (720, 2.5), (1080, 4.0), (1080, 6.0)]
+
+
+def hd_ladder() -> list[Rung]:
+    return [Rung(*_R[hh], int(round(mb * 1e6))) for hh, mb in HD_LADDER]
+
+
 def corpus_ladder() -> list[Rung]:
     """Q0..Q7 bitrates of Table 6.2, resolution capped at 360p (the corpus' display resolution)."""
     return [Rung(*_R[min(hh, 360)], int(round(mb * 1e6))) for hh, mb in TABLE_6_2[:8]]
@@ -55,7 +66,7 @@ def _rate(s: str) -> int:
 
 
 def parse(spec: str) -> list[Rung]:
-    """Parse a ladder spec: ``table6.2``, ``table6.2:720`` (capped at 720p), ``corpus`` or ``WxH@RATE,...``."""
+    """Parse a ladder spec: ``table6.2``, ``table6.2:720`` (capped at 720p), ``corpus``, ``hd`` or ``WxH@RATE,...``."""
     spec = spec.strip()
     if spec.startswith("table6.2"):
         cap = 1080
@@ -67,6 +78,8 @@ def parse(spec: str) -> list[Rung]:
         rungs = table62(cap)
     elif spec == "corpus":
         rungs = corpus_ladder()
+    elif spec == "hd":
+        rungs = hd_ladder()
     else:
         rungs = []
         for part in spec.split(","):

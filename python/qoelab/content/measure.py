@@ -34,7 +34,7 @@ def parse_metrics(spec: str) -> list[str]:
     return [m for m in METRICS if m in ms]
 
 
-def _graph(metrics, w, h, subsample, fps, dist_chain="", ref_chain=""):
+def _graph(metrics, w, h, subsample, fps, dist_chain="", ref_chain="", step=1):
     # timestamps are regenerated from frame numbers on both sides so that frame i is compared with frame i
     n = len(metrics)
     d = f"[0:v]{dist_chain}setpts=N/({fps}*TB),scale={w}:{h}:flags=bicubic,format=yuv420p,setsar=1,split={n}" \
@@ -45,17 +45,19 @@ def _graph(metrics, w, h, subsample, fps, dist_chain="", ref_chain=""):
         if m == "vmaf":
             parts.append(f"[d{i}][r{i}]libvmaf=log_fmt=json:log_path=vmaf.json:n_threads=1:"
                          f"n_subsample={subsample}[o{i}]")
-        elif m == "ssim":
-            parts.append(f"[d{i}][r{i}]ssim=stats_file=ssim.log[o{i}]")
-        elif m == "psnr":
-            parts.append(f"[d{i}][r{i}]psnr=stats_file=psnr.log[o{i}]")
+        elif m in ("ssim", "psnr"):
+            if step == 1:
+                parts.append(f"[d{i}][r{i}]{m}=stats_file={m}.log[o{i}]")
+            else:  # every step-th frame of both sides (select keeps frame numbers aligned)
+                sel = f"select='not(mod(n\\,{step}))'"
+                parts.append(f"[d{i}]{sel}[ds{i}];[r{i}]{sel}[rs{i}];[ds{i}][rs{i}]{m}=stats_file={m}.log[o{i}]")
     outs = []
     for i in range(n):
         outs += ["-map", f"[o{i}]", "-f", "null", "-"]
     return ";".join(parts), outs
 
 
-def _read(tmp, metrics, nframes, path):
+def _read(tmp, metrics, nframes, path, step=1):
     res = {}
     if "vmaf" in metrics:
         with open(os.path.join(tmp, "vmaf.json")) as f:
@@ -73,24 +75,26 @@ def _read(tmp, metrics, nframes, path):
         with open(os.path.join(tmp, fn)) as f:
             for line in f:
                 kv = dict(re.findall(r"(\w+):(\S+)", line))
-                i = int(kv["n"]) - 1
+                i = (int(kv["n"]) - 1) * step
                 if i < nframes:
                     x = float(kv[key])
                     v[i] = PSNR_CAP if (m == "psnr" and (math.isinf(x) or x > PSNR_CAP)) else x
         res[m] = v
     for m, v in res.items():
-        missing = sum(1 for x in v if x is None)
-        if m != "vmaf" and missing:
-            raise InputError(path, m, f"{nframes} measured frames", f"{nframes - missing}")
+        want = (nframes + step - 1) // step
+        got = sum(1 for x in v if x is not None)
+        if m != "vmaf" and got != want:
+            raise InputError(path, m, f"{want} measured frames", f"{got}")
     return res
 
 
 def measure_file(ffmpeg: str, distorted: str, reference: str, w: int, h: int, nframes: int,
                  metrics: list[str], subsample: int = 1, nice: int = 0,
-                 dist_input: list[str] | None = None, dist_chain: str = "", ref_chain: str = "", fps: int = 24):
+                 dist_input: list[str] | None = None, dist_chain: str = "", ref_chain: str = "", fps: int = 24,
+                 step: int = 1):
     """Per-frame metrics ``{metric: [value or None per frame]}`` plus the ffmpeg argv used."""
     with tempfile.TemporaryDirectory(prefix="qoelab-measure-") as tmp:
-        graph, outs = _graph(metrics, w, h, subsample, fps, dist_chain, ref_chain)
+        graph, outs = _graph(metrics, w, h, subsample, fps, dist_chain, ref_chain, step)
         args = [*(dist_input or []), "-i", os.path.abspath(distorted), "-i", os.path.abspath(reference),
                 "-filter_complex", graph, *outs]
         cmd = ["nice", "-n", str(nice)] if nice else []
@@ -101,7 +105,7 @@ def measure_file(ffmpeg: str, distorted: str, reference: str, w: int, h: int, nf
         if p.returncode != 0:
             lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
             raise InputError(distorted, "measure", "ffmpeg to succeed", lines[-1] if lines else "failure")
-        return _read(tmp, metrics, nframes, distorted), args
+        return _read(tmp, metrics, nframes, distorted, step), args
 
 
 def per_segment(values: list, seg_frames: int, n_segments: int) -> list[float]:

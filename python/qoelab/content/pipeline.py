@@ -50,6 +50,10 @@ class Params:
     ffmpeg: str | None = None
     cache: str | None = None
     bframes: int = 0  # > 0: B frames without pyramid (VOXEL's droppable frames); 0: the I/P-only default
+    #: reference codec: "ffv1" (lossless, compact) or "rawvideo" (uncompressed: free to decode, ~3 MB per
+    #: 1080p frame; removed from the cache once every rung's steps are cached)
+    reference_codec: str = "ffv1"
+    ssim_psnr_step: int = 1  # SSIM and PSNR on every N-th frame (1 = all frames)
 
     @property
     def seg_frames(self) -> int:
@@ -147,6 +151,12 @@ def reference_args(source: str, p: Params) -> tuple[list[str], str]:
     return args + ["-an", "-sn", "-vf", vf], os.path.basename(source)
 
 
+def _ref_codec_args(p: Params) -> list[str]:
+    if p.reference_codec == "rawvideo":
+        return ["-c:v", "rawvideo", "-pix_fmt", "yuv420p", "-f", "nut"]
+    return ["-c:v", "ffv1", "-threads", "1", "-pix_fmt", "yuv420p"]
+
+
 def encode_args(ref: str, rung: lad.Rung, p: Params, out: str) -> list[str]:
     s = p.seg_frames
     peak = int(round(rung.bitrate * p.peak_ratio))
@@ -181,11 +191,11 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
     ref_in, desc = reference_args(source, p)
     src_id = {"gen": source, "graph": ref_in} if gen else {"sha256": _sha256_file(source)}
     ref_key = _key({"v": 2, "src": src_id, "w": p.width, "h": p.height, "fps": p.fps, "dur": p.duration_s,
-                    "ff": ffver})
+                    "ff": ffver, **({"codec": p.reference_codec} if p.reference_codec != "ffv1" else {})})
     timing: dict[str, dict] = {}
 
     def make_ref(tmp):
-        args = [*ref_in, "-fps_mode", "passthrough", "-c:v", "ffv1", "-threads", "1", "-pix_fmt", "yuv420p", os.path.join(tmp, "reference.nut")]
+        args = [*ref_in, "-fps_mode", "passthrough", *_ref_codec_args(p), os.path.join(tmp, "reference.nut")]
         t0 = time.monotonic()
         ff.run(ffm, args, "reference", source, p.nice)
         n = _count_frames(os.path.join(tmp, "reference.nut"))
@@ -195,12 +205,31 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
                 "args": _subst(args, {"source": os.path.abspath(source) if not gen else "",
                                       "reference": os.path.join(tmp, "reference.nut")})}
 
-    ref_dir, hit = cache.get_or_make("ref", ref_key, make_ref)
-    ref_path = os.path.join(ref_dir, "reference.nut")
-    with open(os.path.join(ref_dir, "done.json")) as f:
-        ref_info = json.load(f)
-    nframes = ref_info["frames"]
-    timing["reference"] = {"frames": nframes, "seconds": ref_info["seconds"], "cached": hit}
+    import threading
+
+    ref_lock = threading.Lock()
+    ref_state: dict = {}
+
+    def ensure_ref() -> str:
+        """Render the reference (or find it in the cache); generated sources only need it when a rung
+        step misses the cache."""
+        with ref_lock:
+            if not ref_state:
+                d, hit = cache.get_or_make("ref", ref_key, make_ref)
+                with open(os.path.join(d, "done.json")) as f:
+                    info = json.load(f)
+                ref_state.update(dir=d, hit=hit, info=info)
+            return os.path.join(ref_state["dir"], "reference.nut")
+
+    if gen is not None and not os.path.isfile(os.path.join(cache.path("ref", ref_key), "done.json")):
+        nframes = int(round((p.duration_s or 60.0) * p.fps))  # the graph's trim: exactly this many frames
+        ref_args = ref_in + ["-fps_mode", "passthrough", *_ref_codec_args(p), "{reference}"]
+        ref_info = {"frames": nframes, "seconds": 0.0, "args": ref_args}
+    else:
+        ensure_ref()
+        ref_info = ref_state["info"]
+        nframes = ref_info["frames"]
+    ref_path = cache.path("ref", ref_key) + "/reference.nut"
     S = p.seg_frames
     nseg = (nframes + S - 1) // S
     if nseg == 0:
@@ -212,7 +241,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
     total = sum(nframes * (r.width * r.height / disp_px * (cost["encode"] + cost["frames"]) + cost["measure"])
                 for r in p.ladder)
     bar = Progress(total, f"prepare {name}", progress)
-    commands: dict[str, list] = {"reference": ref_info["args"]}
+    commands: dict[str, list] = {}
 
     def do_rung(i: int, rung: lad.Rung):
         px = rung.width * rung.height / disp_px
@@ -221,7 +250,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
         def make_enc(tmp):
             out_mp4 = os.path.join(tmp, "rung.mp4")
-            args = encode_args(ref_path, rung, p, out_mp4)
+            args = encode_args(ensure_ref(), rung, p, out_mp4)
             t0 = time.monotonic()
             ff.run(ffm, args, f"encode {rung.label}", source, p.nice)
             return {"seconds": time.monotonic() - t0,
@@ -246,14 +275,15 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
         def make_meas(tmp):
             t0 = time.monotonic()
-            vals, args = meas.measure_file(ffm, mp4_path, ref_path, p.width, p.height, nframes, p.metrics,
-                                           p.vmaf_subsample, p.nice, fps=p.fps)
+            vals, args = meas.measure_file(ffm, mp4_path, ensure_ref(), p.width, p.height, nframes, p.metrics,
+                                           p.vmaf_subsample, p.nice, fps=p.fps, step=p.ssim_psnr_step)
             with open(os.path.join(tmp, "metrics.json"), "w") as f:
                 json.dump(vals, f)
             return {"seconds": time.monotonic() - t0,
                     "args": _subst(args, {"reference": ref_path, "distorted": mp4_path})}
 
-        mkey = _key({"enc": enc_key, "metrics": p.metrics, "sub": p.vmaf_subsample, "v": 1})
+        mkey = _key({"enc": enc_key, "metrics": p.metrics, "sub": p.vmaf_subsample, "v": 1,
+                     **({"step": p.ssim_psnr_step} if p.ssim_psnr_step != 1 else {})})
         meas_dir, hit_m = cache.get_or_make("meas", mkey, make_meas)
         bar.advance(nframes * cost["measure"], f"{rung.label} measure")
         with open(os.path.join(frm_dir, "frames.json")) as f:
@@ -277,6 +307,13 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
             ff.stop_all()
             raise
 
+    if ref_state:
+        timing["reference"] = {"frames": nframes, "seconds": ref_state["info"]["seconds"], "cached": ref_state["hit"]}
+        ref_info = ref_state["info"]
+    else:
+        timing["reference"] = {"frames": nframes, "seconds": 0.0, "cached": True}
+    if p.reference_codec == "rawvideo" and not out and os.path.isdir(cache.path("ref", ref_key)):
+        shutil.rmtree(cache.path("ref", ref_key), ignore_errors=True)  # every rung step is cached now
     # ---- assemble the table
     seg_s = S / p.fps
     last_frames = nframes - (nseg - 1) * S
@@ -311,6 +348,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
             t["cached"] = t["cached"] and res["hits"][k]
         commands.setdefault("encode", []).append(res["infos"]["encode"]["args"])
         commands.setdefault("measure", []).append(res["infos"]["measure"]["args"])
+    commands = {"reference": ref_info["args"], **commands}
     for t in timing.values():
         t["seconds"] = round(t["seconds"], 3)
         t["fps"] = round(t["frames"] / t["seconds"], 1) if t["seconds"] > 0 else None
@@ -318,7 +356,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         "source": source, "source_description": desc,
         "display": [p.width, p.height], "fps": p.fps, "frames": nframes, "segment_frames": S,
         "ladder": rung_meta, "metrics": p.metrics, "vmaf_model": "vmaf_v0.6.1 (libvmaf built-in)",
-        "vmaf_subsample": p.vmaf_subsample,
+        "vmaf_subsample": p.vmaf_subsample, **({"ssim_psnr_step": p.ssim_psnr_step} if p.ssim_psnr_step != 1 else {}),
         "ssim": "luma SSIM of ffmpeg's ssim filter", "psnr": f"luma PSNR of ffmpeg's psnr filter, capped at {meas.PSNR_CAP} dB",
         "segment_value": "arithmetic mean over the segment's measured frames",
         "encoder": {"codec": "libx264", "preset": p.preset, "profile": "high", "peak_ratio": p.peak_ratio,

@@ -184,6 +184,17 @@ SOURCES: dict[str, Source] = {s.name: s for s in [
 ]}
 
 
+def _register_genres() -> None:
+    from qoelab.content import genres
+
+    for name, (fn, genre, cx, desc, needs) in genres.GENRES.items():
+        _GRAPHS[name] = fn
+        SOURCES[name] = Source(name, cx, f"{desc} (stands for: {genre})", needs)
+
+
+_register_genres()
+
+
 def parse(spec: str) -> Source | None:
     """``gen:<name>`` -> Source; anything else -> None (a file path)."""
     if spec.startswith("gen:"):

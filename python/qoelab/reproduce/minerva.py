@@ -25,7 +25,7 @@ import os
 import random
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from qoelab import outdir
 from qoelab.reproduce import common
@@ -41,6 +41,15 @@ BETA, GAMMA = 25.0, 2.5
 FAIR_S = 200.0             # fairness window (§8.1.1)
 #: §8.2 link rates 4 / 10 / 16 Mbit/s x 0.405 (claims file §4 item 2)
 BENCH_RATES = (1.7, 4.1, 6.5)
+#: the rates of the synthetic corpus (paper x 0.405) -> the paper's own, used with ``--corpus hd`` (its
+#: ladder sits at Minerva's rates): §8.2 4/10/16, §8.3 8, §8.4 20 (4 + 4) and 40 (8 + 8), §8.4.1 20,
+#: §8.6/App. B/Fig. 2 pair 5 (the App. B anchor's C = 5), §8.7 10/20
+PAPER_RATE = {1.7: 4.0, 4.1: 10.0, 6.5: 16.0, 3.2: 8.0, 8.2: 20.0, 16.4: 40.0, 8.1: 20.0, 2.0: 5.0}
+
+
+def rate_for(r: float, mode: str) -> float:
+    """A rate of the synthetic grid in the mode's units."""
+    return r if mode == "synthetic" else PAPER_RATE[r]
 #: alpha for a plain one-connection cubic baseline (claims file pitfall 2: 1.65 / 2)
 ALPHA = 0.825
 #: the paper's clamp [0.5, 20] is on the 2-connection scale (w = 2 is one baseline flow); halved for
@@ -67,13 +76,15 @@ class Run:
     mu: float = 0.0         # bound (exp bound): w in [1/mu, mu]; 0 = no bound ([0.01, 100])
     load_mbps: float = 0.0  # web cross traffic (exp web)
     videos2: tuple = ()     # prov: the PSNR provider's videos
+    corpus: str = "synthetic"   # synthetic | hd (minerva_corpus modes)
 
     @property
     def run_id(self) -> str:
         x = (f"-mu{self.mu:g}" if self.exp == "bound" else "") + (f"-web{self.load_mbps:g}" if self.load_mbps else "")
         v2 = ("+" + ".".join(self.videos2)) if self.videos2 else ""
+        c = "" if self.corpus == "synthetic" else f"-{self.corpus}"
         return (f"{self.exp}-{self.scheme}-{self.aqm}-{self.rate_mbps:g}M-{'.'.join(self.videos)}{v2}{x}-"
-                f"{self.duration_s}s-s{self.rep}")
+                f"{self.duration_s}s-s{self.rep}{c}")
 
     @property
     def pair_key(self) -> str:
@@ -112,12 +123,28 @@ class Spec:
     conv_seeds: int = 3
     duration_s: int = 200
     description: str = ""
+    corpus: str = "synthetic"
 
     def runs(self) -> list[Run]:
+        mode = corpus.check_mode(self.corpus)
+        out: list[Run] = []
+        for r in self._runs():
+            kw = {"rate_mbps": rate_for(r.rate_mbps, mode), "corpus": mode}
+            if r.load_mbps:
+                kw["load_mbps"] = round(r.load_mbps / 8.1 * rate_for(8.1, mode), 2)
+            if mode != "synthetic":
+                single = corpus.SINGLE[mode]
+                kw["videos"] = tuple(single if v == "V5" else v for v in r.videos)
+            out.append(replace(r, **kw))
+        return out
+
+    def _runs(self) -> list[Run]:
+        """The grid in the synthetic corpus' units (rates x 0.405, video V5 for the one-video runs)."""
         out: list[Run] = []
         d = self.duration_s
+        pool = corpus.pool(self.corpus)
         for rate in self.bench_rates:
-            for i, vs in enumerate(combos(4, self.bench_combos, 11)):
+            for i, vs in enumerate(combos(4, self.bench_combos, 11, pool)):
                 out.append(Run("bench", "cubic", rate, vs, d))
                 out.append(Run("bench", "minerva", rate, vs, d))
                 out.append(Run("bench", "minerva", rate, vs, d, aqm="dt"))
@@ -126,15 +153,15 @@ class Spec:
                     out.append(Run("bench", "minerva_pf", rate, vs, d))
         for s in range(self.dyn_seeds):
             for sch in ("cubic", "minerva", "minerva_basic"):
-                out.append(Run("dyn", sch, 3.2, corpus.VIDEOS, self.dyn_dur, rep=s))
+                out.append(Run("dyn", sch, 3.2, pool, self.dyn_dur, rep=s))
                 out.append(Run("pool", sch, 3.2, ("V5",), self.dyn_dur, rep=s))
-        for vs in combos(4, self.xt4_combos, 23):
+        for vs in combos(4, self.xt4_combos, 23, pool):
             out.append(Run("xt", "mixed", 8.2, vs, d))
         rng = random.Random(31)
         for s in range(self.xt8_reps):
-            vs = tuple(sorted(rng.choice(corpus.VIDEOS) for _ in range(8)))
+            vs = tuple(sorted(rng.choice(pool) for _ in range(8)))
             out.append(Run("xt", "mixed", 16.4, vs, d, rep=s))
-        for vs in combos(4, self.web_combos, 37):
+        for vs in combos(4, self.web_combos, 37, pool):
             for ld in self.web_loads:
                 for sch in ("cubic", "minerva"):
                     out.append(Run("web", sch, 8.1, vs, d, load_mbps=round(ld * 8.1, 2)))
@@ -147,8 +174,8 @@ class Spec:
         for s in range(self.join_seeds):
             for sch in ("cubic", "minerva"):
                 out.append(Run("join", sch, 2.0, ("V5", "V5"), 160, rep=s))
-        pv = combos(4, 70, 41)
-        pp = combos(4, 70, 43)
+        pv = combos(4, 70, 41, pool)
+        pp = combos(4, 70, 43, pool)
         for rate in self.prov_rates:
             for i in range(self.prov_combos):
                 for sch in ("cubic", "minerva") + (("minerva_raw",) if rate == self.prov_rates[0] else ()):
@@ -186,12 +213,14 @@ def quick_spec() -> Spec:
 _ASSETS: dict = {}
 
 
-def assets(path: str | None = None) -> dict:
-    """Videos and value functions (written once per process into a temporary directory, or ``path``)."""
-    key = path or "_tmp"
+def assets(path: str | None = None, mode: str = "synthetic") -> dict:
+    """Videos and value functions of a corpus mode (written once per process into a temporary
+    directory, or ``path``)."""
+    key = (path or "_tmp", mode)
     if key not in _ASSETS:
-        d = path or os.path.join(tempfile.gettempdir(), f"qoelab-minerva-assets-{os.getuid()}-v1")
-        _ASSETS[key] = {"files": corpus.prepare(d), "norm": corpus.normalization_files(d, ALPHA)}
+        sfx = "" if mode == "synthetic" else f"-{mode}"
+        d = path or os.path.join(tempfile.gettempdir(), f"qoelab-minerva-assets-{os.getuid()}-v1{sfx}")
+        _ASSETS[key] = {"files": corpus.prepare(d, mode=mode), "norm": corpus.normalization_files(d, ALPHA, mode=mode)}
     return _ASSETS[key]
 
 
@@ -223,7 +252,7 @@ def _client(name, video_path, cc, start=0.0, metric="vmaf", **kw) -> dict:
 
 
 def scenario(run: Run, ast: dict | None = None) -> dict:
-    ast = ast or assets()
+    ast = ast or assets(mode=run.corpus)
     files, norm = ast["files"], ast["norm"]
     rng = random.Random(run.seed)
     topo = {"rate": f"{run.rate_mbps:g}Mbps", "rate_up": "10Mbps", "rtt": f"{RTT_MS}ms", "buffer": "1.5bdp"}
@@ -540,12 +569,13 @@ OPT_EFF = 0.95      # capacity used by OPT = link rate x 0.95 (payload of 1500-B
 OPT_GRID = 50       # fixed_rate_optimal's default grid: rates C k / 50, k = 1..50
 
 
-def opt_level(rate_mbps: float, videos: tuple, duration_s: float, ast: dict | None = None) -> dict:
+def opt_level(rate_mbps: float, videos: tuple, duration_s: float, ast: dict | None = None,
+              mode: str = "synthetic") -> dict:
     """The Fixed-Rate Optimal (docs/minerva-tools.md) of ``videos`` on a link of ``rate_mbps``: capacity
     ``rate_mbps x OPT_EFF``, Q_i(r) from one ``mpc`` client per video with the reproduction's 60-s player
     buffer, alone on a constant link in trace mode for ``duration_s`` (the run length)."""
     from qoelab import minerva as mnv
-    ast = ast or assets()
+    ast = ast or assets(mode=mode)
     vids = []
     for v in videos:
         with open(ast["files"][v]["video"]) as f:
@@ -588,23 +618,26 @@ class OptCell:
     videos: tuple
     duration_s: float
     seed: int = 0
+    corpus: str = "synthetic"
 
     @property
     def run_id(self) -> str:
-        return f"opt-{self.rate_mbps:g}-{'.'.join(self.videos)}"
+        c = "" if self.corpus == "synthetic" else f"-{self.corpus}"
+        return f"opt-{self.rate_mbps:g}-{'.'.join(self.videos)}{c}"
 
 
 def opt_task(point: dict) -> dict:
     """The sweep engine's task for an :class:`OptCell` (``point["payload"]``): its opt.parquet rows."""
     c = point["payload"]
-    return {"rows": opt_rows(c.rate_mbps, c.videos, opt_level(c.rate_mbps, c.videos, c.duration_s))}
+    return {"rows": opt_rows(c.rate_mbps, c.videos, opt_level(c.rate_mbps, c.videos, c.duration_s, mode=c.corpus))}
 
 
-def run_all(runs: list, opt_cells: list, store_dir: str, jobs: int = 0, log=None) -> tuple[list, list, dict]:
+def run_all(runs: list, opt_cells: list, store_dir: str, jobs: int = 0, log=None,
+            mode: str = "synthetic") -> tuple[list, list, dict]:
     """The fixed-rate optima (trace-mode computations: tasks of the sweep) and every scenario run, in
     one sweep into the resumable store ``store_dir``. Returns (opt results {"opt", "rows", "error"},
     run records in input order, the sweep's counts)."""
-    cells = [OptCell(rate, tuple(vs), dur) for rate, vs, dur in opt_cells]
+    cells = [OptCell(rate, tuple(vs), dur, corpus=mode) for rate, vs, dur in opt_cells]
     items = cells + list(runs)
     recs, res = common.run_on_sweep(f"minerva-{len(runs)}", items, scenario, "qoelab.reproduce.minerva:sweep_extract",
                                     store_dir, jobs, None, log, _cost,
@@ -613,7 +646,7 @@ def run_all(runs: list, opt_cells: list, store_dir: str, jobs: int = 0, log=None
     opt = []
     for c, rec in zip(cells, recs[:len(cells)]):
         ok = rec is not None and rec.get("status") == "ok"
-        opt.append({"opt": c.run_id[4:], "rows": (rec.get("metrics") or {}).get("rows", []) if ok else [],
+        opt.append({"opt": c.run_id[4:].removesuffix(f"-{mode}"), "rows": (rec.get("metrics") or {}).get("rows", []) if ok else [],
                     "error": None if ok else (rec or {}).get("error", "missing from the store")})
     out = [common.record_metrics(rec, {"run_id": run.run_id, "exp": run.exp, "scheme": run.scheme})[0]
            for run, rec in zip(runs, recs[len(cells):])]
@@ -638,7 +671,7 @@ def check_out_dir(out_dir: str) -> str:
 
 
 def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int = 0, log=None,
-              spec: Spec | None = None) -> dict:
+              spec: Spec | None = None, corpus_mode: str = "synthetic") -> dict:
     """Run, evaluate M1-M22, write DIR/{runs.parquet, opt.parquet, claims.json, meta.json, report.html,
     figures/*.png} atomically. Returns the meta dict (with the claims)."""
     import pandas as pd
@@ -646,19 +679,21 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
     from qoelab.reproduce import minerva_claims, minerva_report
     if jobs is not None and jobs < 0:
         raise InputError(None, "--jobs", "a number of worker processes >= 1", str(jobs))
+    corpus.check_mode(corpus_mode)
     out_dir = check_out_dir(out_dir)
-    spec = spec or (quick_spec() if quick else full_spec())
+    spec = spec or replace(quick_spec() if quick else full_spec(), corpus=corpus_mode)
+    mode = spec.corpus
     runs = spec.runs()
     log = log or (lambda msg: None)
     njobs = jobs or os.cpu_count() or 1
     t0 = time.perf_counter()
-    assets()       # videos and value functions, once, before the workers start
+    ast = assets(mode=mode)       # videos and value functions, once, before the workers start
     cells = sorted({(r.rate_mbps, r.videos) for r in runs if r.exp == "bench"})
     log(f"minerva: {len(runs)} runs + {len(cells)} x {OPT_GRID} fixed-rate runs (trace mode) "
         f"({spec.name}), {njobs} worker process{'es' if njobs > 1 else ''}")
     store_dir = os.path.join(out_dir, "sweep")
     opt, recs, sres = run_all(runs, [(rate, vs, float(spec.duration_s)) for rate, vs in cells], store_dir,
-                              jobs=njobs, log=log)
+                              jobs=njobs, log=log, mode=mode)
     wall_runs = time.perf_counter() - t0
     df = pd.DataFrame(recs)
     odf = pd.DataFrame([row for o in opt for row in o["rows"]])
@@ -669,12 +704,13 @@ def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int =
             "paper": "Nathan, Sivaraman, Addanki, Khani, Goyal, Alizadeh: End-to-End Transport for Video QoE "
                      "Fairness, SIGCOMM 2019",
             "grid": spec.name, "grid_description": spec.description, "spec": asdict(spec), "runs": len(runs),
+            "corpus": mode, "videos": list(corpus.pool(mode)), "rate_scale": corpus.scale(mode),
             "opt_runs": len(cells) * OPT_GRID, "opt_cells": len(cells), "failed": len(failures),
             "failures": failures[:50], "jobs": njobs, "wall_s_runs": round(wall_runs, 2),
-            "norm": _norm_meta(assets()["norm"]), "alpha": ALPHA,
+            "norm": _norm_meta(ast["norm"]), "alpha": ALPHA,
             "runs_executed": sres["ran"], "runs_resumed": sres["skipped"], "claims": claims}
     with outdir.atomic_dir(out_dir) as tmp:
-        for m, path in assets()["norm"].items():
+        for m, path in ast["norm"].items():
             with open(path) as f, open(os.path.join(tmp, f"norm-{m}.json"), "w") as g:
                 g.write(f.read())
         df.to_parquet(os.path.join(tmp, "runs.parquet"), index=False)
@@ -711,7 +747,7 @@ def rewrite_report(out_dir: str) -> dict:
     odf = pd.read_parquet(os.path.join(out_dir, "opt.parquet"))
     with open(os.path.join(out_dir, "meta.json")) as f:
         meta = json.load(f)
-    spec = quick_spec() if meta.get("grid") == "quick" else full_spec()
+    spec = replace(quick_spec() if meta.get("grid") == "quick" else full_spec(), corpus=meta.get("corpus", "synthetic"))
     meta["claims"] = minerva_claims.evaluate(df, odf, spec)
     common.dump_json(os.path.join(out_dir, "claims.json"), meta["claims"], None)
     common.dump_json(os.path.join(out_dir, "meta.json"), meta)

@@ -37,6 +37,16 @@ def _mci(xs, nd=1):
     return f"{m:.{nd}f} [{lo:.{nd}f}, {hi:.{nd}f}] (n={n})" if n > 1 else f"{m:.{nd}f} (n=1)"
 
 
+def _rates(d) -> str:
+    """The link rate(s) of some runs, for the texts."""
+    rs = sorted({float(x) for x in d["rate_mbps"]}) if len(d) and "rate_mbps" in d else []
+    return "/".join(f"{r:g}" for r in rs) or "n/a"
+
+
+def _mode(spec) -> str:
+    return getattr(spec, "corpus", "synthetic")
+
+
 def _ok(df):
     return df[df["error"].isna()] if "error" in df.columns and len(df) else df
 
@@ -322,7 +332,7 @@ def m9(df, odf, spec):
     grade = "FAIL" if m <= 0 else ("PASS" if 2.5 <= m <= 10 and 0.21 <= f <= 0.84 else "PARTIAL")
     return claim("M9", "Fig. 11a", paper, rule, grade,
                  f"median per-run difference {_ci(xs)}; difference of medians {dom:.1f}; >= 7.65 in {100 * f:.0f}% "
-                 f"({len(xs)} runs, 8.2 Mbit/s)", value=m)
+                 f"({len(xs)} runs, {_rates(d)} Mbit/s)", value=m)
 
 
 def _iqr(xs):
@@ -336,7 +346,7 @@ def _iqr(xs):
 def m10(df, odf, spec):
     paper = "Minerva takes about its fair share against Cubic: 75th percentile within 5% of 50%; §1: within 4%"
     rule = ("median share in [45%, 55%], 75th percentile of |share - 50%| <= 5 points, IQR at N = 8 < IQR at N = 4; "
-            "normalization: corpus-wide table of qoelab.minerva.normalization (8 videos, uniform popularity), alpha 0.825 "
+            "normalization: corpus-wide table of qoelab.minerva.normalization (all videos of the corpus, uniform popularity), alpha 0.825 "
             "vs plain cubic")
     d4, d8 = _xt(df, 4), _xt(df, 8)
     if not len(d4):
@@ -382,7 +392,7 @@ def m12(df, odf, spec):
     f = frac(x8, lambda v: v > STEP)
     grade = "FAIL" if m8_ <= m4_ else ("PASS" if 7.5 <= m8_ <= 30 and f >= 0.7 else "PARTIAL")
     return claim("M12", "Fig. 11c", paper, rule, grade,
-                 f"N = 8 (16.4 Mbit/s): median {_ci(x8)}, > 7.65 in {100 * f:.0f}%; N = 4: median {m4_:.1f}", value=m8_)
+                 f"N = 8 ({_rates(d8)} Mbit/s): median {_ci(x8)}, > 7.65 in {100 * f:.0f}%; N = 4: median {m4_:.1f}", value=m8_)
 
 
 def m13(df, odf, spec):
@@ -440,7 +450,7 @@ def m15(df, odf, spec):
     return claim("M15", "Fig. 14", paper, rule, "PASS" if inb and mono and last else "FAIL",
                  "; ".join(f"mu {'none' if mu == math.inf else f'{mu:g}'}: gap {gp:.1f}, rate/equal share "
                            f"{ra:.2f}/{rb:.2f}" for mu, gp, ra, rb in rows)
-                 + f" (videos A, B at 2 Mbit/s; in bounds: {inb}, gap non-increasing: {mono})", value=gaps[-1])
+                 + f" (videos A, B at {_rates(d)} Mbit/s; in bounds: {inb}, gap non-increasing: {mono})", value=gaps[-1])
 
 
 def m16(df, odf, spec):
@@ -515,17 +525,17 @@ def m19(df, odf, spec):
     d = d[d["exp"] == "conv"] if len(d) else d
     if not len(d):
         return claim("M19", "App. B", paper, rule, "PARTIAL" if fluid_ok else "FAIL", ours + "; packet level not run")
-    rates = [k / 1000.0 for k in corpus.LADDER_KBPS]
+    rates = [k / 1000.0 for k in corpus.ladder_kbps(_mode(spec))]
     eq = []
     for cap in d["capacity_mbps"]:
-        ua = corpus.interp(float(cap) / 2, [0.0] + rates, [0.0] + corpus.vmaf_curve("A"))
-        ub = corpus.interp(float(cap) / 2, [0.0] + rates, [0.0] + corpus.vmaf_curve("B"))
+        ua = corpus.interp(float(cap) / 2, [0.0] + rates, [0.0] + corpus.vmaf_curve("A", _mode(spec)))
+        ub = corpus.interp(float(cap) / 2, [0.0] + rates, [0.0] + corpus.vmaf_curve("B", _mode(spec)))
         eq.append(abs(ua - ub))
     ad, e = _mean(d["u_absdiff"]), _mean(eq)
     pk = ad <= 3 and ad <= 0.25 * e
     grade = "PASS" if fluid_ok and pk else ("PARTIAL" if fluid_ok else "FAIL")
     return claim("M19", "App. B", paper, rule, grade,
-                 ours + f"; packet level (A, B at 2 Mbit/s, {len(d)} seeds): mean |U_A - U_B| over the last half "
+                 ours + f"; packet level (A, B at {_rates(d)} Mbit/s, {len(d)} seeds): mean |U_A - U_B| over the last half "
                         f"{ad:.2f} vs equal-split difference {e:.1f} ({100 * ad / e:.0f}%)", value=ad)
 
 
@@ -541,14 +551,16 @@ def m20(df, odf, spec):
     ok = g["new_quality"][1] > g["new_quality"][0] and g["inc_buffer"][1] < g["inc_buffer"][0] and \
         g["inc_stall"][1] <= g["inc_stall"][0] + 0.1
     return claim("M20", "Fig. 2", paper, rule, "PASS" if ok else "FAIL",
-                 f"{len(ps)} seeds, one video (V5) at 2 Mbit/s, Cubic -> Minerva: newcomer VMAF {g['new_quality'][0]:.1f}"
+                 f"{len(ps)} seeds, one video ({corpus.SINGLE[_mode(spec)]}) at {_rates(_ok(df)[_ok(df)['exp'] == 'join'])} "
+                 f"Mbit/s, Cubic -> Minerva: newcomer VMAF {g['new_quality'][0]:.1f}"
                  f" -> {g['new_quality'][1]:.1f}; incumbent buffer {g['inc_buffer'][0]:.1f} -> {g['inc_buffer'][1]:.1f}"
                  f" s; incumbent stall {g['inc_stall'][0]:.2f} -> {g['inc_stall'][1]:.2f} s", value=g["new_quality"][1])
 
 
-def value_check(vfs: dict) -> dict:
+def value_check(vfs: dict, scale: float = corpus.SCALE) -> dict:
     """M21 on value-function dicts: monotonicity violations (points) in rate and buffer, and the ratio
-    [V(4) - V(0)] / [V(20) - V(4)] at the middle rung and the rates nearest 0.8, 1.0 and 1.2 Mbit/s."""
+    [V(4) - V(0)] / [V(20) - V(4)] at the middle rung and the rates nearest 0.8, 1.0 and 1.2 Mbit/s
+    (the synthetic corpus' mid rates: 2, 2.5, 3 Mbit/s of the paper x ``scale``)."""
     worst_r = worst_b = 0.0
     ratios = []
     for vf in vfs.values():
@@ -562,7 +574,7 @@ def value_check(vfs: dict) -> dict:
                         worst_b = max(worst_b, rung[i][j - 1] - rung[i][j])
         mid = vals[len(vals) // 2]
         jb = {b: min(range(len(bufs)), key=lambda k: abs(bufs[k] - b)) for b in (0, 4, 20)}
-        for r in (0.8e6, 1.0e6, 1.2e6):
+        for r in (0.8e6 / corpus.SCALE * scale, 1.0e6 / corpus.SCALE * scale, 1.2e6 / corpus.SCALE * scale):
             i = min(range(len(rates)), key=lambda k: abs(rates[k] - r))
             lo = mid[i][jb[4]] - mid[i][jb[0]]
             hi = mid[i][jb[20]] - mid[i][jb[4]]
@@ -578,16 +590,18 @@ def m21(df, odf, spec):
     paper = "The value function rises with rate and buffer, with diminishing returns in buffer (V(4)-V(0) ~ V(20)-V(4))"
     rule = "monotone in r and b up to step artifacts (<= 1 point); [V(4) - V(0)] / [V(20) - V(4)] in [0.5, 2] at mid rates"
     vfs = {}
-    for v, f in assets()["files"].items():
+    mode = _mode(spec)
+    for v, f in assets(mode=mode)["files"].items():
         with open(f["vf"]) as fh:
             vfs[v] = json.load(fh)
-    c = value_check(vfs)
+    c = value_check(vfs, corpus.scale(mode))
+    mids = "/".join(f"{x / corpus.SCALE * corpus.scale(mode):.1f}" for x in (0.8, 1.0, 1.2))
     m = median_ci(c["ratios"])[0]
     mono = c["viol_rate"] <= 1 and c["viol_buffer"] <= 1
     return claim("M21", "Fig. 4", paper, rule, "PASS" if mono and 0.5 <= m <= 2 else "FAIL",
-                 f"our V_5 (MPC plan at constant rate, 8 videos, middle rung): largest decrease along rate "
+                 f"our V_5 (MPC plan at constant rate, {len(vfs)} videos, middle rung): largest decrease along rate "
                  f"{c['viol_rate']:.2f}, along buffer {c['viol_buffer']:.2f} points; ratio median {m:.2f} (range "
-                 f"{min(c['ratios']):.2f}-{max(c['ratios']):.2f}) at 0.8/1.0/1.2 Mbit/s", value=m)
+                 f"{min(c['ratios']):.2f}-{max(c['ratios']):.2f}) at {mids} Mbit/s", value=m)
 
 
 def m22(df, odf, spec):

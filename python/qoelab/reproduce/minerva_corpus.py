@@ -18,6 +18,11 @@ flatter at high quality than VMAF, not a linear transform, so its own normalizat
 
 The corpus-wide normalization: :func:`normalization_files` (``qoelab.minerva.normalization`` over the
 8 videos, uniform popularity, one table per metric, §5.4).
+
+``--corpus hd`` (mode ``"hd"``): the 16 clips of qoelab's ``hd`` corpus (docs/corpus.md: generated
+genres, 1080p display, ladder 0.2-6 Mbit/s, measured per-segment VMAF and PSNR), each 60-s clip tiled to
+the run length; the ladder sits at Minerva's own rates, so the scale is 1 (the paper's link rates), and
+``A``/``B`` (App. B, §8.6) are the public code's curves on that ladder, unscaled.
 """
 
 from __future__ import annotations
@@ -47,11 +52,43 @@ def interp(x, xs, ys) -> float:
     return float(ys[-1])
 
 
-def vmaf_curve(name: str) -> list[float]:
-    """VMAF at each rung of ``LADDER_KBPS``."""
+MODES = ("synthetic", "hd")
+#: the clip of the one-video experiments (§8.3 pooling, Fig. 2 join) per mode: a middle curve
+SINGLE = {"synthetic": "V5", "hd": "cooking"}
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        from qoelab.errors import InputError
+        raise InputError(None, "--corpus", "synthetic or hd", repr(mode))
+    return mode
+
+
+def scale(mode: str = "synthetic") -> float:
+    """Factor from the paper's link rates to this mode's (the ladder's position relative to Minerva's)."""
+    return SCALE if check_mode(mode) == "synthetic" else 1.0
+
+
+def ladder_kbps(mode: str = "synthetic") -> tuple:
+    if check_mode(mode) == "synthetic":
+        return LADDER_KBPS
+    from qoelab.content.ladder import HD_LADDER
+    return tuple(int(round(mb * 1000)) for _, mb in HD_LADDER)
+
+
+def pool(mode: str = "synthetic") -> tuple:
+    """The videos the experiments draw from."""
+    if check_mode(mode) == "synthetic":
+        return VIDEOS
+    from qoelab.content.corpus import HD_CLIPS
+    return tuple(HD_CLIPS)
+
+
+def vmaf_curve(name: str, mode: str = "synthetic") -> list[float]:
+    """VMAF of the synthetic curve ``name`` at each rung of the mode's ladder."""
     out = []
-    for k in LADDER_KBPS:
-        r = k / 1000.0 / SCALE
+    for k in ladder_kbps(mode):
+        r = k / 1000.0 / scale(mode)
         if name == "A":
             v = interp(r, *_A)
         elif name == "B":
@@ -67,23 +104,38 @@ def psnr_of(vmaf: float) -> float:
     return round(20.0 + 30.0 * math.sqrt(max(vmaf, 0.0) / 100.0), 2)
 
 
-def make_video(name: str, n_segments: int, seed: int = 1) -> dict:
+def tile(v: dict, n_segments: int) -> dict:
+    """``v`` looped (or cut) to ``n_segments`` segments (sizes and quality tables; no byte layout)."""
+    n = len(v["sizes"])
+    out = {k: x for k, x in v.items() if k not in ("byte_offsets",)}
+    out["sizes"] = [list(v["sizes"][i % n]) for i in range(n_segments)]
+    out["quality"] = {m: [list(t[i % n]) for i in range(n_segments)] for m, t in v.get("quality", {}).items()}
+    out["last_segment_duration"] = None
+    return out
+
+
+def make_video(name: str, n_segments: int, seed: int = 1, mode: str = "synthetic") -> dict:
+    if check_mode(mode) == "hd" and name not in _EXP and name not in ("A", "B"):
+        from qoelab.content import corpus as cc
+        v = cc.load_video(os.path.join(cc.corpus_dir("hd"), f"{name}.json"))
+        return tile({**v, "quality": {m: v["quality"][m] for m in ("vmaf", "psnr")}}, n_segments)
     from qoelab.video import synthetic_video
-    v = synthetic_video(list(LADDER_KBPS), n_segments=n_segments, segment_duration=SEG_S, seed=seed, name=name)
-    q = vmaf_curve(name)
+    v = synthetic_video(list(ladder_kbps(mode)), n_segments=n_segments, segment_duration=SEG_S, seed=seed, name=name)
+    q = vmaf_curve(name, mode)
     v["quality"] = {"vmaf": [list(q) for _ in range(n_segments)],
                     "psnr": [[psnr_of(x) for x in q] for _ in range(n_segments)]}
     return v
 
 
-def normalization_files(dirpath: str, alpha: float, n_segments: int = 75, metrics=("vmaf", "psnr")) -> dict:
+def normalization_files(dirpath: str, alpha: float, n_segments: int = 75, metrics=("vmaf", "psnr"),
+                        mode: str = "synthetic") -> dict:
     """The corpus-wide normalization (§5.4) of the 8 videos with uniform popularity, one per metric, from
     :func:`qoelab.minerva.normalization` (the horizontal average of the chunk-averaged curves, over
     ``alpha``), written as ``qoelab.normalization`` JSON to ``dirpath/norm-<metric>.json``.
     Returns {metric: path}."""
     from qoelab import minerva as mnv
     os.makedirs(dirpath, exist_ok=True)
-    videos = [make_video(name, n_segments) for name in VIDEOS]
+    videos = [make_video(name, n_segments, mode=mode) for name in pool(mode)]
     out = {}
     for m in metrics:
         d = mnv.normalization(videos, popularity=None, alpha=alpha, metric=m)
@@ -102,20 +154,21 @@ def _write_atomic(path: str, obj) -> None:
     os.replace(tmp, path)
 
 
-def prepare(dirpath: str, n_segments: int = 75, vf: bool = True) -> dict:
-    """Write the videos (and their value functions, MPC h = 5, 60 s player buffer) to ``dirpath``.
-    Returns {name: {"video": path, "vf": path}}."""
+def prepare(dirpath: str, n_segments: int = 75, vf: bool = True, mode: str = "synthetic") -> dict:
+    """Write the videos of the mode's pool plus ``A`` and ``B`` (and their value functions, MPC h = 5,
+    60 s player buffer) to ``dirpath``. Returns {name: {"video": path, "vf": path}}."""
     from qoelab import minerva as mnv
     os.makedirs(dirpath, exist_ok=True)
     out = {}
-    for name in VIDEOS:
-        v = make_video(name, n_segments)
+    rmax = 4e6 if mode == "synthetic" else 8e6   # the value-function grid's top rate, above the ladder
+    for name in dict.fromkeys(pool(mode) + ("A", "B")):
+        v = make_video(name, n_segments, mode=mode)
         p = os.path.join(dirpath, f"{name}.json")
         _write_atomic(p, v)
         ent = {"video": p}
         if vf:
             vfp = os.path.join(dirpath, f"{name}.vf.json")
-            d = mnv.value_function(v, metric="vmaf", horizon=5, rate_max_bps=4e6, rate_step_bps=1e5,
+            d = mnv.value_function(v, metric="vmaf", horizon=5, rate_max_bps=rmax, rate_step_bps=1e5,
                                    buffer_max_s=40.0, buffer_step_s=1.0, player_buffer_s=60.0)
             _write_atomic(vfp, d)
             ent["vf"] = vfp

@@ -93,7 +93,8 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
     parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
     for name, fn, cap in (("fig9", fig9, "Fig. 9: CDF of the improvement in min QoE (Minerva/PIE - Cubic/PIE) per "
                                          "link rate; dashed: 7.65 (720p -> 1080p)"),
-                          ("fig10", fig10, "Fig. 10: dynamic Poisson arrivals at 3.2 Mbit/s, seed means per session"),
+                          ("fig10", fig10, "Fig. 10: dynamic Poisson arrivals at "
+                           f"{'8' if meta.get('corpus') == 'hd' else '3.2'} Mbit/s, seed means per session"),
                           ("fig11b", fig11b, "Fig. 11b: Minerva's bandwidth share against the same videos over Cubic")):
         img = fn(df)
         if img is None:
@@ -103,12 +104,18 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
             f.write(base64.b64decode(img))
         parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
                      f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+    if meta.get("corpus", "synthetic") == "hd":
+        vids = (f"the {len(meta.get('videos') or [])} clips of qoelab's hd corpus (generated genres, 4-s chunks of 60-s "
+                "clips looped, ladder 0.2-6 Mbit/s at 240p-1080p, measured per-segment VMAF and PSNR; docs/corpus.md) "
+                "at the paper's link rates; App. B / §8.6 on Minerva's two public curves on the same ladder")
+    else:
+        vids = ("8 synthetic videos (4-s chunks, ladder 0.15-2.35 Mbit/s = Minerva's 0.375-5.8 x 0.405) with "
+                "VMAF/PSNR tables from Minerva's two public curves and six exponential curves, rates x 0.405")
     parts.append("<h2>Setup</h2><p>Dumbbell, min RTT 20 ms, 10 Mbit/s uplink, buffer 1.5 BDP, PIE (Mahimahi mode, "
-                 "target 15 ms) or droptail (pfifo); 8 synthetic videos (4-s chunks, ladder 0.15-2.35 Mbit/s = "
-                 "Minerva's 0.375-5.8 x 0.405) with VMAF/PSNR tables from Minerva's two public curves and six "
-                 "exponential curves; MPC ABR (bitrate objective), 60 s player buffer; Minerva: paper profile, "
-                 "client utility with our V_5, corpus-wide normalization tables (qoelab minerva normalize over the 8 "
-                 f"videos, uniform popularity; VMAF {n.get('points')} points, norm-vmaf.json / norm-psnr.json), alpha "
+                 f"target 15 ms) or droptail (pfifo); {vids}; MPC ABR (bitrate objective), 60 s player buffer; "
+                 "Minerva: paper profile, "
+                 "client utility with our V_5, corpus-wide normalization tables (qoelab minerva normalize over all "
+                 f"videos of the corpus, uniform popularity; VMAF {n.get('points')} points, norm-vmaf.json / norm-psnr.json), alpha "
                  f"{meta.get('alpha')} against plain cubic, clamp [0.25, 10]; Eq. 1 QoE on the first 200 s; "
                  "fixed-rate optimum: qoelab minerva fixed-rate-optimal (mpc, trace mode, capacity = link x 0.95). "
                  "See docs/reproductions/minerva.md."
