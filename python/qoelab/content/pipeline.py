@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -194,8 +195,10 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
                     "ff": ffver, **({"codec": p.reference_codec} if p.reference_codec != "ffv1" else {})})
     timing: dict[str, dict] = {}
 
+    ref_argv = [*ref_in, "-fps_mode", "passthrough", *_ref_codec_args(p)]  # + the output path
+
     def make_ref(tmp):
-        args = [*ref_in, "-fps_mode", "passthrough", *_ref_codec_args(p), os.path.join(tmp, "reference.nut")]
+        args = [*ref_argv, os.path.join(tmp, "reference.nut")]
         t0 = time.monotonic()
         ff.run(ffm, args, "reference", source, p.nice)
         n = _count_frames(os.path.join(tmp, "reference.nut"))
@@ -204,8 +207,6 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         return {"frames": n, "seconds": time.monotonic() - t0,
                 "args": _subst(args, {"source": os.path.abspath(source) if not gen else "",
                                       "reference": os.path.join(tmp, "reference.nut")})}
-
-    import threading
 
     ref_lock = threading.Lock()
     ref_state: dict = {}
@@ -223,8 +224,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
     if gen is not None and not os.path.isfile(os.path.join(cache.path("ref", ref_key), "done.json")):
         nframes = int(round((p.duration_s or 60.0) * p.fps))  # the graph's trim: exactly this many frames
-        ref_args = ref_in + ["-fps_mode", "passthrough", *_ref_codec_args(p), "{reference}"]
-        ref_info = {"frames": nframes, "seconds": 0.0, "args": ref_args}
+        ref_info = {"frames": nframes, "seconds": 0.0, "args": [*ref_argv, "{reference}"]}
     else:
         ensure_ref()
         ref_info = ref_state["info"]
