@@ -71,6 +71,8 @@ def _axes(ngroups):
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=80)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
