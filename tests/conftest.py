@@ -6,6 +6,14 @@ import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
+# The Ctrl-C tests send SIGINT to child processes. A shell that starts the suite in the background
+# (`cmd &` without job control) makes SIGINT ignored, every child inherits that across exec and Python
+# then installs no KeyboardInterrupt handler, so those tests would test the launcher, not qoelab:
+# give the children the default disposition back (a handler, unlike SIG_IGN, is reset by exec).
+import signal  # noqa: E402
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # `qoelab minerva` results are cached by their inputs: keep the tests' cache out of the user's.
 if "QOELAB_CACHE" not in os.environ:
     import tempfile

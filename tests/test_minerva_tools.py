@@ -146,6 +146,16 @@ def test_fixed_rate_optimal_in_trace_mode_and_cli(tmp_path, monkeypatch):
     s, f = r["videos"]
     assert s["rate_bps"] >= f["rate_bps"] and sum(v["rate_bps"] for v in r["videos"]) <= 4e6 + 1
     assert r["min_qoe"] == min(s["qoe"], f["qoe"])
+    # The curves are cached per video: a combination sharing a video reuses that video's curve, and a
+    # video's curve is the same whichever video it is combined with.
+    mid = _ladder_video("mid", [40, 60, 90], 15)
+    s0 = dict(mv.CACHE_STATS)
+    r2 = mv.fixed_rate_optimal([mid, steep], 4e6, abr="bb", grid_points=8, window_s=60)
+    assert mv.CACHE_STATS["hits"] == s0["hits"] + 1 and mv.CACHE_STATS["misses"] == s0["misses"] + 1
+    assert r2["curves"][1] == r["curves"][0]
+    alone = [mv.constant_rate_qoe([steep], g, "bb", window_s=60)[0] for g in r["curves"][0]["rates_bps"]]
+    both = [mv.constant_rate_qoe([mid, steep], g, "bb", window_s=60)[1] for g in r["curves"][0]["rates_bps"]]
+    assert alone == both
     a, b = _write(tmp_path, "s.json", steep), _write(tmp_path, "f.json", flat)
     out = tmp_path / "fro.json"
     res = qoelab_cli_env({"QOELAB_CACHE": str(tmp_path / "c")}, "minerva", "fixed-rate-optimal", "--videos", a, b,

@@ -342,6 +342,21 @@ def constant_rate_qoe(videos: list[dict], rate_bps: float, abr="mpc", abr_params
     return out
 
 
+def constant_rate_curve(video: dict, grid: list, abr: str = "mpc", abr_params: dict | None = None,
+                        metric: str = "vmaf", beta: float = 25.0, gamma: float = 2.5, window_s: float = 200.0,
+                        rtt: str = "20ms", client: dict | None = None, use_cache: bool = True) -> list[float]:
+    """Q(r) of one video at each rate of `grid`: :func:`constant_rate_qoe` of the video played alone,
+    cached per (video, grid, player settings), so that the combinations of a reproduction that share a
+    video and a link rate compute its curve once."""
+    inputs = {"video": video, "grid": list(grid), "abr": abr, "abr_params": abr_params, "metric": metric,
+              "beta": beta, "gamma": gamma, "window_s": window_s, "rtt": rtt, "client": client}
+
+    def compute():
+        return {"qoe": [constant_rate_qoe([video], r, abr, abr_params, metric, beta, gamma, window_s, rtt,
+                                          client)[0] for r in grid]}
+    return cached("constant_rate_curve", inputs, compute, use_cache)["qoe"]
+
+
 def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", abr_params: dict | None = None,
                        metric: str = "vmaf", beta: float = 25.0, gamma: float = 2.5, window_s: float = 200.0,
                        grid_points: int = 50, tol: float = 0.01, rtt: str = "20ms", client: dict | None = None,
@@ -372,14 +387,8 @@ def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", ab
         curves = [_eq2_curve(v, metric) for v in videos]
     else:
         grid = [rate_bps * k / grid_points for k in range(1, grid_points + 1)]
-        inputs = {"videos": videos, "grid": grid, "abr": abr, "abr_params": abr_params, "metric": metric,
-                  "beta": beta, "gamma": gamma, "window_s": window_s, "rtt": rtt, "client": client}
-
-        def compute():
-            cols = [constant_rate_qoe(videos, r, abr, abr_params, metric, beta, gamma, window_s, rtt, client)
-                    for r in grid]
-            return {"qoe": [[c[i] for c in cols] for i in range(len(videos))]}
-        tab = cached("constant_rate_qoe", inputs, compute, use_cache)["qoe"]
+        tab = [constant_rate_curve(v, grid, abr, abr_params, metric, beta, gamma, window_s, rtt, client, use_cache)
+               for v in videos]
         curves = []
         for qs in tab:
             pts, m = [], float("-inf")

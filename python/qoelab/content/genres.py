@@ -220,7 +220,7 @@ def g_documentary(w, h, fps, dur):
 def g_crowd(w, h, fps, dur):
     return (f"life=s={w // 5}x{h // 5}:r={fps}:mold=10:ratio=0.15:seed=141:"
             f"life_color=#f0d0a0:death_color=#202030:mold_color=#603020,"
-            f"scale={w}:{h}:flags=bicubic,format=yuv420p,noise=alls=2:allf=t:all_seed=142")
+            f"scale={w}:{h}:flags=bicubic,gblur=sigma=1.5,format=yuv420p,noise=alls=2:allf=t:all_seed=142")
 
 
 def g_product_ad(w, h, fps, dur):
@@ -255,5 +255,5 @@ GENRES = {
     "action": (g_action, "action trailer", "extreme", "hard cuts every 2 s between fast pans over detailed scenes, grain", ("perlin", "colorize", "noise", "crop", "concat")),
     "music-video": (g_music_video, "music video", "extreme", "a strobing, hue-cycling cellular automaton", ("cellauto", "hue", "eq")),
     "storm": (g_storm, "tornado", "extreme", "swirling clouds (animated Perlin noise) under heavy rain-like grain", ("perlin", "colorize", "noise")),
-    "crowd": (g_crowd, "concert crowd / action clip", "extreme", "a dense crowd of small moving particles", ("life", "noise")),
+    "crowd": (g_crowd, "concert crowd / action clip", "extreme", "a dense crowd of small soft-edged moving particles", ("life", "gblur", "noise")),
 }
