@@ -371,3 +371,20 @@ def test_task_runs_are_stored_resumed_and_queried(tmp_path):
     assert st.sql("SELECT sum(v) AS s FROM tables.powers WHERE x = 3")["s"][0] == 3 + 9 + 27
     rec = st._load(sweep().runs[1].key)
     assert rec["metrics"]["note"] == "x = 3"
+
+
+def test_batch_keys_equal_plain_keys_with_shared_objects():
+    """programmatic() keys a batch of configurations with a memo of large shared sub-objects; the keys
+    must be exactly those of run_key without it (the text hashed is identical)."""
+    from qoelab.sweep import spec as sspec
+    rng = random.Random(5)
+    big = {"values": [[rng.random() for _ in range(300)] for _ in range(8)], "name": "vf", "z": [{"b": 1, "a": 2}]}
+    rows = [[rng.randrange(10**6) for _ in range(8)] for _ in range(60)]
+    memo = sspec.KeyMemo(budget=400_000)   # small: evictions happen
+    for i in range(20):
+        cfg = {"seed": i, "providers": [{"value_functions": [big, big], "b": None, "a": 1.5}],
+               "videos": [{"sizes": rows, "quality": {"vmaf": rows[i:]}}, {"sizes": [rows[0], rows[i]]}],
+               "mixed": [1, {"y": 2, "x": [3, "é", True, None]}], "empty": [[], {}], "f": 0.1 + i}
+        assert sspec._key_json(cfg, memo) == json.dumps(cfg, sort_keys=True, separators=(",", ":"))
+        assert sspec.run_key(cfg, "v", memo) == sspec.run_key(cfg, "v")
+    assert any(o is big for o, _ in memo.items.values()) and memo.size <= 400_000

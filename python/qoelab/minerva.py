@@ -153,9 +153,19 @@ def load_normalization(path: str, where: str) -> dict:
     return v
 
 
+_VF_MEMO: dict = {}
+
+
 def load_value_function(path: str, where: str) -> dict:
-    """Read a value-function file; a malformed one is an InputError naming `where`."""
+    """Read a value-function file; a malformed one is an InputError naming `where`. A file read
+    before and unchanged since (same inode, size and modification time) is not parsed again: a
+    reproduction's scenarios name the same few files hundreds of times. Callers never change the
+    returned dict."""
     try:
+        st = os.stat(path)
+        ident = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if ident in _VF_MEMO:
+            return _VF_MEMO[ident]
         with open(path) as f:
             v = json.load(f)
     except OSError as e:
@@ -166,6 +176,9 @@ def load_value_function(path: str, where: str) -> dict:
     if not isinstance(v, dict) or v.get("format") != FORMAT or v.get("version") != VERSION:
         raise InputError(None, where, message=f"{path}: expected a value-function file (format \"{FORMAT}\" "
                          f"version {VERSION}, from `qoelab minerva value-function`)")
+    if len(_VF_MEMO) >= 64:
+        _VF_MEMO.clear()
+    _VF_MEMO[ident] = v
     return v
 
 

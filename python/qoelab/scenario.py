@@ -971,6 +971,25 @@ def _synthetic(ladder: str, n: int, seed: int) -> dict:
     return vmod.synthetic_video(ladder, n_segments=n, seed=seed, name=f"{ladder}-seed{seed}")
 
 
+_VIDEO_MEMO: dict = {}
+
+
+def _load_video_file(path: str) -> dict:
+    """``video.load_video(path)``, parsed and validated once per unchanged file (same inode, size and
+    modification time) in this process: a reproduction names the same few files in hundreds of
+    scenarios. Callers get a shallow copy and never change the nested lists (as ``_synthetic``)."""
+    from qoelab import video as vmod
+    st = os.stat(path)
+    ident = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    v = _VIDEO_MEMO.get(ident)
+    if v is None:
+        v = vmod.load_video(path)
+        if len(_VIDEO_MEMO) >= 64:
+            _VIDEO_MEMO.clear()
+        _VIDEO_MEMO[ident] = v
+    return dict(v)
+
+
 def _load_client_video(b, sec: _Section):
     spec = sec.str("video", default="synthetic:has-testbed")
     seed = sec.int("video_seed", default=b.seed, minimum=0, maximum=U64_MAX)
@@ -1008,7 +1027,7 @@ def _load_client_video(b, sec: _Section):
                 raise sec.err("video", "an existing video file (Sabre movie JSON, MPD, HLS playlist, Video JSON, "
                               "Pensieve size folder), synthetic:<ladder> or corpus:<clip>", spec)
             _regular_file(sec, "video", path, allow_dir=True)
-            v = vmod.load_video(path)
+            v = _load_video_file(path)
         if dur is not None:
             n = math.ceil(dur / v["segment_duration"] - 1e-9)
             if n > MAX_SEGMENTS:

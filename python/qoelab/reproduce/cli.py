@@ -115,17 +115,18 @@ def _add_minerva(rsub) -> None:
     mn = rsub.add_parser(
         "minerva", help="Minerva (Nathan et al.): QoE-fair transport vs Cubic and BBR",
         description="Nathan et al., 'End-to-End Transport for Video QoE Fairness', SIGCOMM 2019. Runs the §8.2 "
-                    "benchmark (4 videos x 4/10/16 Mbit/s (x 0.405 on the synthetic corpus) x Cubic/PIE, Minerva/PIE, Minerva/droptail, "
-                    "BBR/droptail, Minerva-PF, and a fixed-rate optimum from trace-mode runs), §8.3 Poisson arrivals "
-                    "and buffer pooling, §8.4 Minerva vs Cubic groups, web cross traffic, §8.6 rate bounds, App. B "
-                    "convergence, the Fig. 2 join and §8.7 VMAF + PSNR providers on 8 synthetic videos at the paper's "
-                    "rates x 0.405 (or, --corpus hd, the 16 clips of the hd corpus at the paper's rates); writes DIR/report.html, runs.parquet, opt.parquet, claims.json (M1-M22), meta.json, "
-                    "figures/. See docs/reproductions/minerva.md.")
+                    "benchmark (4 videos x 4/10/16 Mbit/s x Cubic/PIE, Minerva/PIE, Minerva/droptail, BBR/droptail, "
+                    "Minerva-PF, and a fixed-rate optimum from trace-mode runs), §8.3 Poisson arrivals and buffer "
+                    "pooling, §8.4 Minerva vs Cubic groups, web cross traffic, §8.6 rate bounds, App. B convergence, "
+                    "the Fig. 2 join and §8.7 VMAF + PSNR providers on the 16 genre clips of the hd corpus at the "
+                    "paper's rates (or, --corpus synthetic, 8 synthetic curves at the paper's rates x 0.405); writes "
+                    "DIR/report.html, runs.parquet, opt.parquet, claims.json (M1-M22), meta.json, figures/. See "
+                    "docs/reproductions/minerva.md.")
     mn.add_argument("--quick", action="store_true", help="every family at its smallest (1 seed, short runs), under a minute")
-    mn.add_argument("--corpus", choices=["synthetic", "hd"], default="synthetic",
-                    help="videos: synthetic = 8 synthetic curves on a 0.15-2.35 Mbit/s ladder at the paper's rates x 0.405 "
-                         "(default); hd = the 16 generated genre clips of the hd corpus (1080p ladder 0.2-6 Mbit/s, "
-                         "measured VMAF/PSNR) at the paper's own link rates")
+    mn.add_argument("--corpus", choices=["hd", "synthetic"], default="hd",
+                    help="videos: hd = the 16 generated genre clips of the hd corpus (1080p ladder 0.2-6 Mbit/s, "
+                         "measured VMAF/PSNR) at the paper's own link rates (default); synthetic = 8 synthetic curves "
+                         "on a 0.15-2.35 Mbit/s ladder at the paper's rates x 0.405")
     mn.add_argument("--out", default="results/minerva", metavar="DIR",
                     help="output directory (default results/minerva)")
     mn.add_argument("--jobs", type=_jobs, default=None, metavar="N",

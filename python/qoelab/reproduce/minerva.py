@@ -671,7 +671,7 @@ def check_out_dir(out_dir: str) -> str:
 
 
 def reproduce(out_dir: str = "results/minerva", quick: bool = False, jobs: int = 0, log=None,
-              spec: Spec | None = None, corpus_mode: str = "synthetic") -> dict:
+              spec: Spec | None = None, corpus_mode: str = "hd") -> dict:
     """Run, evaluate M1-M22, write DIR/{runs.parquet, opt.parquet, claims.json, meta.json, report.html,
     figures/*.png} atomically. Returns the meta dict (with the claims)."""
     import pandas as pd
