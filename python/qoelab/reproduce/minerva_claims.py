@@ -550,8 +550,9 @@ def m20(df, odf, spec):
          for k in ("new_quality", "inc_buffer", "inc_stall")}
     ok = g["new_quality"][1] > g["new_quality"][0] and g["inc_buffer"][1] < g["inc_buffer"][0] and \
         g["inc_stall"][1] <= g["inc_stall"][0] + 0.1
+    good = _ok(df)
     return claim("M20", "Fig. 2", paper, rule, "PASS" if ok else "FAIL",
-                 f"{len(ps)} seeds, one video ({corpus.SINGLE[_mode(spec)]}) at {_rates(_ok(df)[_ok(df)['exp'] == 'join'])} "
+                 f"{len(ps)} seeds, one video ({corpus.SINGLE[_mode(spec)]}) at {_rates(good[good['exp'] == 'join'])} "
                  f"Mbit/s, Cubic -> Minerva: newcomer VMAF {g['new_quality'][0]:.1f}"
                  f" -> {g['new_quality'][1]:.1f}; incumbent buffer {g['inc_buffer'][0]:.1f} -> {g['inc_buffer'][1]:.1f}"
                  f" s; incumbent stall {g['inc_stall'][0]:.2f} -> {g['inc_stall'][1]:.2f} s", value=g["new_quality"][1])
