@@ -98,9 +98,6 @@ pub const FQ_CODEL: AqmEntry = AqmEntry {
     build,
 };
 
-/// A flow hash with packets in a flow queue: (hash, packets queued, counted as collided).
-type HashCount = (u32, u32, bool);
-
 #[derive(Default)]
 struct Flow {
     q: VecDeque<Item>,
@@ -109,36 +106,31 @@ struct Flow {
     cv: CodelVars,
     /// On the new or old list.
     listed: bool,
-    /// The distinct flow hashes with packets in this queue (usually one).
-    hashes: Vec<HashCount>,
+    /// The flow hash of the first packet since the queue was last empty, and whether another
+    /// hash has joined it since (see `track`).
+    sole: u32,
+    mixed: bool,
     /// dummynet: the largest packet this flow queue has seen (starts at 500 B).
     maxpkt: u64,
 }
 
-/// Account one more packet of hash `h` in a flow queue; when the queue holds packets of more
-/// than one hash, every hash in it is a collided one.
+/// Account a packet of hash `h` entering a flow queue that was empty (`was_empty`) or not: the
+/// hashes that are queued together with another hash go into `collided`. Once a second hash has
+/// joined the queue's first since it was last empty (`mixed`), every hash arriving before it
+/// empties again is a collided one: either it is new to the queue, so another hash is queued
+/// with it, or it was there before and is in the set already. O(1) per packet and nothing at
+/// dequeue; the set is the one a per-hash count of queued packets would give.
 #[inline]
-fn track_in(hashes: &mut Vec<HashCount>, h: u32, collided: &mut BTreeSet<u32>) {
-    match hashes.iter_mut().find(|e| e.0 == h) {
-        Some(e) => e.1 += 1,
-        None => hashes.push((h, 1, false)),
-    }
-    if hashes.len() > 1 {
-        for e in hashes.iter_mut().filter(|e| !e.2) {
-            collided.insert(e.0);
-            e.2 = true;
-        }
-    }
-}
-
-/// One packet of hash `h` left a flow queue.
-#[inline]
-fn track_out(hashes: &mut Vec<HashCount>, h: u32) {
-    if let Some(i) = hashes.iter().position(|e| e.0 == h) {
-        hashes[i].1 -= 1;
-        if hashes[i].1 == 0 {
-            hashes.swap_remove(i);
-        }
+fn track(sole: &mut u32, mixed: &mut bool, was_empty: bool, h: u32, collided: &mut BTreeSet<u32>) {
+    if was_empty {
+        *sole = h;
+        *mixed = false;
+    } else if *mixed {
+        collided.insert(h);
+    } else if h != *sole {
+        *mixed = true;
+        collided.insert(*sole);
+        collided.insert(h);
     }
 }
 
@@ -222,7 +214,6 @@ struct FlowView<'a> {
     fbytes: &'a mut u64,
     tbytes: &'a mut u64,
     tpkts: &'a mut u64,
-    hashes: &'a mut Vec<HashCount>,
     /// dummynet: the flow's largest packet.
     maxpkt: Option<u64>,
 }
@@ -234,7 +225,6 @@ impl CodelQueue for FlowView<'_> {
         *self.fbytes -= p.size as u64;
         *self.tbytes -= p.size as u64;
         *self.tpkts -= 1;
-        track_out(self.hashes, p.hash);
         Some(p)
     }
     #[inline]
@@ -267,7 +257,6 @@ impl FqCodel {
         let mut len = 0;
         let mut n = 0;
         while let Some(p) = f.q.pop_front() {
-            track_out(&mut f.hashes, p.hash);
             f.bytes -= p.size as u64;
             self.bytes -= p.size as u64;
             self.pkts -= 1;
@@ -293,7 +282,6 @@ impl FqCodel {
         }
         let f = &mut self.flows[idx];
         if let Some(p) = f.q.pop_front() {
-            track_out(&mut f.hashes, p.hash);
             f.bytes -= p.size as u64;
             self.bytes -= p.size as u64;
             self.pkts -= 1;
@@ -316,8 +304,8 @@ impl QueueDiscipline for FqCodel {
         let idx = self.bucket(pkt.hash);
         let f = &mut self.flows[idx];
         f.bytes += pkt.size as u64;
+        track(&mut f.sole, &mut f.mixed, f.q.is_empty(), pkt.hash, &mut self.collided);
         f.q.push_back(pkt);
-        track_in(&mut f.hashes, pkt.hash, &mut self.collided);
         if !f.listed {
             f.listed = true;
             f.deficit = self.quantum;
@@ -363,7 +351,6 @@ impl QueueDiscipline for FqCodel {
                 fbytes: &mut f.bytes,
                 tbytes: &mut self.bytes,
                 tpkts: &mut self.pkts,
-                hashes: &mut f.hashes,
                 maxpkt: self.dummynet.then_some(f.maxpkt),
             };
             let p = f.cv.dequeue(now, &self.cp, &mut view, sink);
@@ -543,6 +530,39 @@ mod tests {
         let same = (0..1000u32).filter(|&h| a.bucket(h) == b.bucket(h)).count();
         assert!(same < 10, "{same}");
         assert!((0..1000u32).all(|h| a.bucket(h) < 1024));
+    }
+
+    #[test]
+    fn collision_set_equals_per_hash_counts_on_random_traffic() {
+        // Reference: per flow queue, the number of queued packets of each hash; a hash is collided
+        // once it is queued while another hash is queued in the same flow queue.
+        for seed in 1..20u64 {
+            let mut rng = crate::rng::Rng::from_seed(seed);
+            let mut q = fq(Params::new().with("flows", 4u64).with("target", 10 * SEC).with("interval", 100 * SEC));
+            let mut counts: Vec<std::collections::BTreeMap<u32, u32>> = vec![std::collections::BTreeMap::new(); 4];
+            let mut collided = std::collections::BTreeSet::new();
+            let mut t = 0;
+            for _ in 0..400 {
+                t += 1000;
+                if rng.next_u64() % 5 < 3 {
+                    let h = (rng.next_u64() % 12) as u32;
+                    q.enqueue(t, pkt(100, h), None);
+                    let c = &mut counts[(h % 4) as usize];
+                    *c.entry(h).or_insert(0) += 1;
+                    if c.len() > 1 {
+                        collided.extend(c.keys().copied());
+                    }
+                } else if let Some(p) = q.dequeue(t, None) {
+                    let c = &mut counts[(p.hash % 4) as usize];
+                    let n = c.get_mut(&p.hash).expect("queued hash");
+                    *n -= 1;
+                    if *n == 0 {
+                        c.remove(&p.hash);
+                    }
+                }
+                assert_eq!(q.flow_collisions(), Some(collided.len() as u64), "seed {seed}");
+            }
+        }
     }
 
     #[test]
