@@ -157,29 +157,26 @@ _VF_MEMO: dict = {}
 
 
 def load_value_function(path: str, where: str) -> dict:
-    """Read a value-function file; a malformed one is an InputError naming `where`. A file read
-    before and unchanged since (same inode, size and modification time) is not parsed again: a
-    reproduction's scenarios name the same few files hundreds of times. Callers never change the
-    returned dict."""
+    """Read a value-function file; a malformed one is an InputError naming `where`. Parsed once per
+    unchanged file in a process (qoelab.filememo); callers never change the returned dict."""
+    from qoelab import filememo
+
+    def parse(p: str) -> dict:
+        with open(p) as f:
+            try:
+                v = json.load(f)
+            except ValueError as e:
+                line = getattr(e, "lineno", None)
+                raise InputError(None, where, message=f"{p} is not JSON" + (f" (line {line})" if line else "")) \
+                    from None
+        if not isinstance(v, dict) or v.get("format") != FORMAT or v.get("version") != VERSION:
+            raise InputError(None, where, message=f"{p}: expected a value-function file (format \"{FORMAT}\" "
+                             f"version {VERSION}, from `qoelab minerva value-function`)")
+        return v
     try:
-        st = os.stat(path)
-        ident = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
-        if ident in _VF_MEMO:
-            return _VF_MEMO[ident]
-        with open(path) as f:
-            v = json.load(f)
+        return filememo.load(_VF_MEMO, path, parse)
     except OSError as e:
         raise InputError(None, where, message=f"cannot read {path}: {e.strerror}") from None
-    except ValueError as e:
-        line = getattr(e, "lineno", None)
-        raise InputError(None, where, message=f"{path} is not JSON" + (f" (line {line})" if line else "")) from None
-    if not isinstance(v, dict) or v.get("format") != FORMAT or v.get("version") != VERSION:
-        raise InputError(None, where, message=f"{path}: expected a value-function file (format \"{FORMAT}\" "
-                         f"version {VERSION}, from `qoelab minerva value-function`)")
-    if len(_VF_MEMO) >= 64:
-        _VF_MEMO.clear()
-    _VF_MEMO[ident] = v
-    return v
 
 
 def _cmd_value_function(args):

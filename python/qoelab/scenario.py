@@ -975,19 +975,16 @@ _VIDEO_MEMO: dict = {}
 
 
 def _load_video_file(path: str) -> dict:
-    """``video.load_video(path)``, parsed and validated once per unchanged file (same inode, size and
-    modification time) in this process: a reproduction names the same few files in hundreds of
-    scenarios. Callers get a shallow copy and never change the nested lists (as ``_synthetic``)."""
+    """``video.load_video(path)``. A JSON video (Video JSON, Sabre movie: self-contained files) is parsed
+    and validated once per unchanged file in this process (qoelab.filememo): a reproduction names
+    the same few files in hundreds of scenarios. Callers get a shallow copy and never change the
+    nested lists (as ``_synthetic``). Folders and manifests, whose content is spread over files the
+    file identity does not cover, are read every time."""
+    from qoelab import filememo
     from qoelab import video as vmod
-    st = os.stat(path)
-    ident = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
-    v = _VIDEO_MEMO.get(ident)
-    if v is None:
-        v = vmod.load_video(path)
-        if len(_VIDEO_MEMO) >= 64:
-            _VIDEO_MEMO.clear()
-        _VIDEO_MEMO[ident] = v
-    return dict(v)
+    if os.path.isfile(path) and path.lower().endswith(".json"):
+        return dict(filememo.load(_VIDEO_MEMO, path, vmod.load_video))
+    return vmod.load_video(path)
 
 
 def _load_client_video(b, sec: _Section):

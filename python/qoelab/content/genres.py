@@ -57,25 +57,25 @@ def _pan(w, h, vx, vy, ax=0, ay=0, fx=0.0, fy=0.0, margin=None):
     return f"crop={w}:{h}:x='{x}':y='{y}'"
 
 
-def _ticker(font, w, h, text, y, size, speed, color="white"):
+def _text(font, lines) -> str:
+    """`,drawtext=...` filters, one per (text, size, colour, x, y); "" when no font is installed."""
     if not font:
         return ""
-    return (f",drawtext=fontfile='{font}':text='{text}':fontsize={size}:fontcolor={color}:"
-            f"x='{w}-mod(t*{speed}\\,{w + len(text) * size})':y={y}")
+    return "".join(f",drawtext=fontfile='{font}':text='{t}':fontsize={size}:fontcolor={color}:x={x}:y={y}"
+                   for t, size, color, x, y in lines)
+
+
+def _ticker(font, w, h, text, y, size, speed, color="white"):
+    return _text(font, [(text, size, color, f"'{w}-mod(t*{speed}\\,{w + len(text) * size})'", y)])
 
 
 # ----------------------------------------------------------------------------------------------- genres
 
 def g_lecture(w, h, fps, dur):
-    font = _font()
-    txt = ""
-    if font:
-        txt = (f",drawtext=fontfile='{font}':text='Lecture %{{eif\\:trunc(t/12)+1\\:d}}\\: queues and fairness':"
-               f"fontsize={h // 14}:fontcolor=white:x={w // 16}:y={h // 10},"
-               f"drawtext=fontfile='{font}':text='- a bottleneck shared by video flows':fontsize={h // 22}:"
-               f"fontcolor=white@0.9:x={w // 12}:y={h // 3},"
-               f"drawtext=fontfile='{font}':text='- weights from utilities':fontsize={h // 22}:"
-               f"fontcolor=white@0.9:x={w // 12}:y={h // 3 + h // 12}")
+    title = "Lecture %{eif\\:trunc(t/12)+1\\:d}\\: queues and fairness"
+    txt = _text(_font(), [(title, h // 14, "white", w // 16, h // 10),
+                          ("- a bottleneck shared by video flows", h // 22, "white@0.9", w // 12, h // 3),
+                          ("- weights from utilities", h // 22, "white@0.9", w // 12, h // 3 + h // 12)])
     sw, sh = w // 5 // 2 * 2, h // 4 // 2 * 2
     return (f"color=c=#1d2b4a:s={w}x{h}:r={fps},format=yuv420p{txt}[bg];"
             + _texture(sw, sh, fps, 11, octaves=3, hue=25, sat=0.35) + ","
@@ -189,11 +189,8 @@ def g_storm(w, h, fps, dur):
 
 
 def g_gaming(w, h, fps, dur):
-    font = _font()
-    hud = ""
-    if font:
-        hud = (f",drawtext=fontfile='{font}':text='HP 87  AMMO %{{eif\\:mod(trunc(t*3)\\,30)\\:d}}  SCORE 1024':"
-               f"fontsize={h // 24}:fontcolor=yellow:x={w // 40}:y={h // 30}")
+    hud = _text(_font(), [("HP 87  AMMO %{eif\\:mod(trunc(t*3)\\,30)\\:d}  SCORE 1024", h // 24, "yellow", w // 40,
+                           h // 30)])
     return (f"testsrc2=s={w * 3 // 2 // 2 * 2}x{h * 3 // 2 // 2 * 2}:r={fps},"
             + _pan(w, h, 180, 30, ax=80, fx=1.3, margin=(w // 2, h // 2)) + ",format=yuv420p" + hud)
 

@@ -229,7 +229,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         ensure_ref()
         ref_info = ref_state["info"]
         nframes = ref_info["frames"]
-    ref_path = cache.path("ref", ref_key) + "/reference.nut"
+    ref_path = os.path.join(cache.path("ref", ref_key), "reference.nut")
     S = p.seg_frames
     nseg = (nframes + S - 1) // S
     if nseg == 0:
