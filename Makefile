@@ -22,8 +22,8 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create/update the virtual environment
 
-build: venv ## build the Rust extension (release) into the venv and the emulator binary (target/release)
-	. $(VENV)/bin/activate && maturin develop --release -q
+build: venv ## build the Rust extension (release, profile-guided: tools/build-core) into the venv and the emulator binary (target/release)
+	VENV=$(VENV) tools/build-core
 	cargo build --release -q -p qoelab-net --bin qoelab-netemu
 
 demo: build ## set up, then run the main job on built-in defaults
