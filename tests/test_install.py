@@ -2,7 +2,8 @@
 and run the README tour's commands there, outside the source tree.
 
 The wheel is built with the development venv's maturin from the same release build that `make
-build` made (so it takes seconds). The fresh venv gets the wheel only; its third-party dependencies
+build` made (so it takes seconds): tools/build-core leaves its configuration (target directory,
+profile-guided flags) in target/build-core.env. The fresh venv gets the wheel only; its third-party dependencies
 (numpy, pandas, pyarrow, ...) are borrowed from the development venv through a .pth file, so that
 the test needs no network and no second copy of them. The slow tour lines (`bench`, `reproduce livi
 --quick`, `video prepare`) run elsewhere in the suite; here their --help must work.
@@ -28,6 +29,15 @@ def _sh(cmd, **kw):
     return p
 
 
+def _build_env():
+    """VAR=value lines of target/build-core.env (empty for a plain build, absent before one)."""
+    path = os.path.join(REPO, "target", "build-core.env")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        return dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     maturin = shutil.which("maturin", path=os.path.dirname(sys.executable))
@@ -35,6 +45,7 @@ def installed(tmp_path_factory):
         pytest.skip(f"no maturin beside {sys.executable} (make test installs it)")
     base = tmp_path_factory.mktemp("install")
     env = dict(os.environ, VIRTUAL_ENV=sys.prefix, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    env.update(_build_env())
     # -i the venv's python: the same build configuration as `maturin develop`, so cargo reuses it
     _sh([maturin, "build", "--release", "-q", "-i", sys.executable, "-o", str(base / "dist")], cwd=REPO, env=env)
     wheels = [f for f in os.listdir(base / "dist") if f.endswith(".whl")]
@@ -59,9 +70,13 @@ def test_the_package_comes_from_the_wheel(installed):
     venv, work, env = installed
     out = _sh([str(venv / "bin" / "python"), "-c",
                "import qoelab, qoelab._core, os; print(qoelab.__file__); "
-               "print(os.path.isfile(os.path.join(os.path.dirname(qoelab.__file__), '_core.pyi')))"],
+               "print(os.path.isfile(os.path.join(os.path.dirname(qoelab.__file__), '_core.pyi'))); "
+               "print(qoelab._core.build())"],
               cwd=work, env=env).stdout.split()
     assert out[0].startswith(str(venv)) and out[1] == "True", out
+    # built the way `make build` built the development copy (profile-guided or not)
+    from qoelab import _core
+    assert out[2] == _core.build(), (out[2], _core.build())
 
 
 def _tour():

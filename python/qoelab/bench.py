@@ -150,9 +150,10 @@ def run_case(scn: dict, repeat: int) -> dict:
 
 
 def main(json_out=False, quick=False, only=None) -> int:
-    from qoelab import __version__
-    out = {"qoelab": __version__, "machine": {"cpu": platform.processor() or platform.machine(),
-                                              "cores": os.cpu_count(), "python": platform.python_version()},
+    from qoelab import __version__, _core
+    out = {"qoelab": __version__, "core_build": _core.build(),
+           "machine": {"cpu": platform.processor() or platform.machine(),
+                       "cores": os.cpu_count(), "python": platform.python_version()},
            "repeat": REPEAT, "quick": quick, "cases": []}
     all_cases = cases(quick)
     names = [c[0] for c in all_cases]
@@ -161,6 +162,9 @@ def main(json_out=False, quick=False, only=None) -> int:
         if bad:
             from qoelab.errors import InputError
             raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
+    if not json_out:
+        note = "" if out["core_build"] == "pgo" else " (not profile-guided: see docs/benchmarks.md)"
+        print(f"qoelab {__version__}, core build: {out['core_build']}{note}", flush=True)
     for name, desc, scn in all_cases:
         if (only and name not in only) or (not only and name in ONCE):
             continue

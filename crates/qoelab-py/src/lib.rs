@@ -208,6 +208,17 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// How the core was compiled: "pgo" (profile-guided release build, tools/build-core),
+/// "pgo-training" (its instrumented build), "release" or "debug".
+#[pyfunction]
+fn build() -> &'static str {
+    match option_env!("QOELAB_BUILD") {
+        Some(b) => b,
+        None if cfg!(debug_assertions) => "debug",
+        None => "release",
+    }
+}
+
 fn entry_json(
     name: &str,
     summary: &str,
@@ -496,6 +507,7 @@ fn instability_index_levels(rungs: Vec<usize>) -> Vec<f64> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
