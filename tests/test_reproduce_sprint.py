@@ -118,3 +118,27 @@ def test_quick_reproduction(tmp_path):
     df = pd.read_parquet(out / "runs.parquet")
     assert {"pct_fs", "unfairness", "median_bitrate_kbps"} <= set(df.columns)
     assert os.path.exists(out / "figures" / "fig6.png")
+
+
+def test_table1_claim_is_in_the_papers_order_whatever_the_hash_seed():
+    """S7's Table I lists the pairs in the paper's order (it followed the string hash: claims.json
+    differed between two runs of the same reproduction)."""
+    import subprocess
+    import sys
+    code = (
+        "import json, pandas as pd\n"
+        "from qoelab.reproduce import sprint_claims as S\n"
+        "rows = [dict(rate_mbps=3, exp='pair', queue_kb=q, parts=p, unfairness=0.1 + 0.01 * i, pct_fs=90.0)\n"
+        "        for q in (256, 512) for i, p in enumerate(S.PAPER_T1[256]) for _ in range(2)]\n"
+        "c = S.s7(pd.DataFrame(rows), None)\n"
+        "print(json.dumps(c['table']))\n")
+    outs = set()
+    for seed in ("0", "1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0, p.stderr[-2000:]
+        outs.add(p.stdout)
+    assert len(outs) == 1, outs
+    table = json.loads(outs.pop())
+    assert list(table) == ["256", "512"]
+    assert all(list(table[q]) == list(sprint_claims.PAPER_T1[256]) for q in table)

@@ -8,9 +8,10 @@ Column = tuple[str, Literal["i64", "f64", "str"], bytes | list[str]]
 def version() -> str:
     """Version of the core."""
 
-def build() -> Literal["pgo", "pgo-training", "release", "debug"]:
+def build() -> str:
     """How the core was compiled: "pgo" (profile-guided release build, tools/build-core),
-    "pgo-training" (its instrumented build), "release" or "debug"."""
+    "pgo+x86-64-v3" (the same for x86-64-v3 CPUs), "pgo-training" (its instrumented build),
+    "release" or "debug"."""
 
 def describe(family: Literal["aqm", "cc", "abr", "data_plane", "flow_controller"]) -> str:
     """JSON list of the registered models of a family: name, summary, reference, params.

@@ -163,7 +163,7 @@ def main(json_out=False, quick=False, only=None) -> int:
             from qoelab.errors import InputError
             raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
     if not json_out:
-        note = "" if out["core_build"] == "pgo" else " (not profile-guided: see docs/benchmarks.md)"
+        note = "" if out["core_build"].startswith("pgo") else " (not profile-guided: see docs/benchmarks.md)"
         print(f"qoelab {__version__}, core build: {out['core_build']}{note}", flush=True)
     for name, desc, scn in all_cases:
         if (only and name not in only) or (not only and name in ONCE):

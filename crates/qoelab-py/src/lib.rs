@@ -209,7 +209,8 @@ fn version() -> &'static str {
 }
 
 /// How the core was compiled: "pgo" (profile-guided release build, tools/build-core),
-/// "pgo-training" (its instrumented build), "release" or "debug".
+/// "pgo+x86-64-v3" (the same for x86-64-v3 CPUs), "pgo-training" (its instrumented build),
+/// "release" or "debug".
 #[pyfunction]
 fn build() -> &'static str {
     match option_env!("QOELAB_BUILD") {

@@ -324,7 +324,7 @@ def v18(df):
 def _bitrate_change(df, sys_arm, base_arm, fam="main", buffers=None):
     a = metric_mean(df, fam, sys_arm, "avg_bitrate_bps")
     b = metric_mean(df, fam, base_arm, "avg_bitrate_bps")
-    ks = [k for k in set(a) & set(b) if (buffers is None or k[2] in buffers) and b[k] > 0]
+    ks = [k for k in sorted(set(a) & set(b), key=repr) if (buffers is None or k[2] in buffers) and b[k] > 0]
     return float(np.mean([a[k] / b[k] - 1 for k in ks])) if ks else float("nan")
 
 
@@ -469,7 +469,7 @@ def v26(df):
     rule = "nominal-rung bitrate VOXEL/BOLA >= 0.95 in >= 80% of configurations and mean ratio >= 1.0 = PASS; mean >= 0.95 = PARTIAL; else FAIL"
     a, b = metric_mean(df, "main", "voxel", "nominal_bitrate_bps"), metric_mean(df, "main", "bola", "nominal_bitrate_bps")
     fa, fb = metric_mean(df, "main", "voxel", "fetched_bitrate_bps"), metric_mean(df, "main", "bola", "fetched_bitrate_bps")
-    ks = [k for k in set(a) & set(b) if b[k] > 0]
+    ks = [k for k in sorted(set(a) & set(b), key=repr) if b[k] > 0]
     if not ks:
         return not_run("V26", "§6.6.1, Fig. 6.11", paper, rule, "no VOXEL/BOLA runs")
     r = [a[k] / b[k] for k in ks]
@@ -700,7 +700,7 @@ def v37(df):
         return not_run("V37", "§6.6.4, Figs. 6.12, 6.22", paper, rule, "no cross-traffic runs")
     ok1 = all(r["sys"] <= max(0.005, 0.25 * r["base"]) for r in rows)
     a, b = metric_mean(df, "cross", "voxel", "nominal_bitrate_bps"), metric_mean(df, "cross", "bola", "nominal_bitrate_bps")
-    ks = [k for k in set(a) & set(b) if b[k] > 0]
+    ks = [k for k in sorted(set(a) & set(b), key=repr) if b[k] > 0]
     ratio = float(np.mean([a[k] / b[k] for k in ks])) if ks else float("nan")
     ok2 = ratio == ratio and ratio >= 0.95
     dirn = all(r["sys"] <= r["base"] + 1e-12 for r in rows)
