@@ -69,9 +69,12 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--quick", "--json",
                         "--case", "dumbbell-4cubic-10M-fqcodel-200s"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    case = json.loads(p.stdout)["cases"][0]
+    out = json.loads(p.stdout)
+    case = out["cases"][0]
     assert case["bottleneck_packets"] > 10_000 and case["bottleneck_packets_per_s"] > 0
     assert 5 < case["peak_rss_mb"] < 2000
+    # which build was measured (tools/build-core): never the instrumented training build
+    assert out["core_build"] in ("pgo+x86-64-v3", "pgo", "release", "debug"), out["core_build"]
 
 
 def test_aqm_parameters_that_would_hang_or_divide_by_zero_are_refused(tmp_path):
