@@ -7,7 +7,8 @@ movie JSON, Video JSON) and the flow-size CDF parser. The only acceptable failur
 qoelab.errors.InputError (the one-line error of the CLI); any other exception is a crash, and
 libFuzzer reports hangs (-timeout) and memory blow-ups (-rss_limit_mb).
 
-    .venv/bin/python fuzz/fuzz_inputs.py -seed=1 -runs=2000 fuzz/seeds     # smoke (tests/test_fuzz.py)
+    cp -r fuzz/seeds /tmp/c && .venv/bin/python fuzz/fuzz_inputs.py -seed=1 -runs=2000 /tmp/c   # smoke
+                                      # (tests/test_fuzz.py; libFuzzer adds new inputs to the first folder)
     .venv/bin/python fuzz/fuzz_inputs.py -timeout=20 -rss_limit_mb=3072 -max_total_time=1800 \\
         -artifact_prefix=fuzz/crashes/ fuzz/corpus fuzz/seeds                 # long run (docs/fuzzing.md)
 """
@@ -23,7 +24,11 @@ with atheris.instrument_imports(include=["qoelab", "tomllib"]):
     from qoelab.errors import InputError
     from qoelab.video import loaders
 
-_DIR = tempfile.mkdtemp(prefix="qoelab-fuzz-")
+# One scratch folder per user, reused by every run: libFuzzer ends the process with exit(), which
+# runs no Python cleanup, so a folder per run would stay behind. Each input's file is removed after
+# it was loaded.
+_DIR = os.path.join(tempfile.gettempdir(), f"qoelab-fuzz-{os.getuid()}")
+os.makedirs(_DIR, exist_ok=True)
 
 # (file name, loader)
 TARGETS = [
@@ -45,7 +50,7 @@ def one_input(data: bytes) -> None:
     if not data:
         return
     name, load = TARGETS[data[0] % len(TARGETS)]
-    path = os.path.join(_DIR, name)
+    path = os.path.join(_DIR, f"{os.getpid()}-{name}")
     with open(path, "wb") as f:
         f.write(data[1:])
     try:
@@ -53,6 +58,8 @@ def one_input(data: bytes) -> None:
     except InputError as e:
         msg = str(e)
         assert "\n" not in msg.strip(), f"multi-line error: {msg!r}"
+    finally:
+        os.unlink(path)
 
 
 def main(argv):

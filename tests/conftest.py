@@ -16,8 +16,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 
 # `qoelab minerva` results are cached by their inputs: keep the tests' cache out of the user's.
 if "QOELAB_CACHE" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
     os.environ["QOELAB_CACHE"] = tempfile.mkdtemp(prefix="qoelab-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["QOELAB_CACHE"], True)   # not one folder left per run
 
 
 def data_dir():

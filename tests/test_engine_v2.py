@@ -1,5 +1,6 @@
 """Engine v2: driver-neutral session layer, typed summary, per-client ABR randomness."""
 
+import os
 import re
 
 import qoelab
@@ -75,6 +76,24 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     assert 5 < case["peak_rss_mb"] < 2000
     # which build was measured (tools/build-core): never the instrumented training build
     assert out["core_build"] in ("pgo+x86-64-v3", "pgo", "release", "debug"), out["core_build"]
+
+
+def test_bench_cases_leave_no_temporary_folder(tmp_path):
+    """Listing the bench cases writes the trace case's trace into a temporary folder of the process
+    (it used to leave one folder behind per call: 508 of them on a development machine)."""
+    import subprocess
+    import sys
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    code = ("from qoelab import bench\n"
+            "a = bench.cases(True); b = bench.cases(False)\n"
+            "import os\n"
+            "t = [s for n, _, s in a if 'trace' in s.get('topology', {})][0]['topology']['trace']\n"
+            "assert os.path.exists(t)\n"
+            "print(len(os.listdir(os.environ['TMPDIR'])))\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "1"          # one folder while the process runs
+    assert os.listdir(tmp_path) == []       # none after it
 
 
 def test_aqm_parameters_that_would_hang_or_divide_by_zero_are_refused(tmp_path):

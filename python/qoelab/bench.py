@@ -43,12 +43,26 @@ def _video4(name, duration, controller, pin=False):
     return scn
 
 
+_TRACE_DIR = None
+
+
+def _trace() -> str:
+    """The Mahimahi trace of the trace case: one 1504-byte opportunity per ms (~12 Mbit/s), in a
+    temporary folder of this process that is removed when it exits (one per process, however often
+    the cases are listed)."""
+    global _TRACE_DIR
+    if _TRACE_DIR is None:
+        _TRACE_DIR = tempfile.TemporaryDirectory(prefix="qoelab-bench-")
+    trace = os.path.join(_TRACE_DIR.name, "12mbps.down")
+    if not os.path.exists(trace):
+        with open(trace, "w") as f:
+            f.write("".join(f"{i}\n" for i in range(1, 1001)))
+    return trace
+
+
 def cases(quick: bool):
     d = (lambda full, q: q if quick else full)
-    tmp = tempfile.mkdtemp(prefix="qoelab-bench-")
-    trace = os.path.join(tmp, "12mbps.down")
-    with open(trace, "w") as f:  # Mahimahi: one 1504-byte opportunity per ms (~12 Mbit/s)
-        f.write("".join(f"{i}\n" for i in range(1, 1001)))
+    trace = _trace()
     return [
         ("dumbbell-4cubic-10M-fqcodel-200s",
          "4 Cubic bulk flows, 10 Mbit/s, 20 ms RTT, FQ-CoDel, 200 s (the reference case)",
