@@ -1,5 +1,5 @@
 // qoelab: play one DASH stream with dash.js in headless Chromium and print its events as JSON lines.
-// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium, wait_go)
+// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium, wait_go, tmpdir)
 // Run by `qoelab dashjs` (python/qoelab/dashjs.py) and, with wait_go, by `qoelab run --real` for a client of
 // player "dashjs" (crates/qoelab-net/src/real.rs): the page loads, prints {"ev":"ready"} and starts playing
 // when a line arrives on stdin (the client's start time); its events' times count from then.
@@ -16,6 +16,9 @@ const out = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const page_html = readFileSync(join(here, 'player.html'));
 const dash_js = readFileSync(join(here, 'node_modules', 'dashjs', 'dist', 'modern', 'umd', 'dash.all.min.js'));
 
+// Temporary files (playwright's profile and artifacts folders, Chromium's own) go into the caller's
+// folder, which the caller removes however this process ends (a killed Chromium leaves them behind).
+if (cfg.tmpdir) process.env.TMPDIR = cfg.tmpdir;
 const browser = await chromium.launch({
   executablePath: cfg.chromium,
   args: ['--no-sandbox', '--autoplay-policy=no-user-gesture-required', '--disable-background-networking',

@@ -51,13 +51,21 @@ def test_dashjs_plays_over_loopback(content, tmp_path):
     port = _free_port()
     srv = subprocess.Popen(QOELAB + ["serve", str(content), "--port", str(port), "--log", str(tmp_path / "srv.log")],
                            cwd=REPO, stderr=subprocess.PIPE)
+    # the run's TMPDIR (short: Chromium puts a socket in it): Chromium and playwright leave nothing there
+    import shutil
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="qt-", dir="/tmp")
     try:
-        r = qoelab_cli("dashjs", f"http://127.0.0.1:{port}/manifest.mpd", "--duration", "60", "--out",
-                       str(tmp_path / "o"))
+        r = subprocess.run(QOELAB + ["dashjs", f"http://127.0.0.1:{port}/manifest.mpd", "--duration", "60", "--out",
+                                     str(tmp_path / "o")], capture_output=True, text=True, cwd=REPO, timeout=600,
+                           env=dict(os.environ, TMPDIR=str(tmp)))
     finally:
         srv.terminate()
         srv.wait(timeout=10)
+    left = os.listdir(tmp)
+    shutil.rmtree(tmp, ignore_errors=True)
     assert r.returncode == 0, r.stderr
+    assert left == [], left
     c = _summary(tmp_path / "o")
     assert c["ended"] and not c["errors"], c
     assert c["segments"] >= 12 and c["startup_s"] < 3.0 and c["stall_count"] == 0
@@ -123,4 +131,5 @@ video = "{content}/manifest.mpd"
     big = seg[seg["bytes"] > 100_000]
     assert len(big) and big["tput_request_bps"].max() <= 2.1e6, big["tput_request_bps"].tolist()
     assert seg["rung"].iloc[-4:].max() < 7, seg["rung"].tolist()
+
 

@@ -245,3 +245,33 @@ def test_sigkill_during_a_dashjs_run_leaves_nothing_behind(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_browser_temporary_folders_of_dead_processes_are_swept(tmp_path, monkeypatch):
+    """A run killed with SIGKILL runs no cleanup: the next one removes the browser folders it left."""
+    import subprocess as sp
+    base = tempfile_short()
+    try:
+        gone = sp.Popen(["true"])
+        gone.wait()
+        stale = os.path.join(base, f"qoelab-browser-{gone.pid}-abc")
+        os.makedirs(os.path.join(stale, "org.chromium.Chromium.x"))
+        mine = os.path.join(base, f"qoelab-browser-{os.getpid()}-def")
+        os.makedirs(mine)
+        other = os.path.join(base, "qoelab-browser-x")            # not of this pattern: kept
+        os.makedirs(other)
+        monkeypatch.setenv("TMPDIR", base)
+        import tempfile
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        from qoelab import dashjs
+        d = dashjs.browser_tmpdir("browser")
+        assert os.path.dirname(d) == base and os.path.basename(d).startswith(f"qoelab-browser-{os.getpid()}-")
+        assert not os.path.exists(stale) and os.path.exists(mine) and os.path.exists(other)
+    finally:
+        import shutil
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def tempfile_short():
+    import tempfile
+    return tempfile.mkdtemp(prefix="qt-", dir="/tmp")

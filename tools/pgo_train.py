@@ -13,7 +13,7 @@ import sys
 import time
 
 here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(here), "python"))
 loader = importlib.machinery.ExtensionFileLoader("qoelab._core", sys.argv[1])
 spec = importlib.util.spec_from_file_location("qoelab._core", sys.argv[1], loader=loader)
 core = importlib.util.module_from_spec(spec)
@@ -32,7 +32,7 @@ def main() -> None:
     for name, _, scn in bench.cases(quick=True):
         if "memory" not in name:
             runs.append((f"bench {name}", lambda scn=scn: scenario.from_dict(scn, "<bench>")))
-    for path in sorted(glob.glob(os.path.join(here, "..", "scenarios", "*.toml"))):
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(here), "scenarios", "*.toml"))):
         runs.append((os.path.basename(path), lambda path=path: scenario.load(path)))
     done = 0
     for name, make in runs:

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from qoelab.errors import InputError
@@ -108,9 +109,44 @@ def play(mpd: str, duration_s: float, abr: str = "dynamic", buffer_s: float | No
     if why:
         raise InputError(None, None, message=f"dash.js in Chromium cannot run: {why}")
     _wait_for_server(mpd)
+    tmpdir = browser_tmpdir()   # the browser's temporary files, removed below
+    try:
+        return _play(mpd, duration_s, abr, buffer_s, stable_buffer_s, sample_ms, log, sets, tmpdir)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def browser_tmpdir(kind: str = "dashjs") -> str:
+    """A new folder for one browser's temporary files (playwright's profile, Chromium's own), which
+    the caller removes: ``qoelab-<kind>-<pid>-*``. Chromium keeps a Unix socket in it
+    (`org.chromium.Chromium.*/SingletonSocket`, at most 107 bytes of path: a longer one is fatal), so
+    a $TMPDIR longer than 32 characters is passed over for /tmp. Folders of this kind left by a
+    process that no longer exists (killed with SIGKILL: no cleanup ran) are removed first."""
+    base = tempfile.gettempdir()
+    if len(base) > 32:
+        base = "/tmp"
+    sweep_stale(base, kind)
+    return tempfile.mkdtemp(prefix=f"qoelab-{kind}-{os.getpid()}-", dir=base)
+
+
+def sweep_stale(base: str, kind: str) -> None:
+    """Remove ``qoelab-<kind>-<pid>-*`` folders in ``base`` whose process is gone."""
+    import re
+    pat = re.compile(rf"qoelab-{re.escape(kind)}-(\d+)-")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for n in names:
+        m = pat.match(n)
+        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
+            shutil.rmtree(os.path.join(base, n), ignore_errors=True)
+
+
+def _play(mpd, duration_s, abr, buffer_s, stable_buffer_s, sample_ms, log, sets, tmpdir) -> list[dict]:
     cfg = {"mpd": mpd, "duration_s": duration_s,
            "settings": apply_sets(settings(abr, buffer_s, stable_buffer_s), sets),
-           "sample_ms": sample_ms, "chromium": find_chromium()}
+           "sample_ms": sample_ms, "chromium": find_chromium(), "tmpdir": tmpdir}
     p = subprocess.Popen(["node", os.path.join(browser_dir(), "play.mjs"), json.dumps(cfg)], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, cwd=browser_dir(), start_new_session=True)
     events = []
@@ -132,9 +168,21 @@ def play(mpd: str, duration_s: float, abr: str = "dynamic", buffer_s: float | No
         raise
     fatal = [e for e in events if e.get("ev") == "fatal"]
     if fatal or p.returncode not in (0, None):
-        err = fatal[0]["error"] if fatal else (p.stderr.read().strip().splitlines() or ["?"])[-1]
+        err = fatal[0]["error"] if fatal else _stderr_line(p.stderr.read())
         raise RuntimeError(f"dash.js in Chromium failed: {err}")
     return events
+
+
+def _stderr_line(text: str) -> str:
+    """The telling line of node's stderr: Chromium's FATAL line or the thrown error, not node's
+    closing version banner."""
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    for key in ("FATAL", "Error:"):
+        hit = [ln for ln in lines if key in ln]
+        if hit:
+            return hit[0][:500]
+    lines = [ln for ln in lines if not ln.startswith("Node.js v")]
+    return (lines or ["?"])[-1][:500]
 
 
 def _wait_for_server(url: str, timeout_s: float = 15.0) -> None:

@@ -203,6 +203,19 @@ def _check_playable(where: str, v: dict) -> None:
                           f"for dash.js (at least {MIN_SEGMENT_BYTES})")
 
 
+_BROWSER_TMP: list = []
+
+
+def _browser_tmp() -> str:
+    from qoelab import dashjs
+    d = dashjs.browser_tmpdir("browser")
+    if not _BROWSER_TMP:
+        import atexit
+        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _BROWSER_TMP])
+    _BROWSER_TMP.append(d)
+    return d
+
+
 def _browser(pl: dict, i: int, c: dict, port: int, path: str, cfg: dict, work: str) -> dict:
     """The driver's plan of a dash.js client: `node play.mjs CONFIG` (waits for its start on stdin)."""
     from qoelab import dashjs
@@ -213,6 +226,10 @@ def _browser(pl: dict, i: int, c: dict, port: int, path: str, cfg: dict, work: s
     conf = {"mpd": f"http://{SERVER_ADDR}:{port}{path}manifest.mpd",
             "duration_s": max(1.0, (cfg["duration"] - c["start"]) / 1e9 + 10.0),
             "settings": settings, "sample_ms": 250, "chromium": dashjs.find_chromium(), "wait_go": True}
+    # the browser's temporary files: a folder of this process, removed when it exits (after the driver
+    # and its browsers), or by a later run if it is killed; not in `work`, whose path may be too long
+    # for Chromium's socket
+    conf["tmpdir"] = _browser_tmp()
     d = dashjs.browser_dir()
     return {"argv": [shutil.which("node") or "node", os.path.join(d, "play.mjs"), json.dumps(conf)], "cwd": d,
             "events": os.path.join(work, f"browser{i}.events.jsonl"),
