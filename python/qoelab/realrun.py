@@ -203,16 +203,11 @@ def _check_playable(where: str, v: dict) -> None:
                           f"for dash.js (at least {MIN_SEGMENT_BYTES})")
 
 
-_BROWSER_TMP: list = []
-
-
 def _browser_tmp() -> str:
+    import atexit
     from qoelab import dashjs
     d = dashjs.browser_tmpdir("browser")
-    if not _BROWSER_TMP:
-        import atexit
-        atexit.register(lambda: [shutil.rmtree(x, ignore_errors=True) for x in _BROWSER_TMP])
-    _BROWSER_TMP.append(d)
+    atexit.register(shutil.rmtree, d, True)
     return d
 
 
