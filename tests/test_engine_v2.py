@@ -67,13 +67,27 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     import json
     import subprocess
     import sys
+    chunk = "video-4clients-chunklets10-fqcodel"
     p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--quick", "--json",
-                        "--case", "dumbbell-4cubic-10M-fqcodel-200s"], capture_output=True, text=True)
+                        "--case", "dumbbell-4cubic-10M-fqcodel-200s", "--case", chunk],
+                       capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    case = out["cases"][0]
+    case, other = out["cases"]
     assert case["bottleneck_packets"] > 10_000 and case["bottleneck_packets_per_s"] > 0
     assert 5 < case["peak_rss_mb"] < 2000
+    assert case["events_per_packet"] == round(case["events"] / case["bottleneck_packets"], 2)
+    # the data-plane comparison of the same run: packets/s and engine events per packet (the
+    # chunklets case's 40 connections do more events per packet: delayed-ACK and RTO timers)
+    vs = out["vs_reference"][chunk]
+    assert vs["packets_per_s"] == round(other["bottleneck_packets_per_s"] / case["bottleneck_packets_per_s"], 3)
+    assert 1.1 < vs["events_per_packet"] < 2
+    # what the machine was doing: load averages before and after, and its clock on Linux
+    m = out["machine"]
+    assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3
+    import os
+    if os.path.exists("/proc/cpuinfo") and "cpu MHz" in open("/proc/cpuinfo").read():
+        assert m["cpu_mhz"] > 0
     # which build was measured (tools/build-core): never the instrumented training build
     assert out["core_build"] in ("pgo+x86-64-v3", "pgo", "release", "debug"), out["core_build"]
 

@@ -120,6 +120,37 @@ def cases(quick: bool):
 #: Cases run once (too long to repeat) and only when named with --case.
 ONCE = {"memory-1G-1h"}
 
+#: The reference case, and the cases whose packets/s are compared with it in the same run (the
+#: data-plane goal of docs/benchmarks.md: the chunklets case within 20% of the reference).
+REFERENCE = "dumbbell-4cubic-10M-fqcodel-200s"
+VS_REFERENCE = ("video-4clients-chunklets10-fqcodel",)
+
+
+def _cpu() -> dict:
+    """The processor's model name and current clock (MHz) from /proc/cpuinfo (Linux; None elsewhere):
+    wall-time figures of different days compare only on the same clock."""
+    model, mhz = None, None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k == "model name" and model is None:
+                    model = v.strip()
+                elif k == "cpu MHz" and mhz is None:
+                    mhz = round(float(v), 0)
+    except (OSError, ValueError):
+        pass
+    return {"cpu_model": model, "cpu_mhz": mhz}
+
+
+def _load() -> list:
+    """1-, 5- and 15-minute load averages (empty where the system has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
 
 def _child(name: str, quick: bool, repeat: int) -> None:
     """Run one case in this (fresh) process and print its figures as JSON."""
@@ -159,15 +190,21 @@ def run_case(scn: dict, repeat: int) -> dict:
         "events": summary["events"],
         "bottleneck_packets_per_s": round(pk / wall),
         "events_per_s": round(summary["events"] / wall),
+        "events_per_packet": round(summary["events"] / pk, 2) if pk else None,
         "simulated_s_per_wall_s": round(summary["duration_s"] / wall, 1),
     }
+
+
+def _fmt_load(v: list) -> str:
+    return " ".join(f"{x:.2f}" for x in v) if v else "unknown"
 
 
 def main(json_out=False, quick=False, only=None) -> int:
     from qoelab import __version__, _core
     out = {"qoelab": __version__, "core_build": _core.build(),
-           "machine": {"cpu": platform.processor() or platform.machine(),
-                       "cores": os.cpu_count(), "python": platform.python_version()},
+           "machine": {"cpu": platform.processor() or platform.machine(), **_cpu(),
+                       "cores": os.cpu_count(), "python": platform.python_version(),
+                       "load_before": _load()},
            "repeat": REPEAT, "quick": quick, "cases": []}
     all_cases = cases(quick)
     names = [c[0] for c in all_cases]
@@ -179,6 +216,10 @@ def main(json_out=False, quick=False, only=None) -> int:
     if not json_out:
         note = "" if out["core_build"].startswith("pgo") else " (not profile-guided: see docs/benchmarks.md)"
         print(f"qoelab {__version__}, core build: {out['core_build']}{note}", flush=True)
+        m = out["machine"]
+        clock = f" at {m['cpu_mhz']:,.0f} MHz" if m["cpu_mhz"] else ""
+        print(f"machine: {m['cpu_model'] or m['cpu']}{clock}, {m['cores']} cores, "
+              f"load average {_fmt_load(m['load_before'])}", flush=True)
     for name, desc, scn in all_cases:
         if (only and name not in only) or (not only and name in ONCE):
             continue
@@ -190,6 +231,20 @@ def main(json_out=False, quick=False, only=None) -> int:
             print(f"{name:<36} {r['bottleneck_packets_per_s']:>12,} bottleneck pkts/s {r['events_per_s']:>12,} events/s "
                   f"{r['simulated_s_per_wall_s']:>8,.0f} sim-s/wall-s  peak {r['peak_rss_mb']:>7,.1f} MB  "
                   f"(median of {repeat}: {r['wall_s_median']:.3f} s)", flush=True)
+    out["machine"]["load_after"] = _load()
+    by = {c["case"]: c for c in out["cases"]}
+    if REFERENCE in by:
+        ref = by[REFERENCE]
+        out["vs_reference"] = {n: {"packets_per_s": round(by[n]["bottleneck_packets_per_s"]
+                                                          / ref["bottleneck_packets_per_s"], 3),
+                                   "events_per_packet": round(by[n]["events_per_packet"]
+                                                              / ref["events_per_packet"], 3)}
+                               for n in VS_REFERENCE if n in by}
+    if not json_out:
+        for n, v in out.get("vs_reference", {}).items():
+            print(f"{n}: {v['packets_per_s']:.2f}x the reference case's packets/s in this run "
+                  f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
+        print(f"load average after: {_fmt_load(out['machine']['load_after'])}", flush=True)
     if json_out:
         print(json.dumps(out, indent=2))
     return 0

@@ -165,7 +165,10 @@ def build_parser():
     b = sub.add_parser("bench", help="packets/s, events/s and peak memory of a fixed benchmark suite",
                        description="Runs the fixed benchmark suite (docs/benchmarks.md), each case in a process "
                        "of its own, and prints bottleneck packets per wall second, events per second and peak "
-                       "RSS per case. The 1-hour memory case runs only when named: --case memory-1G-1h.")
+                       "RSS per case, after the build, the processor's clock and the load average (figures "
+                       "compare only at the same clock and load), and the chunklets case as a fraction of "
+                       "the reference case when both ran. The 1-hour memory case runs only when named: "
+                       "--case memory-1G-1h.")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.add_argument("--quick", action="store_true", help="shorter runs (for a smoke check; figures are noisier)")
     b.add_argument("--case", action="append", default=None, help="run only this case (repeatable; memory-1G-1h runs only this way)")
