@@ -114,6 +114,9 @@ impl World {
         )?;
         self.flows[req].client = Some(ci);
         self.flows[resp].client = Some(ci);
+        if kind == "video" {
+            self.video_flows.push(resp);
+        }
         Ok((req, resp))
     }
 

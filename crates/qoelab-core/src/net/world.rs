@@ -135,6 +135,9 @@ pub struct World {
     pub(crate) clients: IdVec<ClientId, super::clients::ClientRt>,
     /// Scratch buffer of session operations (see `clients::with_session`).
     pub(crate) conn_ops: Vec<super::clients::ConnOp>,
+    /// The clients' video response flows not yet dead, in the order opened: those whose smoothed
+    /// RTT every sample adds to (a scan of every flow touched each dead connection's flows too).
+    pub(crate) video_flows: Vec<FlowId>,
     /// Packets that arrived for discarded connections.
     pub dead_drops: u64,
     pub(crate) abr_factory: Option<AbrFactory>,
@@ -229,6 +232,7 @@ impl World {
             webgens: Vec::new(),
             clients: IdVec::new(),
             conn_ops: Vec::new(),
+            video_flows: Vec::new(),
             dead_drops: 0,
             abr_factory,
             session_gens: Vec::new(),
@@ -1100,9 +1104,16 @@ impl World {
             }
             self.rec.flows = Some(tab);
         }
-        for f in self.flows.iter_mut() {
-            if f.client.is_some() && !f.dead && now >= f.start && f.kind == "video" {
-                if let Ep::TcpTx(s) = &self.eps[f.tx] {
+        // (each flow keeps its own sums, so the order of the flows does not matter; a dead flow
+        // never revives)
+        let (flows, eps) = (&mut self.flows, &self.eps);
+        self.video_flows.retain(|&fid| {
+            let f = &mut flows[fid];
+            if f.dead {
+                return false;
+            }
+            if now >= f.start {
+                if let Ep::TcpTx(s) = &eps[f.tx] {
                     let srtt = s.srtt().unwrap_or(0);
                     if srtt > 0 {
                         f.srtt_sum += srtt as f64;
@@ -1110,7 +1121,8 @@ impl World {
                     }
                 }
             }
-        }
+            true
+        });
         if let Some(tab) = &mut self.rec.tcp {
             for (fid, f) in self.flows.iter_enumerated() {
                 if now < f.start || f.done_at.is_some() || f.dead {
