@@ -117,6 +117,16 @@ impl Buffered<'_> {
     }
 }
 
+/// In-order bytes a session sees on the stream of flow `f`.
+#[inline]
+pub(crate) fn stream_delivered(eps: &IdVec<EpId, Ep>, f: &FlowRt) -> u64 {
+    match &eps[f.rx] {
+        // received bytes and zero-filled holes, in order
+        Ep::QuicRx(r) => r.bytes_delivered(),
+        _ => bytes_received(eps, f),
+    }
+}
+
 impl Transport for Buffered<'_> {
     fn write(&mut self, _now: Ns, conn: ConnId, dir: Dir, bytes: u64) {
         self.ops.push(ConnOp::Write(conn, dir, bytes, true));
@@ -142,11 +152,7 @@ impl Transport for Buffered<'_> {
     }
     fn delivered(&self, conn: ConnId, dir: Dir) -> u64 {
         let Some(f) = self.flow(conn, dir) else { return 0 };
-        match &self.eps[self.flows[f].rx] {
-            // received bytes and zero-filled holes, in order
-            Ep::QuicRx(r) => r.bytes_delivered(),
-            _ => bytes_received(self.eps, &self.flows[f]),
-        }
+        stream_delivered(self.eps, &self.flows[f])
     }
     fn reset(&mut self, _now: Ns, conn: ConnId) {
         self.ops.push(ConnOp::Reset(conn));

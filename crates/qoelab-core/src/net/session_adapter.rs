@@ -2,7 +2,7 @@
 //! packet events with a buffered [`Transport`](crate::session::Transport), apply their
 //! operations on simulated TCP, and report them. Types are in [`super::clients`].
 
-use super::clients::{session_parts, Buffered, ClientRt, ConnOp};
+use super::clients::{session_parts, stream_delivered, Buffered, ClientRt, ConnOp};
 use super::config::ClientCfg;
 use super::connection::{lower_timer, stream_of, ConnTransport};
 use super::endpoint::tcp_config;
@@ -149,7 +149,27 @@ impl World {
         // The flow's slot; the flow is one of the slot's current halves unless it was replaced.
         let k = self.flows[fid].slot;
         let Some(dir) = stream_of(self.clients[ci].conns.get(k as usize), fid) else { return };
+        if dir == Dir::Response && self.client_rx_quiet(ci, fid, k) {
+            return;
+        }
         self.with_session(ci, |s, now, t| s.on_delivered(now, ConnId(k), dir, t));
+    }
+
+    /// Most response packets only advance byte counters (`VideoSession::on_delivered_quiet`):
+    /// then the session is updated without the buffered transport and the timer bookkeeping of
+    /// a full call, which would issue nothing and keep the same wake-up. Same results.
+    #[inline]
+    fn client_rx_quiet(&mut self, ci: ClientId, fid: FlowId, k: u32) -> bool {
+        let now = self.engine.now();
+        let got = stream_delivered(&self.eps, &self.flows[fid]);
+        let c = &mut self.clients[ci];
+        // (a quiet delivery does not move the session's wake-up; if the full call would lower
+        // the client's timer anyway, let it)
+        let t = c.session.poll_at();
+        if t != NEVER && t < c.sched {
+            return false;
+        }
+        c.session.on_delivered_quiet(now, ConnId(k), got)
     }
 
     /// Call the session with a buffered transport, apply its operations, reschedule its timer.

@@ -245,6 +245,37 @@ impl Http {
         self.refresh_serve_min();
     }
 
+    /// The one delivery that `got` in-order response bytes on `conn` make when they only advance
+    /// the connection's first outstanding response, already started, without completing it (so
+    /// without reaching the next one); None otherwise. [`Http::on_delivered`] would report exactly
+    /// this delivery and change nothing else but the response's reported bytes
+    /// ([`Http::note_reported`]).
+    #[inline]
+    pub fn quiet_delivery(&self, conn: ConnId, got: u64) -> Option<Delivery> {
+        let o = self.conns.get(conn.0 as usize)?.out.front()?;
+        if o.reported == 0 || got <= o.start || got - o.start >= o.len {
+            return None;
+        }
+        let r = got - o.start;
+        Some(Delivery {
+            id: o.id,
+            conn,
+            received: r,
+            before: o.reported,
+            body: r.saturating_sub(o.header),
+            body_len: o.len - o.header,
+            header: o.header,
+        })
+    }
+    /// Record a delivery from [`Http::quiet_delivery`] as reported.
+    #[inline]
+    pub fn note_reported(&mut self, d: &Delivery) {
+        if let Some(o) = self.conns[d.conn.0 as usize].out.front_mut() {
+            debug_assert_eq!(o.id, d.id);
+            o.reported = d.received;
+        }
+    }
+
     /// Bytes arrived on stream `dir` of `conn`: server side for requests (answer the complete
     /// ones), client side for responses (report every response that progressed to `out`).
     pub fn on_delivered(&mut self, now: Ns, conn: ConnId, dir: Dir, t: &mut dyn Transport, out: &mut Vec<Delivery>) {

@@ -182,6 +182,23 @@ impl VideoSession {
         }
     }
 
+    /// Fast path of [`VideoSession::on_delivered`] for `got` in-order response bytes on `conn`:
+    /// when the full call would only advance byte counters (the response already started and not
+    /// complete, the data plane sure nothing else is due: see [`DataPlane::on_quiet_delivery`]),
+    /// apply them and return true, with the same state as the full call left; otherwise change
+    /// nothing and return false (the driver then makes the full call). The driver must also know
+    /// that [`VideoSession::poll_at`] needs no new wake-up (a quiet delivery does not move it).
+    pub fn on_delivered_quiet(&mut self, now: Ns, conn: ConnId, got: u64) -> bool {
+        let Some(d) = self.http.quiet_delivery(conn, got) else { return false };
+        if !self.plane.on_quiet_delivery(now, &d, self.http.cfg().progress_interval) {
+            return false;
+        }
+        self.http.note_reported(&d);
+        let sample = self.log.deliver(now, &d);
+        debug_assert!(sample.is_none(), "a quiet delivery completed a request");
+        true
+    }
+
     /// Player and session accounting at the end of a run.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.player.check_invariants()

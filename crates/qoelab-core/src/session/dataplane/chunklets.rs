@@ -155,6 +155,25 @@ impl DataPlane for Chunklets {
             }
         }
     }
+    fn on_quiet_delivery(&mut self, now: Ns, d: &Delivery, interval: Ns) -> bool {
+        let Some(c) = self.cur.as_mut() else { return false };
+        let Some(i) = d.id.checked_sub(c.parts[0].req).map(|i| i as usize).filter(|&i| i < c.parts.len()) else {
+            return false;
+        };
+        let p = &c.parts[i];
+        if !p.started || p.done || d.complete() {
+            return false;
+        }
+        let got = d.body.min(p.size);
+        let total = c.got - p.got + got;
+        // proxy: nothing is reported before every part is done, and this one is not
+        if !self.proxy && !c.track.quiet(now, total, c.total, interval) {
+            return false;
+        }
+        c.got = total;
+        c.parts[i].got = got;
+        true
+    }
     fn poll_at(&self, player: &Player) -> Ns {
         player.poll_at()
     }

@@ -188,6 +188,15 @@ pub trait DataPlane: Send {
     /// A response progressed. Returns true if the plane may want to issue requests now (the
     /// session then calls [`DataPlane::pump`]).
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool;
+    /// Fast path of [`DataPlane::on_delivery`] for a delivery that neither starts nor completes
+    /// its response (the HTTP layer checked that): when the full call would change nothing but
+    /// the plane's own byte counters (no first byte, no completion, no progress report due, nothing
+    /// to issue, and the request log's update is the session's), apply those counters and return
+    /// true; otherwise change nothing and return false, and the session makes the full call.
+    /// Planes that do more per delivery (estimators, per-packet samples) keep the default.
+    fn on_quiet_delivery(&mut self, _now: Ns, _d: &Delivery, _interval: Ns) -> bool {
+        false
+    }
     /// When [`DataPlane::pump`] must run next without a transport event (NEVER if not needed).
     fn poll_at(&self, player: &Player) -> Ns;
     /// The VOXEL plane's counters (None for the others).
@@ -261,6 +270,12 @@ pub enum Outcome {
 impl Track {
     pub fn new(dl: DlId, now: Ns) -> Track {
         Track { dl, first: false, last_progress: now }
+    }
+    /// [`Track::report`] of `body < total` bytes at `now` would do nothing: the first byte was
+    /// reported and no progress report is due (see [`DataPlane::on_quiet_delivery`]).
+    #[inline]
+    pub fn quiet(&self, now: Ns, body: u64, total: u64, interval: Ns) -> bool {
+        self.first && body < total && now < self.last_progress + interval
     }
     /// Report `body` of `total` bytes of the download to the player (first byte when `first_byte`
     /// is set and not reported yet); completes it when `body >= total`.

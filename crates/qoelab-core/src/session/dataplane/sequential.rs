@@ -62,6 +62,10 @@ impl DataPlane for Sequential {
             }
         }
     }
+    fn on_quiet_delivery(&mut self, now: Ns, d: &Delivery, interval: Ns) -> bool {
+        // (no counters of its own: the request log and the track are all it updates)
+        matches!(&self.cur, Some((id, tr)) if *id == d.id && tr.quiet(now, d.body, d.body_len, interval))
+    }
     fn poll_at(&self, player: &Player) -> Ns {
         player.poll_at()
     }
