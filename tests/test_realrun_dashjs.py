@@ -198,13 +198,16 @@ def test_dashjs_client_and_bulk_flow_on_the_real_network(tmp_path):
         assert row.bytes == v["sizes"][row.segment][row.rung], row
     assert (played["t_last_byte_s"] >= played["t_request_s"]).all()
     assert (played["t_request_s"] >= 0).all() and (played["t_last_byte_s"] <= 18.0).all()
-    # the browser's connection: a video flow with the server's TCP_INFO, the bulk flow's goodput
+    # the browser's connections (Chromium's pool may open more than one: browser/resp,
+    # browser/c1/resp, ...): video flows with the server's TCP_INFO; the bulk flow's goodput
     flows = {f["name"]: f for f in s["flows"]}
-    assert "browser/resp" in flows and flows["browser/resp"]["bytes_received"] >= c["bytes"] * 0.9
+    browser = [f for n, f in flows.items() if n == "browser/resp" or (n.startswith("browser/c") and n.endswith("/resp"))]
+    assert "browser/resp" in flows and all(f["kind"] == "video" for f in browser), sorted(flows)
+    assert sum(f["bytes_received"] for f in browser) >= c["bytes"] * 0.9, (browser, c["bytes"])
     assert c["connections"] >= 1 and c["srtt_mean_ms"] and c["srtt_mean_ms"] >= 40
     assert flows["download"]["goodput_bps"] > 1e6
     tcp = pd.read_parquet(tmp_path / "real" / "tcp.parquet")
-    assert (tcp["flow"] == flows["browser/resp"]["id"]).sum() > 10
+    assert tcp["flow"].isin([f["id"] for f in browser]).sum() > 10
 
 
 @real
