@@ -85,7 +85,6 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     # what the machine was doing: load averages before and after, and its clock on Linux
     m = out["machine"]
     assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3
-    import os
     if os.path.exists("/proc/cpuinfo") and "cpu MHz" in open("/proc/cpuinfo").read():
         assert m["cpu_mhz"] > 0
     # which build was measured (tools/build-core): never the instrumented training build

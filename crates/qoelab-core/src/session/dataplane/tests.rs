@@ -81,8 +81,14 @@ fn session(abr: Box<dyn Abr>, plane: &str, params: serde_json::Value, pcfg: Play
 }
 
 fn run(s: &mut VideoSession, rate: u64) -> Fake {
+    run_with(s, rate, false).0
+}
+
+/// [`run`]; with `quiet`, response deliveries go through `on_delivered_quiet` first. Also returns
+/// how many deliveries the fast path took.
+fn run_with(s: &mut VideoSession, rate: u64, quiet: bool) -> (Fake, u64) {
     let mut t = Fake::new(rate, s.connection_slots() as usize);
-    let mut now = 0;
+    let (mut now, mut fast) = (0, 0);
     s.on_timer(now, &mut t);
     for _ in 0..2_000_000 {
         let timer = s.poll_at();
@@ -93,6 +99,10 @@ fn run(s: &mut VideoSession, rate: u64) -> Fake {
                 let (_, upto) = p.inflight.pop_front().unwrap();
                 t.total[k][ix(d)] += upto - p.delivered;
                 p.delivered = upto;
+                if quiet && d == Dir::Response && s.on_delivered_quiet(now, ConnId(k as u32), upto) {
+                    fast += 1;
+                    continue;
+                }
                 s.on_delivered(now, ConnId(k as u32), d, &mut t);
             }
             _ if timer != NEVER => {
@@ -108,7 +118,7 @@ fn run(s: &mut VideoSession, rate: u64) -> Fake {
     }
     assert!(s.player.is_done(), "phase {:?} at {now}", s.player.phase());
     s.check_invariants().unwrap();
-    t
+    (t, fast)
 }
 
 fn no_params() -> serde_json::Value {
@@ -329,4 +339,75 @@ fn the_abr_sees_one_sample_per_request() {
     }
     // One download record per segment all the same.
     assert_eq!(s.player.history().len(), 30);
+}
+
+/// Rung 5 (rung 0 after an abandonment), abandoning a download that has less than 60% of its
+/// bytes after 1.5 s; records every progress report it sees (time, bytes).
+struct Watch {
+    seen: Seen,
+    low: bool,
+}
+type Seen = std::sync::Arc<std::sync::Mutex<Vec<(Ns, u64)>>>;
+
+impl Abr for Watch {
+    fn name(&self) -> &'static str {
+        "test-watch"
+    }
+    fn choose(&mut self, _obs: &AbrObs) -> Decision {
+        let rung = if std::mem::take(&mut self.low) { 0 } else { 5 };
+        Decision { rung, delay: 0, reason: String::new() }
+    }
+    fn on_progress(&mut self, _obs: &AbrObs, p: &crate::abr::Progress) -> Option<usize> {
+        self.seen.lock().unwrap().push((p.now, p.bytes_received));
+        if p.rung > 0 && p.now >= p.t_request + 1500 * MS && p.bytes_received * 10 < p.bytes_total * 6 {
+            self.low = true;
+            return Some(0);
+        }
+        None
+    }
+}
+
+/// Play with the data plane `kind` at `rate` shared by its connections, with or without the
+/// quiet-delivery fast path: the session, the deliveries the fast path took, the progress
+/// reports the ABR saw.
+fn run_quiet(kind: &str, params: serde_json::Value, rate: u64, quiet: bool) -> (VideoSession, u64, Seen) {
+    let seen = Seen::default();
+    let abr = Box::new(Watch { seen: seen.clone(), low: false });
+    let mut s = session(abr, kind, params, PlayerConfig::default());
+    let n = s.connection_slots() as u64;
+    let (_, fast) = run_with(&mut s, rate / n, quiet);
+    (s, fast, seen)
+}
+
+#[test]
+fn quiet_deliveries_leave_the_state_of_full_calls() {
+    for (kind, params) in [
+        ("sequential", serde_json::json!({})),
+        ("chunklets", serde_json::json!({"n": 4})),
+        ("chunklets", serde_json::json!({"n": 3, "proxy": true})),
+    ] {
+        for rate in [3_000_000, 40_000_000] {
+            let (full, none, seen_full) = run_quiet(kind, params.clone(), rate, false);
+            let (fast, taken, seen_fast) = run_quiet(kind, params.clone(), rate, true);
+            assert_eq!(none, 0);
+            // the same progress reports to the ABR, and (at the low rate) abandonments
+            assert_eq!(*seen_full.lock().unwrap(), *seen_fast.lock().unwrap(), "{kind} at {rate}");
+            let abandoned = full.player.log().iter().filter(|l| l.abandoned).count();
+            assert_eq!(abandoned > 0, rate < 10_000_000 && params.get("proxy").is_none(), "{kind} at {rate}");
+            // most response packets neither start nor end a response nor fall due for a
+            // progress report: the fast path takes them
+            let packets: u64 = full.player.log().iter().map(|l| l.bytes / 1448).sum();
+            assert!(taken * 2 > packets, "{kind} at {rate}: {taken} of ~{packets}");
+            assert_eq!(format!("{:?}", full.player.log()), format!("{:?}", fast.player.log()), "{kind} at {rate}");
+            assert_eq!(format!("{:?}", full.player.summary()), format!("{:?}", fast.player.summary()));
+            assert_eq!(full.plane_log().requests, fast.plane_log().requests, "{kind} at {rate}");
+            assert_eq!(format!("{:?}", full.http_stats()), format!("{:?}", fast.http_stats()));
+        }
+    }
+}
+
+#[test]
+fn planes_that_sample_every_delivery_never_take_the_quiet_path() {
+    let (_, taken, _) = run_quiet("sprint", serde_json::json!({}), 10_000_000, true);
+    assert_eq!(taken, 0);
 }
