@@ -3,6 +3,8 @@
 import os
 import re
 
+import pytest
+
 import qoelab
 
 
@@ -131,3 +133,54 @@ def test_core_stubs_match_the_extension():
     declared = {n.name for n in ast.parse(open(stub).read()).body if isinstance(n, ast.FunctionDef)}
     actual = {n for n, f in inspect.getmembers(_core) if callable(f) and not n.startswith("_")}
     assert declared == actual, (declared ^ actual)
+
+
+def test_callgrind_total_reads_the_summary_line(tmp_path):
+    from qoelab.bench import callgrind_total
+    f = tmp_path / "callgrind.out"
+    f.write_text("version: 1\ncreator: callgrind-3.19.0\nevents: Ir\nfl=(1) a.rs\nfn=(1) f\n3 12\n"
+                 "summary: 1234567\ntotals: 1234567\n")
+    assert callgrind_total(str(f)) == 1234567
+    f.write_text("events: Ir\ntotals: 42\n")  # older files: totals only
+    assert callgrind_total(str(f)) == 42
+    f.write_text("events: Ir\n")
+    with pytest.raises(RuntimeError, match="no summary line"):
+        callgrind_total(str(f))
+
+
+def test_bench_instructions_without_valgrind_is_one_line(tmp_path):
+    import subprocess
+    import sys
+    env = {**os.environ, "PATH": str(tmp_path)}  # no valgrind there
+    p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--instructions", "--quick"],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip().splitlines() == [
+        "qoelab bench: error: --instructions: expected valgrind on the PATH (Debian: apt install valgrind), found none"]
+    p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--instructions", "--sweep", "20"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "does not apply to --sweep" in p.stderr
+
+
+def test_bench_instructions_count_the_event_loop():
+    """`qoelab bench --instructions`: callgrind's count of the core's event loop, which grows with
+    the simulated traffic (not the interpreter's start or the scenario's parsing)."""
+    import shutil
+    if shutil.which("valgrind") is None:
+        pytest.skip("valgrind is not installed (Debian: apt install valgrind)")
+    from qoelab import bench
+
+    def child(duration):
+        scn = bench._dumbbell("tiny", 1, "10Mbps", "fq_codel", duration)
+        return ("import json\nfrom qoelab import _core, scenario\n"
+                f"s = json.loads(_core.run(scenario.from_dict({scn!r}, '<t>').to_json())[0])\n"
+                "print(json.dumps({'bottleneck_packets': s['packets']['bottleneck'], 'events': s['events'],"
+                " 'simulated_s': s['duration_s']}))")
+    a = bench.count_instructions("tiny", True, code=child("2s"))
+    b = bench.count_instructions("tiny", True, code=child("4s"))
+    assert 1_000 < a["bottleneck_packets"] < b["bottleneck_packets"]
+    assert a["instructions_per_packet"] == round(a["instructions"] / a["bottleneck_packets"])
+    assert a["instructions_per_event"] == round(a["instructions"] / a["events"])
+    assert 500 < a["instructions_per_packet"] < 50_000, a
+    # twice the traffic, about twice the instructions: the loop is counted, not a fixed cost
+    assert 1.6 < b["instructions"] / a["instructions"] < 2.4, (a, b)

@@ -6,6 +6,10 @@ memory case) in a fresh child process of its own; the median wall time is report
 covers the simulation inside the core only (scenario parsing and result conversion excluded).
 Peak RSS is the child's maximum resident set size (the interpreter, the core and the run; the
 interpreter with the core loaded is ~18 MB). This is a benchmark, not a test: nothing here asserts a speed.
+
+With `--instructions` each case runs once under valgrind's callgrind instead, and the figures are
+the instructions of the core's event loop per bottleneck packet and per engine event: the same
+for one build on any machine, day and load, where wall time on a shared machine is not.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -169,6 +174,67 @@ def run_case_isolated(name: str, quick: bool, repeat: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+#: What callgrind counts: the core's event loop (`World::run_until`, the calls it makes), not the
+#: interpreter, the scenario's parsing, the network's construction or the summary.
+COLLECT = "*World*run*"
+
+
+def _child_counts(name: str, quick: bool) -> None:
+    """Run one case once in this process (the parent runs it under callgrind) and print its
+    bottleneck packets and engine events as JSON."""
+    from qoelab import _core, scenario
+    scn = next(c[2] for c in cases(quick) if c[0] == name)
+    summary = json.loads(_core.run(scenario.from_dict(scn, "<bench>").to_json())[0])
+    print(json.dumps({"bottleneck_packets": summary["packets"]["bottleneck"], "events": summary["events"],
+                      "simulated_s": summary["duration_s"]}))
+
+
+def callgrind_total(path: str) -> int:
+    """Instructions executed (the `Ir` event) in a callgrind output file: its `summary:` line
+    (`totals:` in older files)."""
+    found = {}
+    with open(path) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("summary", "totals") and v.strip():
+                found.setdefault(k, int(v.split()[0]))
+    if not found:
+        raise RuntimeError(f"{path}: no summary line in callgrind's output")
+    return found.get("summary", found.get("totals"))
+
+
+def _valgrind() -> str:
+    """valgrind's path, or the one-line error of `--instructions` without it."""
+    vg = shutil.which("valgrind")
+    if vg is None:
+        from qoelab.errors import InputError
+        raise InputError(None, "--instructions", "valgrind on the PATH (Debian: apt install valgrind)", "none")
+    return vg
+
+
+def count_instructions(name: str, quick: bool, code: str | None = None) -> dict:
+    """Run a case once under valgrind's callgrind in a child process and return the instructions
+    its event loop executed, per bottleneck packet and per engine event. Deterministic for one
+    build of the core: the figure compares across machines and days, unlike wall time."""
+    vg = _valgrind()
+    code = code or f"from qoelab import bench; bench._child_counts({name!r}, {quick!r})"
+    with tempfile.TemporaryDirectory(prefix="qoelab-callgrind-") as d:
+        out = os.path.join(d, "callgrind.out")
+        p = subprocess.run([vg, "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={COLLECT}",
+                            sys.executable, "-c", code], capture_output=True, text=True)
+        if p.returncode != 0:
+            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"benchmark case {name} under callgrind failed: {tail}")
+        ir = callgrind_total(out)
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    pk, ev = r["bottleneck_packets"], r["events"]
+    r.update({"instructions": ir,
+              "instructions_per_packet": round(ir / pk) if pk else None,
+              "instructions_per_event": round(ir / ev) if ev else None,
+              "events_per_packet": round(ev / pk, 2) if pk else None})
+    return r
+
+
 def run_case(scn: dict, repeat: int) -> dict:
     from qoelab import _core, scenario
     sc = scenario.from_dict(scn, "<bench>")
@@ -199,13 +265,16 @@ def _fmt_load(v: list) -> str:
     return " ".join(f"{x:.2f}" for x in v) if v else "unknown"
 
 
-def main(json_out=False, quick=False, only=None) -> int:
+def main(json_out=False, quick=False, only=None, instructions=False) -> int:
     from qoelab import __version__, _core
+    if instructions:
+        _valgrind()  # its error before anything is printed
     out = {"qoelab": __version__, "core_build": _core.build(),
            "machine": {"cpu": platform.processor() or platform.machine(), **_cpu(),
                        "cores": os.cpu_count(), "python": platform.python_version(),
                        "load_before": _load()},
-           "repeat": REPEAT, "quick": quick, "cases": []}
+           "repeat": 1 if instructions else REPEAT, "quick": quick,
+           "measure": "instructions" if instructions else "wall_time", "cases": []}
     all_cases = cases(quick)
     names = [c[0] for c in all_cases]
     if only:
@@ -223,6 +292,16 @@ def main(json_out=False, quick=False, only=None) -> int:
     for name, desc, scn in all_cases:
         if (only and name not in only) or (not only and name in ONCE):
             continue
+        if instructions:
+            r = count_instructions(name, quick)
+            r.update({"case": name, "description": desc})
+            out["cases"].append(r)
+            if not json_out:
+                print(f"{name:<36} {r['instructions_per_packet']:>8,} instructions per bottleneck packet "
+                      f"{r['instructions_per_event']:>6,} per event  ({r['instructions'] / 1e6:,.2f} M in the event "
+                      f"loop, {r['bottleneck_packets']:,} bottleneck packets, {r['events_per_packet']} events "
+                      f"per packet)", flush=True)
+            continue
         repeat = 1 if name in ONCE else REPEAT
         r = run_case_isolated(name, quick, repeat)
         r.update({"case": name, "description": desc, "repeat": repeat})
@@ -234,14 +313,20 @@ def main(json_out=False, quick=False, only=None) -> int:
     out["machine"]["load_after"] = _load()
     by = {c["case"]: c for c in out["cases"]}
     if REFERENCE in by:
+        # the same run's ratio: instructions per packet (--instructions) or packets per wall second
+        fig, src = (("instructions_per_packet", "instructions_per_packet") if instructions
+                    else ("packets_per_s", "bottleneck_packets_per_s"))
         ref = by[REFERENCE]
-        out["vs_reference"] = {n: {"packets_per_s": round(by[n]["bottleneck_packets_per_s"]
-                                                          / ref["bottleneck_packets_per_s"], 3),
+        out["vs_reference"] = {n: {fig: round(by[n][src] / ref[src], 3),
                                    "events_per_packet": round(by[n]["events_per_packet"]
                                                               / ref["events_per_packet"], 3)}
                                for n in VS_REFERENCE if n in by}
     if not json_out:
         for n, v in out.get("vs_reference", {}).items():
+            if instructions:
+                print(f"{n}: {v['instructions_per_packet']:.2f}x the reference case's instructions per packet "
+                      f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
+                continue
             print(f"{n}: {v['packets_per_s']:.2f}x the reference case's packets/s in this run "
                   f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
         print(f"load average after: {_fmt_load(out['machine']['load_after'])}", flush=True)

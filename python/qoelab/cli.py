@@ -118,10 +118,12 @@ def _with_unit(v, unit: str) -> str:
 
 def _cmd_bench(args):
     if args.sweep is not None:
+        if args.instructions:
+            raise InputError(None, "--instructions", "the suite's cases (it does not apply to --sweep)", "--sweep")
         from qoelab.sweep import bench as sbench
         return sbench.main(args.sweep, json_out=args.json)
     from qoelab import bench
-    return bench.main(json_out=args.json, quick=args.quick, only=args.case)
+    return bench.main(json_out=args.json, quick=args.quick, only=args.case, instructions=args.instructions)
 
 
 def _cmd_demo(args):
@@ -167,11 +169,15 @@ def build_parser():
                        "of its own, and prints bottleneck packets per wall second, events per second and peak "
                        "RSS per case, after the build, the processor's clock and the load average (figures "
                        "compare only at the same clock and load), and the chunklets case as a fraction of "
-                       "the reference case when both ran. The 1-hour memory case runs only when named: "
+                       "the reference case when both ran; with --instructions, instruction counts instead. The 1-hour memory case runs only when named: "
                        "--case memory-1G-1h.")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
     b.add_argument("--quick", action="store_true", help="shorter runs (for a smoke check; figures are noisier)")
     b.add_argument("--case", action="append", default=None, help="run only this case (repeatable; memory-1G-1h runs only this way)")
+    b.add_argument("--instructions", action="store_true",
+                   help="instead of wall time: each case once under valgrind's callgrind, the instructions of "
+                        "the core's event loop per bottleneck packet and per event (the same for one build on "
+                        "any machine and load; about 100x slower than a plain run, so best with --quick and --case)")
     b.add_argument("--sweep", type=_pos_int, nargs="?", const=10_000, default=None, metavar="N",
                    help="instead: the sweep engine's cost: N short runs (default 10000) on all cores, runs/min, "
                         "overhead per run, driver memory, query times (docs/benchmarks.md)")
