@@ -84,6 +84,9 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     vs = out["vs_reference"][chunk]
     assert vs["packets_per_s"] == round(other["bottleneck_packets_per_s"] / case["bottleneck_packets_per_s"], 3)
     assert 1.1 < vs["events_per_packet"] < 2
+    # and paired: the two cases alternated in one process, round by round
+    pr = vs["packets_per_s_paired"]
+    assert pr["rounds"] == 7 and 0 < pr["min"] <= pr["median"] <= pr["max"] < 10
     # what the machine was doing: load averages before and after, and its clock on Linux
     m = out["machine"]
     assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3

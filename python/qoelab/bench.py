@@ -174,6 +174,39 @@ def run_case_isolated(name: str, quick: bool, repeat: int) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+#: Rounds of the paired measurement: the reference case and a compared case alternated in one
+#: process, so that both see the same machine (its speed drifts by more than 1.5x within minutes).
+PAIR_ROUNDS = 7
+
+
+def _child_pair(a: str, b: str, quick: bool, rounds: int) -> None:
+    """Alternate cases `a` and `b` in this process and print each round's bottleneck packets/s."""
+    from qoelab import _core, scenario
+    scns = {n: s for n, _, s in cases(quick)}
+    cfgs = [scenario.from_dict(scns[n], "<bench>").to_json() for n in (a, b)]
+    rows = []
+    for _ in range(rounds):
+        row = []
+        for cfg in cfgs:
+            t0 = time.perf_counter()
+            s, _, _ = _core.run(cfg)
+            row.append(json.loads(s)["packets"]["bottleneck"] / (time.perf_counter() - t0))
+        rows.append(row)
+    print(json.dumps(rows))
+
+
+def paired_ratio(a: str, b: str, quick: bool, rounds: int = PAIR_ROUNDS) -> dict:
+    """Case `b`'s packets/s as a fraction of case `a`'s, round by round with the two alternated
+    in one child process: the median, least and greatest of the rounds' ratios."""
+    code = f"from qoelab import bench; bench._child_pair({a!r}, {b!r}, {quick!r}, {rounds!r})"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"benchmark cases {a} and {b} failed: {p.stderr.strip().splitlines()[-1:]}")
+    ratios = [rb / ra for ra, rb in json.loads(p.stdout.strip().splitlines()[-1])]
+    return {"rounds": rounds, "median": round(statistics.median(ratios), 3),
+            "min": round(min(ratios), 3), "max": round(max(ratios), 3)}
+
+
 #: What callgrind counts: the core's event loop (`World::run_until`, the calls it makes), not the
 #: interpreter, the scenario's parsing, the network's construction or the summary.
 COLLECT = "*World*run*"
@@ -321,14 +354,19 @@ def main(json_out=False, quick=False, only=None, instructions=False) -> int:
                                    "events_per_packet": round(by[n]["events_per_packet"]
                                                               / ref["events_per_packet"], 3)}
                                for n in VS_REFERENCE if n in by}
+        if not instructions:
+            for n, v in out["vs_reference"].items():
+                v["packets_per_s_paired"] = paired_ratio(REFERENCE, n, quick)
     if not json_out:
         for n, v in out.get("vs_reference", {}).items():
             if instructions:
                 print(f"{n}: {v['instructions_per_packet']:.2f}x the reference case's instructions per packet "
                       f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
                 continue
-            print(f"{n}: {v['packets_per_s']:.2f}x the reference case's packets/s in this run "
-                  f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
+            pr = v["packets_per_s_paired"]
+            print(f"{n}: {pr['median']:.2f}x the reference case's packets/s (median of {pr['rounds']} rounds "
+                  f"alternating the two in one process: {pr['min']:.2f}-{pr['max']:.2f}; {v['packets_per_s']:.2f}x "
+                  f"in the runs above), {v['events_per_packet']:.2f}x its engine events per packet", flush=True)
         print(f"load average after: {_fmt_load(out['machine']['load_after'])}", flush=True)
     if json_out:
         print(json.dumps(out, indent=2))
