@@ -163,6 +163,10 @@ def test_bench_instructions_without_valgrind_is_one_line(tmp_path):
     p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--instructions", "--sweep", "20"],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "does not apply to --sweep" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--instructions", "--case", "memory-1G-1h"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+    assert "--case: expected a case other than the memory case" in p.stderr
 
 
 def test_bench_instructions_count_the_event_loop():

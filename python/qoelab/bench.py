@@ -315,6 +315,12 @@ def main(json_out=False, quick=False, only=None, instructions=False) -> int:
         if bad:
             from qoelab.errors import InputError
             raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
+        if instructions and ONCE & set(only):
+            # an hour at 1 Gbit/s is about 10^12 instructions: many hours under callgrind
+            from qoelab.errors import InputError
+            raise InputError(None, "--case", "a case other than the memory case with --instructions "
+                             "(it measures peak memory; under callgrind it would run for many hours)",
+                             sorted(ONCE & set(only))[0])
     if not json_out:
         note = "" if out["core_build"].startswith("pgo") else " (not profile-guided: see docs/benchmarks.md)"
         print(f"qoelab {__version__}, core build: {out['core_build']}{note}", flush=True)
