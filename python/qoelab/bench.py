@@ -165,13 +165,19 @@ def _child(name: str, quick: bool, repeat: int) -> None:
     print(json.dumps(r))
 
 
+def _child_json(code: str, what: str, prefix: tuple = ()):
+    """Run `code` in a fresh interpreter (behind `prefix`, such as valgrind) and return the JSON
+    it printed last."""
+    p = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"{what} failed: {(p.stderr.strip().splitlines() or ['no output'])[-1]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def run_case_isolated(name: str, quick: bool, repeat: int) -> dict:
     """Run a case in a child process, so that its peak RSS is its own."""
-    code = f"from qoelab import bench; bench._child({name!r}, {quick!r}, {repeat!r})"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"benchmark case {name} failed: {p.stderr.strip().splitlines()[-1:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return _child_json(f"from qoelab import bench; bench._child({name!r}, {quick!r}, {repeat!r})",
+                       f"benchmark case {name}")
 
 
 #: Rounds of the paired measurement: the reference case and a compared case alternated in one
@@ -198,11 +204,9 @@ def _child_pair(a: str, b: str, quick: bool, rounds: int) -> None:
 def paired_ratio(a: str, b: str, quick: bool, rounds: int = PAIR_ROUNDS) -> dict:
     """Case `b`'s packets/s as a fraction of case `a`'s, round by round with the two alternated
     in one child process: the median, least and greatest of the rounds' ratios."""
-    code = f"from qoelab import bench; bench._child_pair({a!r}, {b!r}, {quick!r}, {rounds!r})"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    if p.returncode != 0:
-        raise RuntimeError(f"benchmark cases {a} and {b} failed: {p.stderr.strip().splitlines()[-1:]}")
-    ratios = [rb / ra for ra, rb in json.loads(p.stdout.strip().splitlines()[-1])]
+    rows = _child_json(f"from qoelab import bench; bench._child_pair({a!r}, {b!r}, {quick!r}, {rounds!r})",
+                       f"benchmark cases {a} and {b}")
+    ratios = [rb / ra for ra, rb in rows]
     return {"rounds": rounds, "median": round(statistics.median(ratios), 3),
             "min": round(min(ratios), 3), "max": round(max(ratios), 3)}
 
@@ -210,16 +214,6 @@ def paired_ratio(a: str, b: str, quick: bool, rounds: int = PAIR_ROUNDS) -> dict
 #: What callgrind counts: the core's event loop (`World::run_until`, the calls it makes), not the
 #: interpreter, the scenario's parsing, the network's construction or the summary.
 COLLECT = "*World*run*"
-
-
-def _child_counts(name: str, quick: bool) -> None:
-    """Run one case once in this process (the parent runs it under callgrind) and print its
-    bottleneck packets and engine events as JSON."""
-    from qoelab import _core, scenario
-    scn = next(c[2] for c in cases(quick) if c[0] == name)
-    summary = json.loads(_core.run(scenario.from_dict(scn, "<bench>").to_json())[0])
-    print(json.dumps({"bottleneck_packets": summary["packets"]["bottleneck"], "events": summary["events"],
-                      "simulated_s": summary["duration_s"]}))
 
 
 def callgrind_total(path: str) -> int:
@@ -248,18 +242,18 @@ def _valgrind() -> str:
 def count_instructions(name: str, quick: bool, code: str | None = None) -> dict:
     """Run a case once under valgrind's callgrind in a child process and return the instructions
     its event loop executed, per bottleneck packet and per engine event. Deterministic for one
-    build of the core: the figure compares across machines and days, unlike wall time."""
+    build of the core: the figure compares across machines and days, unlike wall time. `code`
+    (for tests) replaces the child's program; it prints the case's `bottleneck_packets`,
+    `events` and `simulated_s` as JSON, as `_child` does (whose wall-time figures, taken under
+    callgrind, are dropped)."""
     vg = _valgrind()
-    code = code or f"from qoelab import bench; bench._child_counts({name!r}, {quick!r})"
+    code = code or f"from qoelab import bench; bench._child({name!r}, {quick!r}, 1)"
     with tempfile.TemporaryDirectory(prefix="qoelab-callgrind-") as d:
         out = os.path.join(d, "callgrind.out")
-        p = subprocess.run([vg, "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={COLLECT}",
-                            sys.executable, "-c", code], capture_output=True, text=True)
-        if p.returncode != 0:
-            tail = (p.stderr.strip().splitlines() or ["no output"])[-1]
-            raise RuntimeError(f"benchmark case {name} under callgrind failed: {tail}")
+        child = _child_json(code, f"benchmark case {name} under callgrind",
+                            (vg, "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={COLLECT}"))
         ir = callgrind_total(out)
-    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r = {k: child[k] for k in ("bottleneck_packets", "events", "simulated_s")}
     pk, ev = r["bottleneck_packets"], r["events"]
     r.update({"instructions": ir,
               "instructions_per_packet": round(ir / pk) if pk else None,
@@ -312,12 +306,11 @@ def main(json_out=False, quick=False, only=None, instructions=False) -> int:
     names = [c[0] for c in all_cases]
     if only:
         bad = [o for o in only if o not in names]
+        from qoelab.errors import InputError
         if bad:
-            from qoelab.errors import InputError
             raise InputError(None, "--case", "one of " + ", ".join(names), bad[0])
         if instructions and ONCE & set(only):
             # an hour at 1 Gbit/s is about 10^12 instructions: many hours under callgrind
-            from qoelab.errors import InputError
             raise InputError(None, "--case", "a case other than the memory case with --instructions "
                              "(it measures peak memory; under callgrind it would run for many hours)",
                              sorted(ONCE & set(only))[0])
