@@ -191,3 +191,92 @@ def test_bench_instructions_count_the_event_loop():
     assert 500 < a["instructions_per_packet"] < 50_000, a
     # twice the traffic, about twice the instructions: the loop is counted, not a fixed cost
     assert 1.6 < b["instructions"] / a["instructions"] < 2.4, (a, b)
+
+
+def _fake_build(root, packets):
+    """A stand-in for a built qoelab package whose core 'runs' for 20 ms and reports `packets`
+    bottleneck packets: two of them differ in speed by the ratio of their packet counts."""
+    pkg = root / "qoelab"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bench.py").write_text("def cases(quick):\n    return [('c1', 'x', {}), ('c2', 'y', {})]\n")
+    (pkg / "scenario.py").write_text(
+        "class _S:\n    def to_json(self):\n        return '{}'\n"
+        "def from_dict(d, name):\n    return _S()\n")
+    (pkg / "_core.py").write_text(
+        "import json, time\n"
+        "def run(cfg):\n"
+        "    t = time.perf_counter()\n"
+        "    while time.perf_counter() - t < 0.02:\n        pass\n"
+        f"    return json.dumps({{'packets': {{'bottleneck': {packets}}}}}), None, None\n")
+    return str(root)
+
+
+def test_ab_bench_pairs_two_builds(tmp_path):
+    """tools/ab_bench.py runs each build from its own directory, alternately, and reports B/A per
+    case; bad input is one line, exit 2."""
+    import json
+    import subprocess
+    import sys
+    tool = os.path.join(os.path.dirname(__file__), "..", "tools", "ab_bench.py")
+    a, b = _fake_build(tmp_path / "a", 1000), _fake_build(tmp_path / "b", 3000)
+    p = subprocess.run([sys.executable, tool, a, b, "--rounds", "3", "--case", "c1", "--case", "c2", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)["cases"]
+    assert set(res) == {"c1", "c2"}
+    for r in res.values():
+        assert r["rounds"] == 3
+        # 3x the packets in the same busy 20 ms: B is about three times A (loose: a shared machine)
+        assert 1.5 < r["b_over_a_median"] < 6, r
+        assert r["b_over_a_q1"] <= r["b_over_a_median"] <= r["b_over_a_q3"]
+    for args, msg in [([a, str(tmp_path)], f"ab_bench: B: {tmp_path}: expected a directory holding the qoelab"),
+                      ([a, b, "--case", "nope"], "ab_bench: A: unknown case nope"),
+                      ([a, b, "--rounds", "0"], "ab_bench: --rounds: expected a count >= 1, got 0")]:
+        p = subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and p.stdout == "", (args, p.stdout, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith(msg), p.stderr
+
+
+def test_ab_bench_runs_the_real_package_against_itself():
+    import json
+    import subprocess
+    import sys
+    root = os.path.join(os.path.dirname(__file__), "..")
+    pkg = os.path.dirname(os.path.dirname(qoelab.__file__))
+    p = subprocess.run([sys.executable, os.path.join(root, "tools", "ab_bench.py"), pkg, pkg, "--quick", "--rounds", "1",
+                        "--case", "dumbbell-4cubic-10M-fqcodel-200s", "--json"], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)["cases"]["dumbbell-4cubic-10M-fqcodel-200s"]
+    assert r["a_packets_per_s_median"] > 1e4 and r["b_packets_per_s_median"] > 1e4, r
+
+
+def test_perf_lines_maps_samples_to_core_lines(tmp_path):
+    """tools/perf_lines.py: a cpu-clock profile of a run, by line of crates/qoelab-core."""
+    import shutil
+    import subprocess
+    import sys
+    if shutil.which("perf") is None or shutil.which("addr2line") is None:
+        pytest.skip("perf or addr2line is not installed (Debian: apt install linux-perf binutils)")
+    from qoelab import bench
+    scn = bench._dumbbell("tiny", 2, "10Mbps", "fq_codel", "60s")
+    code = ("from qoelab import _core, scenario\n"
+            f"cfg = scenario.from_dict({scn!r}, '<t>').to_json()\n"
+            "for _ in range(3):\n    _core.run(cfg)\n")
+    data = tmp_path / "perf.data"
+    p = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-o", str(data), sys.executable, "-c",
+                        code], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not data.exists():
+        pytest.skip(f"perf record does not work here: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    tool = os.path.join(os.path.dirname(__file__), "..", "tools", "perf_lines.py")
+    p = subprocess.run([sys.executable, tool, str(data), "--top", "10"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = p.stdout.strip().splitlines()
+    assert "samples" in rows[0] and len(rows) == 11
+    shares = [float(r.split("%")[0]) for r in rows[1:]]
+    assert shares == sorted(shares, reverse=True) and 0 < sum(shares) <= 100.01
+    # the engine's own files, not the standard library's, name the lines
+    assert sum(bool(re.search(r"\s(sim|net|tcp|aqm|cc)/\w+\.rs:\d+", r)) for r in rows[1:]) >= 5, p.stdout
+    p = subprocess.run([sys.executable, tool, str(tmp_path / "none.data")], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [f"perf_lines: {tmp_path / 'none.data'}: no such file"]
