@@ -27,7 +27,8 @@ import time
 REFERENCE_CASES = ("dumbbell-4cubic-10M-fqcodel-200s", "video-4clients-chunklets10-fqcodel")
 
 # The child: reads case names on stdin, runs each once, prints packets/s per line ("!" + message
-# on an error).
+# on an error). It times the run as `qoelab.bench` does but uses only what every build has had
+# (`bench.cases`, `scenario.from_dict`, `_core.run`), so that an older checkout can be build A.
 _WORKER = r"""
 import json, sys, time
 from qoelab import bench, _core, scenario

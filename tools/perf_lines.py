@@ -47,23 +47,27 @@ def _default_lib() -> str:
 
 
 def lines(data: str, lib: str) -> tuple:
-    """(samples in total, samples in `lib`, Counter of 'file:line  function' -> samples)."""
+    """(samples in total, samples in `lib`, samples in `lib` that could not be placed, Counter of
+    'file:line  function' -> samples). A sample is placed by its symbol and offset; a demangled
+    name that several symbols share (generic instances) places none of its samples."""
     name = os.path.basename(lib)
-    addr = {}
+    addr = collections.defaultdict(set)
     for ln in _run(["nm", "-C", lib]).splitlines():
         p = ln.split(" ", 2)
         if len(p) == 3 and p[0]:
-            addr[p[2]] = int(p[0], 16)
-    total, per_addr = 0, collections.Counter()
-    sym = re.compile(r"\s(\S+)\+0x([0-9a-f]+)\s")
+            addr[p[2]].add(int(p[0], 16))
+    total, in_lib, per_addr = 0, 0, collections.Counter()
+    # "<ip> <symbol, which may hold spaces>+0x<offset> (<dso>)"
+    sym = re.compile(r"^\s*[0-9a-f]+\s+(.+)\+0x([0-9a-f]+)\s+\(")
     for ln in _run(["perf", "script", "-i", data, "-F", "ip,sym,symoff,dso", "-G"]).splitlines():
         if not ln.strip():
             continue
         total += 1
         if name in ln:
+            in_lib += 1
             m = sym.search(ln)
-            if m and m.group(1) in addr:
-                per_addr[addr[m.group(1)] + int(m.group(2), 16)] += 1
+            if m and len(addr.get(m.group(1), ())) == 1:
+                per_addr[next(iter(addr[m.group(1)])) + int(m.group(2), 16)] += 1
     if not per_addr:
         raise Error(f"{data}: no samples in {name} (was the run made with this library?)")
     where = {}
@@ -88,7 +92,7 @@ def lines(data: str, lib: str) -> tuple:
     agg = collections.Counter()
     for a, c in per_addr.items():
         agg[where.get(a, "?")] += c
-    return total, sum(per_addr.values()), agg
+    return total, in_lib, in_lib - sum(per_addr.values()), agg
 
 
 def main(argv=None) -> int:
@@ -103,12 +107,14 @@ def main(argv=None) -> int:
         lib = args.lib or _default_lib()
         if not os.path.isfile(lib):
             raise Error(f"--lib: {lib}: no such file")
-        total, core, agg = lines(args.data, lib)
+        total, in_lib, unplaced, agg = lines(args.data, lib)
+        core = in_lib - unplaced
     except Error as e:
         print(f"perf_lines: {e}", file=sys.stderr)
         return 2
     try:
-        print(f"{total} samples, {core} in {os.path.basename(lib)}; share of those per line of crates/qoelab-core:")
+        print(f"{total} samples, {in_lib} in {os.path.basename(lib)} ({unplaced} of them not placed: an ambiguous or "
+              f"unnamed symbol); share of the placed ones per line of crates/qoelab-core:")
         for where, c in agg.most_common(args.top):
             print(f"{100 * c / core:5.1f}%  {where}")
         sys.stdout.flush()
