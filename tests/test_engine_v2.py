@@ -204,8 +204,9 @@ def _fake_build(root, packets):
         "class _S:\n    def to_json(self):\n        return '{}'\n"
         "def from_dict(d, name):\n    return _S()\n")
     (pkg / "_core.py").write_text(
-        "import json, time\n"
+        "import json, os, time\n"
         "def run(cfg):\n"
+        f"    open({str(root / 'pids')!r}, 'a').write(f'{{os.getpid()}}\\n')\n"
         "    t = time.perf_counter()\n"
         "    while time.perf_counter() - t < 0.02:\n        pass\n"
         f"    return json.dumps({{'packets': {{'bottleneck': {packets}}}}}), None, None\n")
@@ -220,13 +221,18 @@ def test_ab_bench_pairs_two_builds(tmp_path):
     import sys
     tool = os.path.join(os.path.dirname(__file__), "..", "tools", "ab_bench.py")
     a, b = _fake_build(tmp_path / "a", 1000), _fake_build(tmp_path / "b", 3000)
-    p = subprocess.run([sys.executable, tool, a, b, "--rounds", "3", "--case", "c1", "--case", "c2", "--json"],
+    p = subprocess.run([sys.executable, tool, a, b, "--rounds", "6", "--case", "c1", "--case", "c2", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)["cases"]
     assert set(res) == {"c1", "c2"}
+    # The children are started again every 5 rounds (a child keeps its placement for life):
+    # 6 rounds = two children per build, each with its own warm-up runs.
+    for d in (a, b):
+        pids = open(os.path.join(d, "pids")).read().split()
+        assert len(set(pids)) == 2 and len(pids) == 2 * 2 + 6 * 2, pids
     for r in res.values():
-        assert r["rounds"] == 3
+        assert r["rounds"] == 6
         # 3x the packets in the same busy 20 ms: B is about three times A (loose: a shared machine)
         assert 1.5 < r["b_over_a_median"] < 6, r
         assert r["b_over_a_q1"] <= r["b_over_a_median"] <= r["b_over_a_q3"]

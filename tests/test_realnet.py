@@ -397,7 +397,16 @@ def _nobody_has_user_namespaces():
         return "needs runuser to drop privileges"
     r = subprocess.run([runuser, "-u", "nobody", "--", "unshare", "--user", "--map-root-user", "--net", "true"],
                        capture_output=True, text=True)
-    return None if r.returncode == 0 else f"no unprivileged user namespaces here ({r.stderr.strip()})"
+    if r.returncode != 0:
+        return f"no unprivileged user namespaces here ({r.stderr.strip()})"
+    # A user namespace does not lift the device file's permissions: Debian makes /dev/net/tun
+    # 0666, some machines 0600 (root only).
+    r = subprocess.run([runuser, "-u", "nobody", "--", "sh", "-c", "test -r /dev/net/tun && test -w /dev/net/tun"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        mode = oct(os.stat("/dev/net/tun").st_mode & 0o777) if os.path.exists("/dev/net/tun") else "absent"
+        return f"/dev/net/tun is not open to unprivileged users here (mode {mode}): rootless TUN cannot be tried"
+    return None
 
 
 def test_unprivileged_user_runs_in_a_user_namespace(tmp_path):

@@ -7,7 +7,10 @@ A and B are directories that hold a built `qoelab` package (the package folder w
 `_core` extension module), such as a worktree's `python/` after `make build` there. Each build
 runs in a child interpreter of its own (this interpreter, with PYTHONPATH set to the directory);
 every round asks the two in turn, in alternating order, to run each `qoelab bench` case once, and
-records the bottleneck packets per wall second of the core's run. The figure per case is the
+records the bottleneck packets per wall second of the core's run. Both children are started
+again every 5 rounds, in alternating order: a child keeps for life whatever placement it got,
+and one of two children running the same build was ~4% faster than the other for the whole run
+before this (docs/benchmarks.md). The figure per case is the
 median over the rounds of B's speed divided by A's in the same round, with its quartiles: on a
 machine whose speed changes by more than 1.5x within seconds, only runs seconds apart compare.
 A benchmark, never a test: nothing here asserts a speed.
@@ -98,15 +101,24 @@ def _quartiles(v: list) -> tuple:
     return s[len(s) // 4], statistics.median(s), s[(3 * len(s)) // 4]
 
 
-def compare(a: str, b: str, cases: list, rounds: int, quick: bool, progress=None) -> dict:
+def compare(a: str, b: str, cases: list, rounds: int, quick: bool, progress=None, respawn: int = 5) -> dict:
+    """The two children are started again every `respawn` rounds, in alternating order: a child
+    keeps the processor, memory placement and code alignment it started with, which made one of two
+    identical builds ~4% faster than the other for the life of the pair (docs/benchmarks.md)."""
     workers = {}
+    dirs = {"A": a, "B": b}
+    speed = {c: {"A": [], "B": []} for c in cases}
     try:
-        workers = {"A": Worker("A", a, quick), "B": Worker("B", b, quick)}
-        for c in cases:  # one unrecorded run each: imports, caches, the allocator
-            workers["A"].run(c)
-            workers["B"].run(c)
-        speed = {c: {"A": [], "B": []} for c in cases}
         for r in range(rounds):
+            if r % respawn == 0:
+                for w in workers.values():
+                    w.stop()
+                workers = {}
+                for k in ("AB" if (r // respawn) % 2 == 0 else "BA"):
+                    workers[k] = Worker(k, dirs[k], quick)
+                for c in cases:  # one unrecorded run each: imports, caches, the allocator
+                    for k in "AB":
+                        workers[k].run(c)
             for c in cases:
                 for k in ("AB" if r % 2 == 0 else "BA"):
                     speed[c][k].append(workers[k].run(c))

@@ -149,6 +149,14 @@ pub trait QueueDiscipline: Send {
     fn fifo_limits(&self) -> Option<(u64, u64)> {
         None
     }
+    /// Whether `dequeue` on an empty queue leaves the discipline exactly as it was (plain
+    /// FIFOs). A link serves a packet that leaves an otherwise empty queue without waking up at
+    /// the end of its serialization only then: other disciplines change state on that call
+    /// (FQ-CoDel unlists an emptied flow, CoDel leaves its dropping state, RED and PIE note the
+    /// idle period), and the link must make it when the undelayed link would (docs/link.md).
+    fn quiet_when_empty(&self) -> bool {
+        false
+    }
     /// A scalar of the algorithm's state for queue samples (drop probability for RED/PIE,
     /// max_p for ARED, drop count for CoDel); NaN if none.
     fn probe(&self) -> f64 {
@@ -380,6 +388,10 @@ impl Queue {
     /// See [`QueueDiscipline::fifo_limits`].
     pub fn fifo_limits(&self) -> Option<(u64, u64)> {
         self.inner.fifo_limits()
+    }
+    /// See [`QueueDiscipline::quiet_when_empty`].
+    pub fn quiet_when_empty(&self) -> bool {
+        self.inner.quiet_when_empty()
     }
 
     /// Account a packet that a plain FIFO would have taken and handed out after `sojourn` ns,

@@ -150,6 +150,9 @@ pub struct Link<P> {
     /// Bytes in `line` (maintained in pipe mode only).
     line_bytes: u64,
     pipe: Option<Pipe>,
+    /// The queue discipline's dequeue on an empty queue changes nothing
+    /// ([`Queue::quiet_when_empty`]; fixed at construction).
+    quiet_empty: bool,
     /// The last serialization time computed: (bytes, rate, time). Packet sizes repeat, and this
     /// saves a 64-bit division per packet.
     ser_memo: std::cell::Cell<(u64, u64, Ns)>,
@@ -179,6 +182,7 @@ impl<P: LinkPacket> Link<P> {
         queue: Queue,
         loss: Option<Loss>,
     ) -> Link<P> {
+        let quiet_empty = queue.quiet_when_empty();
         Link {
             name,
             from,
@@ -201,6 +205,7 @@ impl<P: LinkPacket> Link<P> {
             line: VecDeque::new(),
             line_bytes: 0,
             pipe: None,
+            quiet_empty,
             ser_memo: std::cell::Cell::new((u64::MAX, 0, 0)),
         }
     }
@@ -364,9 +369,10 @@ impl<P: LinkPacket> Link<P> {
         }
         if let Some(t) = done {
             self.busy_until = t;
-            if self.delay > 0 && self.queue.len_packets() == 0 {
-                // Nothing waits behind this packet, so the end of its serialization needs no
-                // wake-up; it leaves the far end at t + delay.
+            if self.delay > 0 && self.queue.len_packets() == 0 && self.quiet_empty {
+                // Nothing waits behind this packet and the discipline would not change on the
+                // empty dequeue at the end of its serialization, so that end needs no wake-up;
+                // the packet leaves the far end at t + delay.
                 self.transmitted(h, t);
                 return;
             }
@@ -630,6 +636,8 @@ mod tests {
     #[derive(Clone, Debug, PartialEq)]
     struct P {
         id: u32,
+        /// The queue's flow hash.
+        flow: u32,
         len: u32,
     }
     impl LinkPacket for P {
@@ -637,7 +645,7 @@ mod tests {
             self.len
         }
         fn flow_hash(&self) -> u32 {
-            self.id
+            self.flow
         }
         fn ecn(&self) -> u8 {
             0
@@ -645,7 +653,7 @@ mod tests {
         fn set_ecn(&mut self, _: u8) {}
     }
 
-    fn fifo_link(aqm: &str, limit: u64, delay: Ns) -> Link<P> {
+    fn test_link(aqm: &str, limit: u64, delay: Ns) -> Link<P> {
         let ctx = AqmBuildCtx {
             limit_packets: Some(limit),
             limit_bytes: Some(limit * 1000),
@@ -677,25 +685,27 @@ mod tests {
         (got, l.queue.stats.clone(), l.stats.clone())
     }
 
+    /// `n` arrivals in bursts (gaps up to `short` ns with probability `p`, else up to `long` ns)
+    /// at odd nanoseconds (no exact ties), 40-1500 B; each its own flow, or one of `flows`.
+    fn bursts(rng: &mut Rng, n: u32, p: f64, short: f64, long: f64, flows: Option<u32>) -> Vec<(Ns, P)> {
+        let (mut t, mut arrivals) = (0, Vec::new());
+        for id in 0..n {
+            t += if rng.uniform() < p { 1 + (rng.uniform() * short) as Ns } else { (rng.uniform() * long) as Ns } * 2
+                + 1;
+            let flow = flows.map_or(id, |k| (rng.uniform() * k as f64) as u32);
+            arrivals.push((t, P { id, flow, len: 40 + (rng.uniform() * 1460.0) as u32 }));
+        }
+        arrivals
+    }
+
     /// The analytic FIFO gives the same departures, drops and sojourns as the event-driven path,
     /// also when the buffer overflows (bursts into a small pfifo / bfifo).
     #[test]
     fn pipe_equals_event_driven_fifo() {
         for (aqm, delay) in [("pfifo", 0), ("pfifo", 3_000_000), ("bfifo", 3_000_000), ("bfifo", 0)] {
-            let mut rng = Rng::for_component(5, aqm);
-            let (mut t, mut arrivals) = (0, Vec::new());
-            for id in 0..5000 {
-                // Bursts of back-to-back arrivals and idle gaps, odd nanoseconds (no exact ties).
-                t += if rng.uniform() < 0.8 {
-                    1 + (rng.uniform() * 200_000.0) as Ns
-                } else {
-                    (rng.uniform() * 20e6) as Ns
-                } * 2
-                    + 1;
-                arrivals.push((t, P { id, len: 40 + (rng.uniform() * 1460.0) as u32 }));
-            }
-            let a = run(fifo_link(aqm, 8, delay), &arrivals);
-            let mut pipe = fifo_link(aqm, 8, delay);
+            let arrivals = bursts(&mut Rng::for_component(5, aqm), 5000, 0.8, 200_000.0, 20e6, None);
+            let a = run(test_link(aqm, 8, delay), &arrivals);
+            let mut pipe = test_link(aqm, 8, delay);
             assert!(pipe.enable_pipe());
             let b = run(pipe, &arrivals);
             assert_eq!(a.0, b.0, "{aqm} delay {delay}: departures");
@@ -704,6 +714,26 @@ mod tests {
             (qa.max_len_pkts, qa.max_len_bytes, qb.max_len_pkts, qb.max_len_bytes) = (0, 0, 0, 0);
             assert_eq!(qa, qb, "{aqm} delay {delay}: queue counters");
             assert_eq!((a.2.tx_pkts, a.2.delivered_pkts), (b.2.tx_pkts, b.2.delivered_pkts));
+        }
+    }
+    /// Propagation delay only shifts departures: for every discipline, a link with delay `d`
+    /// hands out the same packets in the same order as the same link with no delay, `d` later.
+    /// (A discipline's dequeue on an empty queue can change its state, e.g. FQ-CoDel unlisting
+    /// an emptied flow so that its next packet is a new flow's; the delayed link must make that
+    /// call at the end of the serialization as the undelayed one does.)
+    #[test]
+    fn delay_only_shifts_departures() {
+        for aqm in ["fq_codel", "codel", "pie", "red", "pfifo", "bfifo"] {
+            // Three flows; the idle gaps often drain the queue.
+            let arrivals = bursts(&mut Rng::for_component(9, aqm), 20_000, 0.85, 900_000.0, 30e6, Some(3));
+            let a = run(test_link(aqm, 30, 0), &arrivals);
+            let mut b = run(test_link(aqm, 30, 3_000_000), &arrivals);
+            b.0.iter_mut().for_each(|d| d.0 -= 3_000_000);
+            assert!(a.0.len() > 10_000, "{aqm}: {} departures", a.0.len());
+            assert_eq!(a.0.len(), b.0.len(), "{aqm}: departures");
+            let first = a.0.iter().zip(&b.0).position(|(x, y)| x != y);
+            assert_eq!(first, None, "{aqm}: first difference at departure {first:?}");
+            assert_eq!(a.1.dropped_pkts(), b.1.dropped_pkts(), "{aqm}: drops");
         }
     }
     #[test]
