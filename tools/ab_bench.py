@@ -102,9 +102,8 @@ def _quartiles(v: list) -> tuple:
 
 
 def compare(a: str, b: str, cases: list, rounds: int, quick: bool, progress=None, respawn: int = 5) -> dict:
-    """The two children are started again every `respawn` rounds, in alternating order: a child
-    keeps the processor, memory placement and code alignment it started with, which made one of two
-    identical builds ~4% faster than the other for the life of the pair (docs/benchmarks.md)."""
+    """B/A per case over `rounds` paired rounds; the children restart every `respawn` rounds
+    (module docstring)."""
     workers = {}
     dirs = {"A": a, "B": b}
     speed = {c: {"A": [], "B": []} for c in cases}

@@ -152,8 +152,9 @@ pub trait QueueDiscipline: Send {
     /// Whether `dequeue` on an empty queue leaves the discipline exactly as it was (plain
     /// FIFOs). A link serves a packet that leaves an otherwise empty queue without waking up at
     /// the end of its serialization only then: other disciplines change state on that call
-    /// (FQ-CoDel unlists an emptied flow, CoDel leaves its dropping state, RED and PIE note the
-    /// idle period), and the link must make it when the undelayed link would (docs/link.md).
+    /// (FQ-CoDel unlists an emptied flow, CoDel leaves its dropping state, PIE and ARED catch up
+    /// their periodic updates), and the link must make it when the undelayed link would
+    /// (docs/link.md).
     fn quiet_when_empty(&self) -> bool {
         false
     }

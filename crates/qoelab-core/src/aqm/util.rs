@@ -117,11 +117,11 @@ impl QueueDiscipline for LimitedFifo {
     fn dequeue(&mut self, _now: Ns, _sink: &mut DropSink) -> Option<Item> {
         self.q.pop()
     }
-    /// A tail-drop FIFO may be served analytically by a link; a head-drop one may not.
     /// Head- or tail-drop, a dequeue on an empty FIFO changes nothing.
     fn quiet_when_empty(&self) -> bool {
         true
     }
+    /// A tail-drop FIFO may be served analytically by a link; a head-drop one may not.
     fn fifo_limits(&self) -> Option<(u64, u64)> {
         match self.when_full {
             WhenFull::DropTail => Some((self.lim.pkts, self.lim.bytes)),

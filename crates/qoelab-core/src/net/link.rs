@@ -150,9 +150,6 @@ pub struct Link<P> {
     /// Bytes in `line` (maintained in pipe mode only).
     line_bytes: u64,
     pipe: Option<Pipe>,
-    /// The queue discipline's dequeue on an empty queue changes nothing
-    /// ([`Queue::quiet_when_empty`]; fixed at construction).
-    quiet_empty: bool,
     /// The last serialization time computed: (bytes, rate, time). Packet sizes repeat, and this
     /// saves a 64-bit division per packet.
     ser_memo: std::cell::Cell<(u64, u64, Ns)>,
@@ -182,7 +179,6 @@ impl<P: LinkPacket> Link<P> {
         queue: Queue,
         loss: Option<Loss>,
     ) -> Link<P> {
-        let quiet_empty = queue.quiet_when_empty();
         Link {
             name,
             from,
@@ -205,7 +201,6 @@ impl<P: LinkPacket> Link<P> {
             line: VecDeque::new(),
             line_bytes: 0,
             pipe: None,
-            quiet_empty,
             ser_memo: std::cell::Cell::new((u64::MAX, 0, 0)),
         }
     }
@@ -369,7 +364,7 @@ impl<P: LinkPacket> Link<P> {
         }
         if let Some(t) = done {
             self.busy_until = t;
-            if self.delay > 0 && self.queue.len_packets() == 0 && self.quiet_empty {
+            if self.delay > 0 && self.queue.len_packets() == 0 && self.queue.quiet_when_empty() {
                 // Nothing waits behind this packet and the discipline would not change on the
                 // empty dequeue at the end of its serialization, so that end needs no wake-up;
                 // the packet leaves the far end at t + delay.
