@@ -70,12 +70,14 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     import subprocess
     import sys
     chunk = "video-4clients-chunklets10-fqcodel"
+    bulk40 = "dumbbell-40cubic-10M-fqcodel-200s"
     p = subprocess.run([sys.executable, "-m", "qoelab.cli", "bench", "--quick", "--json",
-                        "--case", "dumbbell-4cubic-10M-fqcodel-200s", "--case", chunk],
+                        "--case", "dumbbell-4cubic-10M-fqcodel-200s", "--case", chunk, "--case", bulk40],
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    case, other = out["cases"]
+    case, bulk, other = out["cases"]
+    assert [c["case"] for c in out["cases"]] == ["dumbbell-4cubic-10M-fqcodel-200s", bulk40, chunk]
     assert case["bottleneck_packets"] > 10_000 and case["bottleneck_packets_per_s"] > 0
     assert 5 < case["peak_rss_mb"] < 2000
     assert case["events_per_packet"] == round(case["events"] / case["bottleneck_packets"], 2)
@@ -87,6 +89,12 @@ def test_bench_reports_speed_and_peak_memory_per_case():
     # and paired: the two cases alternated in one process, round by round
     pr = vs["packets_per_s_paired"]
     assert pr["rounds"] == 7 and 0 < pr["min"] <= pr["median"] <= pr["max"] < 10
+    # and against the bulk case with as many connections (40) and no data plane
+    vb = out["vs_bulk"][chunk]
+    assert vb["bulk_case"] == bulk40
+    assert vb["packets_per_s"] == round(other["bottleneck_packets_per_s"] / bulk["bottleneck_packets_per_s"], 3)
+    assert 0.8 < vb["events_per_packet"] < 1.25   # 40 connections either way: similar timers and ACKs
+    assert 0 < vb["packets_per_s_paired"]["min"] <= vb["packets_per_s_paired"]["max"] < 10
     # what the machine was doing: load averages before and after, and its clock on Linux
     m = out["machine"]
     assert len(m["load_before"]) == 3 and len(m["load_after"]) == 3

@@ -1,5 +1,6 @@
-"""Training run of a profile-guided build (tools/build-core): run the quick benchmark cases and
-every example scenario (capped at 30 simulated seconds) on the instrumented core given as argv[1].
+"""Training run of a profile-guided build (tools/build-core): run the quick benchmark cases (but
+the 1-hour memory case and ``bench.UNTRAINED``) and every example scenario (capped at 30
+simulated seconds) on the instrumented core given as argv[1].
 
 The instrumented library is loaded as ``qoelab._core`` before the package, so that the Python
 front end around it is this checkout's. Scenarios that need files this machine does not have
@@ -30,7 +31,7 @@ def main() -> None:
     t0 = time.monotonic()
     runs = []
     for name, _, scn in bench.cases(quick=True):
-        if name not in bench.ONCE:   # the 1-hour memory case
+        if name not in bench.ONCE and name not in bench.UNTRAINED:
             runs.append((f"bench {name}", lambda scn=scn: scenario.from_dict(scn, "<bench>")))
     for path in sorted(glob.glob(os.path.join(os.path.dirname(here), "scenarios", "*.toml"))):
         runs.append((os.path.basename(path), lambda path=path: scenario.load(path)))

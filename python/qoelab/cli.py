@@ -169,7 +169,8 @@ def build_parser():
                        "of its own, and prints bottleneck packets per wall second, events per second and peak "
                        "RSS per case, after the build, the processor's clock and the load average (figures "
                        "compare only at the same clock and load), and the chunklets case as a fraction of "
-                       "the reference case when both ran (also alternated with it in one process, round by round); "
+                       "the reference case when both ran (also alternated with it in one process, round by round) "
+                       "and of the 40-flow bulk case (as many connections, no data plane) when that ran too; "
                        "with --instructions, instruction counts instead. The 1-hour memory case runs only when named: "
                        "--case memory-1G-1h.")
     b.add_argument("--json", action="store_true", help="print the results as JSON")
