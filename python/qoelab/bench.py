@@ -356,47 +356,34 @@ def main(json_out=False, quick=False, only=None, instructions=False) -> int:
                   f"(median of {repeat}: {r['wall_s_median']:.3f} s)", flush=True)
     out["machine"]["load_after"] = _load()
     by = {c["case"]: c for c in out["cases"]}
-    # the same run's ratios: instructions per packet (--instructions) or packets per wall second
+    # the same run's ratios: instructions per packet (--instructions) or packets per wall second;
+    # vs_reference against the reference case, vs_bulk against the case with as many connections
     fig, src = (("instructions_per_packet", "instructions_per_packet") if instructions
                 else ("packets_per_s", "bottleneck_packets_per_s"))
-    if REFERENCE in by:
-        ref = by[REFERENCE]
-        out["vs_reference"] = {n: {fig: round(by[n][src] / ref[src], 3),
-                                   "events_per_packet": round(by[n]["events_per_packet"]
-                                                              / ref["events_per_packet"], 3)}
-                               for n in VS_REFERENCE if n in by}
+    wanted = ([("vs_reference", n, REFERENCE) for n in VS_REFERENCE]
+              + [("vs_bulk", n, b) for n, b in LIKE_FOR_LIKE.items()])
+    shown = []
+    for key, n, base in wanted:
+        if n not in by or base not in by:
+            continue
+        v = {"bulk_case": base} if key == "vs_bulk" else {}
+        v.update({fig: round(by[n][src] / by[base][src], 3),
+                  "events_per_packet": round(by[n]["events_per_packet"] / by[base]["events_per_packet"], 3)})
         if not instructions:
-            for n, v in out["vs_reference"].items():
-                v["packets_per_s_paired"] = paired_ratio(REFERENCE, n, quick)
-    pairs = {n: b for n, b in LIKE_FOR_LIKE.items() if n in by and b in by}
-    if pairs:
-        out["vs_bulk"] = {n: {"bulk_case": b, fig: round(by[n][src] / by[b][src], 3),
-                              "events_per_packet": round(by[n]["events_per_packet"] / by[b]["events_per_packet"], 3)}
-                          for n, b in pairs.items()}
-        if not instructions:
-            for n, v in out["vs_bulk"].items():
-                v["packets_per_s_paired"] = paired_ratio(v["bulk_case"], n, quick)
+            v["packets_per_s_paired"] = paired_ratio(base, n, quick)
+        out.setdefault(key, {})[n] = v
+        shown.append((n, v, "the reference case" if key == "vs_reference"
+                      else f"{base}, the case with as many connections and no data plane"))
     if not json_out:
-        for n, v in out.get("vs_reference", {}).items():
+        for n, v, what in shown:
             if instructions:
-                print(f"{n}: {v['instructions_per_packet']:.2f}x the reference case's instructions per packet "
+                print(f"{n}: {v['instructions_per_packet']:.2f}x the instructions per packet of {what} "
                       f"({v['events_per_packet']:.2f}x its engine events per packet)", flush=True)
                 continue
             pr = v["packets_per_s_paired"]
-            print(f"{n}: {pr['median']:.2f}x the reference case's packets/s (median of {pr['rounds']} rounds "
-                  f"alternating the two in one process: {pr['min']:.2f}-{pr['max']:.2f}; {v['packets_per_s']:.2f}x "
-                  f"in the runs above), {v['events_per_packet']:.2f}x its engine events per packet", flush=True)
-        for n, v in out.get("vs_bulk", {}).items():
-            if instructions:
-                print(f"{n}: {v['instructions_per_packet']:.2f}x the instructions per packet of {v['bulk_case']} "
-                      f"(as many connections, no data plane; {v['events_per_packet']:.2f}x its engine events per "
-                      f"packet)", flush=True)
-                continue
-            pr = v["packets_per_s_paired"]
-            print(f"{n}: {pr['median']:.2f}x the packets/s of {v['bulk_case']} (as many connections, no data "
-                  f"plane; median of {pr['rounds']} alternated rounds: {pr['min']:.2f}-{pr['max']:.2f}; "
-                  f"{v['packets_per_s']:.2f}x in the runs above), {v['events_per_packet']:.2f}x its engine events "
-                  f"per packet", flush=True)
+            print(f"{n}: {pr['median']:.2f}x the packets/s of {what} (median of {pr['rounds']} rounds alternating "
+                  f"the two in one process: {pr['min']:.2f}-{pr['max']:.2f}; {v['packets_per_s']:.2f}x in the runs "
+                  f"above), {v['events_per_packet']:.2f}x its engine events per packet", flush=True)
         print(f"load average after: {_fmt_load(out['machine']['load_after'])}", flush=True)
     if json_out:
         print(json.dumps(out, indent=2))
