@@ -300,6 +300,24 @@ def test_failed_runs_are_reported(tmp_path):
     assert "Failed runs" in (tmp_path / "o" / "report.html").read_text()
 
 
+def test_report_helpers_escape_and_write_figures(tmp_path):
+    import base64
+    from qoelab.reproduce import common
+    png = base64.b64encode(b"\x89PNG fake").decode()
+    parts = common.figures_html(str(tmp_path / "figures"), [("a", png, "Fig. <1>"), ("b", None, "Fig. 2")])
+    assert (tmp_path / "figures" / "a.png").read_bytes() == b"\x89PNG fake"
+    assert not (tmp_path / "figures" / "b.png").exists()
+    assert "Fig. &lt;1&gt;" in parts[0] and parts[1] == "<p>Fig. 2: not run.</p>"
+    assert common.figures_html(str(tmp_path / "figures"), [("b", None, "Fig. 2")], missing="") == []
+    assert common.failures_html([]) == ""
+    f = common.failures_html([("r1", "boom <x>"), "r2: lost"] + [("r", "e")] * 20, "Failed items")
+    assert f.startswith("<p class='bad'>Failed items: r1: boom &lt;x&gt;; r2: lost") and f.count("; ") == 9
+    t = common.claims_table_html([{"id": "C1", "verdict": NOT_SUPPORTED, "paper": "a & b"}], "<p>intro</p>")
+    assert "<h2>Claims</h2><p>intro</p><table>" in t and "a &amp; b" in t and "class='bad'" in t
+    assert common.write_html(str(tmp_path), ["x", "y"]) == str(tmp_path / "report.html")
+    assert (tmp_path / "report.html").read_text() == "x\ny"
+
+
 def test_refuses_foreign_output_dir(tmp_path):
     d = tmp_path / "precious"
     d.mkdir()

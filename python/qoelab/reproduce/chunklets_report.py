@@ -4,14 +4,12 @@ per experiment; Fig. 4's SA time series; the multiplier vs N/(N+M)), setup and d
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 
+from qoelab.reproduce import common
 from qoelab.reproduce.chunklets import AQM_LABEL, AQM_ORDER, EXPERIMENTS, M_BULK, PAYLOAD
 from qoelab.reproduce.report import CSS, _png
-
-VERDICT_CLASS = {"SUPPORTED": "ok", "NOT SUPPORTED": "bad", "INCONCLUSIVE": "meh", "PARTIAL": "meh"}
 
 
 def box_figure(chunks, exp: str):
@@ -105,38 +103,21 @@ def write_report(out_dir: str, runs, chunks, stats, claims: list[dict], meta: di
     import matplotlib
     matplotlib.use("Agg", force=True)
     fig_dir = os.path.join(out_dir, "figures")
-    os.makedirs(fig_dir, exist_ok=True)
-    p = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce chunklets</title>"
-         f"<style>{CSS}</style></head><body><h1>Chunklets over AQM gateways, reproduced</h1>",
+    p = [common.report_head("chunklets", "Chunklets over AQM gateways, reproduced", CSS),
          f"<p>{html.escape(meta.get('paper', ''))}. Grid <b>{html.escape(meta.get('grid', ''))}</b>: "
          f"{meta.get('runs')} runs ({html.escape(meta.get('grid_description', ''))}); {meta.get('failed', 0)} failed; "
          f"{meta.get('wall_s_runs', 0):.1f} s wall with {meta.get('jobs')} worker processes. Data: "
          "<code>runs.parquet</code>, <code>chunks.parquet</code> (steady-state chunks), <code>cells.parquet</code>, "
          "<code>bins.parquet</code> (100-ms overlap bins), <code>claims.json</code>.</p>"]
-    if meta.get("failures"):
-        p.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in meta["failures"][:10])
-                 + "</p>")
-    p.append("<h2>Claims</h2><p>Verdicts: the claims file's PASS / PARTIAL / FAIL / INCONCLUSIVE are reported as "
-             "SUPPORTED / INCONCLUSIVE (PARTIAL) / NOT SUPPORTED / INCONCLUSIVE. Rates in Mbit/s (HTTP payload); SA = mean of the "
-             "last 3 per-chunk ARs (first &rarr; last byte of any chunklet), steady state only, medians pooled over "
-             "seeds with bootstrap 95% CIs.</p><table><tr><th>#</th><th>paper's claim</th><th>ours</th>"
-             "<th>verdict</th><th>rule</th></tr>")
-    for c in claims:
-        v = c.get("verdict", "INCONCLUSIVE")
-        label = c.get("verdict_label", v)
-        p.append(f"<tr><td>{html.escape(c['id'])}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
-                 f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
-                 f"<td class='{VERDICT_CLASS.get(c.get('grade', v), 'meh')}'><b>{label}</b></td><td>{html.escape(c.get('rule', ''))}</td>"
-                 "</tr>")
-    p.append("</table><h2>Figures</h2>")
+    p.append(common.failures_html(meta.get("failures")))
+    p.append(common.claims_table_html(
+        claims, "<p>Verdicts: the claims file's PASS / PARTIAL / FAIL / INCONCLUSIVE are reported as SUPPORTED / "
+        "INCONCLUSIVE (PARTIAL) / NOT SUPPORTED / INCONCLUSIVE. Rates in Mbit/s (HTTP payload); SA = mean of the "
+        "last 3 per-chunk ARs (first &rarr; last byte of any chunklet), steady state only, medians pooled over "
+        "seeds with bootstrap 95% CIs.</p>") + "<h2>Figures</h2>")
 
     def put(name, img, cap):
-        if img is None:
-            return
-        with open(os.path.join(fig_dir, name), "wb") as f:
-            f.write(base64.b64decode(img))
-        p.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
-                 f"<img alt='{html.escape(cap)}' src='data:image/png;base64,{img}'></figure>")
+        p.extend(common.figures_html(fig_dir, [(name, img, cap)], missing=""))
     exps = [e for e in EXPERIMENTS if len(chunks) and (chunks["exp"] == e).any()]
     for e in exps:
         fig, down, up, rd, rb, qd, qu, bulk, fixed = EXPERIMENTS[e]
@@ -145,17 +126,14 @@ def write_report(out_dir: str, runs, chunks, stats, claims: list[dict], meta: di
                f"{'4 ' + bulk + 'stream bulk flows' if bulk else 'no cross traffic'}, "
                f"{'fixed 3.5 Mbit/s' if fixed is not None else 'full ladder, sa3'}. Box: steady-state per-chunk "
                "SA (top) and RR (bottom) vs N.")
-        put(f"{e}_box.png", box_figure(chunks, e), cap)
+        put(f"{e}_box", box_figure(chunks, e), cap)
         if len(stats):
             p.append(_cell_table(stats, e))
-    put("fig4_series.png", series_figure(chunks) if len(chunks) else None,
+    put("fig4_series", series_figure(chunks) if len(chunks) else None,
         "Fig. 4 (E3 conditions): SA over the first 200 s of steady state, seed 0.")
-    put("multiplier.png", multiplier_figure(runs) if len(runs) else None,
+    put("multiplier", multiplier_figure(runs) if len(runs) else None,
         "C2: DASH rate in 100-ms bins where all N chunklets receive (E3 FQ-CoDel) vs N/(N+M) C.")
     p.append("<h2>Deviations from the testbed</h2><ul>"
              + "".join(f"<li>{html.escape(d)}</li>" for d in meta.get("deviations", [])) + "</ul>")
     p.append("<p>Setup and numbers: docs/reproductions/chunklets.md.</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(p))
-    return path
+    return common.write_html(out_dir, p)

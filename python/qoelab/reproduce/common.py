@@ -177,13 +177,58 @@ def record_metrics(rec: dict | None, failed: dict) -> tuple[dict, dict]:
 VCLASS = {SUPPORTED: "ok", NOT_SUPPORTED: "bad", INCONCLUSIVE: "meh", OUT_OF_SCOPE: "meh"}
 
 
-def claims_table_html(claims: list) -> str:
-    """The reports' claims table: id and figures, the paper's claim, ours, the verdict, the rule."""
+def claims_table_html(claims: list, intro: str = "") -> str:
+    """The reports' claims table: id and figures, the paper's claim, ours, the verdict, the rule;
+    ``intro`` (HTML) stands between the heading and the table."""
     import html
     rows = "".join(
-        f"<tr><td>{c['id']}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
+        f"<tr><td>{html.escape(str(c['id']))}<br><span class='n'>{html.escape(c.get('figures', ''))}</span></td>"
         f"<td>{html.escape(c.get('paper', ''))}</td><td>{html.escape(c.get('ours', ''))}</td>"
         f"<td class='{VCLASS.get(c['verdict'], 'meh')}'><b>{html.escape(c.get('verdict_label', c['verdict']))}</b></td>"
         f"<td>{html.escape(c.get('rule', ''))}</td></tr>" for c in claims)
-    return ("<h2>Claims</h2><table><tr><th>#</th><th>paper</th><th>ours</th><th>verdict</th><th>rule</th></tr>"
-            + rows + "</table>")
+    return ("<h2>Claims</h2>" + intro + "<table><tr><th>#</th><th>paper's claim</th><th>ours</th><th>verdict</th>"
+            "<th>rule</th></tr>" + rows + "</table>")
+
+
+def report_head(reproduction: str, heading: str, css: str) -> str:
+    """The opening of a reproduction's report.html, up to and including its heading."""
+    import html
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce {reproduction}</title>"
+            f"<style>{css}</style></head><body><h1>{html.escape(heading)}</h1>")
+
+
+def failures_html(failures: list | None, label: str = "Failed runs") -> str:
+    """The first ten failures, each ``(run, error)`` or a string, as one paragraph; "" when there are none."""
+    import html
+    if not failures:
+        return ""
+    items = (f"{f[0]}: {f[1]}" if isinstance(f, (list, tuple)) else str(f) for f in failures[:10])
+    return f"<p class='bad'>{label}: " + "; ".join(html.escape(i) for i in items) + "</p>"
+
+
+def figures_html(fig_dir: str, figures, missing: str = "not run") -> list[str]:
+    """Each ``(name, png, caption)`` (``png``: base64 PNG or None) written to ``fig_dir/name.png`` and
+    returned as an inline <figure>; a None figure becomes "caption: not run." (nothing if ``missing``
+    is empty)."""
+    import base64
+    import html
+    os.makedirs(fig_dir, exist_ok=True)
+    parts = []
+    for name, img, cap in figures:
+        if img is None:
+            if missing:
+                parts.append(f"<p>{html.escape(cap)}: {missing}.</p>")
+            continue
+        with open(os.path.join(fig_dir, name + ".png"), "wb") as f:
+            f.write(base64.b64decode(img))
+        parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
+                     f"<img alt='{html.escape(cap)}' src='data:image/png;base64,{img}'></figure>")
+    return parts
+
+
+def write_html(out_dir: str, parts: list[str]) -> str:
+    """Join ``parts`` into ``out_dir/report.html``; returns its path."""
+    path = os.path.join(out_dir, "report.html")
+    with open(path, "w") as f:
+        f.write("\n".join(parts))
+    return path

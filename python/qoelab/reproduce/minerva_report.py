@@ -3,7 +3,6 @@ cheap (Fig. 9 CDF of dmin per link rate, Fig. 10 bars of the dynamic runs, Fig. 
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 
@@ -73,11 +72,8 @@ def fig11b(df):
 def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
-    fig_dir = os.path.join(out_dir, "figures")
-    os.makedirs(fig_dir, exist_ok=True)
     n = meta.get("norm", {}).get("vmaf", {})
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce minerva</title>"
-             f"<style>{CSS}</style></head><body><h1>Minerva, reproduced</h1>",
+    parts = [common.report_head("minerva", "Minerva, reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs + {meta.get('opt_runs', 0)} "
              f"fixed-rate trace-mode runs, {meta['failed']} failed, {meta['wall_s_runs']:.1f} s wall with "
@@ -87,23 +83,14 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
              "Verdicts: the claims file's grade (PASS/PARTIAL/FAIL) mapped to SUPPORTED / INCONCLUSIVE (PARTIAL) / "
              "NOT SUPPORTED; the real-world claim OUT OF SCOPE. Numbers: median [bootstrap 95% CI] unless stated. "
              "Data: <code>runs.parquet</code>, <code>opt.parquet</code>, <code>claims.json</code>.</p>"]
-    if meta.get("failures"):
-        parts.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in
-                                                               meta["failures"][:10]) + "</p>")
+    parts.append(common.failures_html(meta.get("failures")))
     parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
-    for name, fn, cap in (("fig9", fig9, "Fig. 9: CDF of the improvement in min QoE (Minerva/PIE - Cubic/PIE) per "
-                                         "link rate; dashed: 7.65 (720p -> 1080p)"),
-                          ("fig10", fig10, "Fig. 10: dynamic Poisson arrivals at "
-                           f"{'8' if meta.get('corpus') == 'hd' else '3.2'} Mbit/s, seed means per session"),
-                          ("fig11b", fig11b, "Fig. 11b: Minerva's bandwidth share against the same videos over Cubic")):
-        img = fn(df)
-        if img is None:
-            parts.append(f"<p>{html.escape(cap)}: not run.</p>")
-            continue
-        with open(os.path.join(fig_dir, name + ".png"), "wb") as f:
-            f.write(base64.b64decode(img))
-        parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
-                     f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+    parts += common.figures_html(os.path.join(out_dir, "figures"), (
+        ("fig9", fig9(df), "Fig. 9: CDF of the improvement in min QoE (Minerva/PIE - Cubic/PIE) per link rate; "
+                           "dashed: 7.65 (720p -> 1080p)"),
+        ("fig10", fig10(df), f"Fig. 10: dynamic Poisson arrivals at {'8' if meta.get('corpus') == 'hd' else '3.2'} "
+                             "Mbit/s, seed means per session"),
+        ("fig11b", fig11b(df), "Fig. 11b: Minerva's bandwidth share against the same videos over Cubic")))
     if meta.get("corpus", "synthetic") == "hd":
         vids = (f"the {len(meta.get('videos') or [])} clips of qoelab's hd corpus (generated genres, 4-s chunks of 60-s "
                 "clips looped, ladder 0.2-6 Mbit/s at 240p-1080p, measured per-segment VMAF and PSNR; docs/corpus.md) "
@@ -120,7 +107,4 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
                  "fixed-rate optimum: qoelab minerva fixed-rate-optimal (mpc, trace mode, capacity = link x 0.95). "
                  "See docs/reproductions/minerva.md."
                  "</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-    return path
+    return common.write_html(out_dir, parts)

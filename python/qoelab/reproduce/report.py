@@ -15,6 +15,7 @@ import io
 import math
 import os
 
+from qoelab.reproduce import common
 from qoelab.reproduce.livi_params import (ALGO_LABEL, ALGORITHMS, AQM_LABEL, BUFFERS_BDP, DURATION_S,
                                           FAIR_SHARES_BPS, PROFILES, RTD_S, buffer_packets, mean_ci)
 
@@ -182,8 +183,6 @@ def _f(x):
     return f"{x:.3f}" if a < 10 else f"{x:.1f}" if a < 1000 else f"{x:.0f}"
 
 
-VERDICT_CLASS = {"SUPPORTED": "ok", "NOT SUPPORTED": "bad", "INCONCLUSIVE": "meh"}
-
 CSS = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1.2em}
@@ -228,26 +227,14 @@ def write_report(out_dir: str, df, claims: list[dict], meta: dict) -> str:
     ok = df[df["error"].isna()] if "error" in df.columns else df
     fig_dir = os.path.join(out_dir, "figures")
     os.makedirs(fig_dir, exist_ok=True)
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce livi</title>"
-             f"<style>{CSS}</style></head><body>",
-             "<h1>HAS over AQM testbed, reproduced</h1>",
+    parts = [common.report_head("livi", "HAS over AQM testbed, reproduced", CSS),
              f"<p>{html.escape(meta.get('paper', ''))}. Grid <b>{html.escape(meta.get('grid', ''))}</b>: "
              f"{meta.get('runs')} runs of {DURATION_S} s simulated ({html.escape(meta.get('grid_description', ''))}); "
              f"{meta.get('failed', 0)} failed; {meta.get('wall_s_runs', 0):.1f} s wall with {meta.get('jobs')} "
              f"worker processes. Data: <code>runs.parquet</code>, <code>clients.parquet</code>, <code>sweep/</code> "
              "(the sweep store: <code>qoelab query DIR/sweep ...</code>), <code>claims.json</code>.</p>"]
-    if meta.get("failures"):
-        parts.append("<p class='bad'>Failed runs: " + "; ".join(
-            html.escape(f"{r}: {e}") for r, e in meta["failures"][:10]) + "</p>")
-    parts.append("<h2>Claims</h2><table><tr><th>#</th><th>paper's claim</th><th>ours</th><th>verdict</th>"
-                 "<th>rule</th></tr>")
-    for c in claims:
-        v = c.get("verdict", "INCONCLUSIVE")
-        parts.append(f"<tr><td>{html.escape(str(c.get('id', '')))}<br><span class='n'>"
-                     f"{html.escape(c.get('figures', ''))}</span></td><td>{html.escape(c.get('paper', ''))}</td>"
-                     f"<td>{html.escape(c.get('ours', ''))}</td><td class='{VERDICT_CLASS.get(v, 'meh')}'>"
-                     f"<b>{v}</b></td><td>{html.escape(c.get('rule', ''))}</td></tr>")
-    parts.append("</table>")
+    parts.append(common.failures_html(meta.get("failures")))
+    parts.append(common.claims_table_html(claims))
 
     parts.append("<h2>Figures</h2><p>Bars: mean over the runs of a cell (per-client bandwidth samples and "
                  "repetitions); whiskers: 95% confidence interval. x: queue management and buffer in % of the "
@@ -277,7 +264,4 @@ def write_report(out_dir: str, df, claims: list[dict], meta: dict) -> str:
     for a, b, c in setup_rows():
         parts.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td></tr>")
     parts.append("</table><p>Metric definitions: docs/reproductions/livi.md and docs/metrics.md.</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-    return path
+    return common.write_html(out_dir, parts)

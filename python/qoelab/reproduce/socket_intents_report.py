@@ -4,7 +4,6 @@ conversion; these are drawn from our runs with the captions' definitions)."""
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 
@@ -133,11 +132,8 @@ def fig_reldiff(cross):
 def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, cross=None) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
-    fig_dir = os.path.join(out_dir, "figures")
-    os.makedirs(fig_dir, exist_ok=True)
     perf = meta.get("perf", {})
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce socket-intents</title>"
-             f"<style>{CSS}</style></head><body><h1>Socket Intents (multi-access page loads), reproduced</h1>",
+    parts = [common.report_head("socket-intents", "Socket Intents (multi-access page loads), reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']:,} page loads, {meta['failed']} failed "
              f"items, {meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes "
@@ -150,8 +146,7 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
              "mapped to SUPPORTED / INCONCLUSIVE (PARTIAL) / NOT SUPPORTED. Data: <code>runs.parquet</code>, "
              "<code>pages.parquet</code>, <code>scenarios.parquet</code>, <code>claims.json</code>, "
              "<code>workload.json</code>, <code>hars/</code>.</p>"]
-    if meta.get("failures"):
-        parts.append("<p class='bad'>Failed items: " + "; ".join(html.escape(e) for e in meta["failures"][:10]) + "</p>")
+    parts.append(common.failures_html(meta.get("failures"), "Failed items"))
     parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
     figs = [
         ("fig3_4a", lambda: fig_ecdf(df, PRIMARY, "if1", (0.05, 50)),
@@ -175,15 +170,7 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
          "Fig. 3.3 substitute (P18, closed loop): relative difference of the flow-model replay of packet-level "
          "HARs; data in crossmodel.parquet"),
     ]
-    for name, fn, cap in figs:
-        img = fn()
-        if img is None:
-            parts.append(f"<p>{html.escape(cap)}: not run.</p>")
-            continue
-        with open(os.path.join(fig_dir, name + ".png"), "wb") as f:
-            f.write(base64.b64decode(img))
-        parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
-                     f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+    parts += common.figures_html(os.path.join(out_dir, "figures"), ((name, fn(), cap) for name, fn, cap in figs))
     sens = meta.get("sensitivity") or []
     if sens:
         def pc(x):
@@ -210,7 +197,4 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
                  "20/50/100/200 ms x bandwidth 0.5/5/20/50 Mbit/s in the public code's binary units (Mbit = 2^20 "
                  "bit; 0.5 Mbit/s = kbit(500) = 64,000 B/s). Speedups: eps = 1e-3. Workload targets met "
                  f"(whole sets): {html.escape(str(wl))}. See docs/reproductions/socket-intents.md.</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-    return path
+    return common.write_html(out_dir, parts)

@@ -3,7 +3,6 @@ Fig. 11 (% of expected fair share vs alpha), Table I (pairwise unfairness), setu
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 
@@ -161,10 +160,7 @@ def sensitivity_html(df) -> str:
 def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
-    fig_dir = os.path.join(out_dir, "figures")
-    os.makedirs(fig_dir, exist_ok=True)
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce sprint</title>"
-             f"<style>{CSS}</style></head><body><h1>Sprint / Sprint-x, reproduced</h1>",
+    parts = [common.report_head("sprint", "Sprint / Sprint-x, reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs, {meta['failed']} failed, "
              f"{meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes. "
@@ -173,23 +169,14 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
              "Verdicts: the claims file's grade (PASS/PARTIAL/FAIL) mapped to SUPPORTED / INCONCLUSIVE (PARTIAL) / "
              "NOT SUPPORTED; real-Internet claims OUT OF SCOPE. Numbers: median over seeds [bootstrap 95% CI]. "
              "Data: <code>runs.parquet</code>, <code>minutes.parquet</code>, <code>claims.json</code>.</p>"]
-    if meta.get("failures"):
-        parts.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in
-                                                               meta["failures"][:10]) + "</p>")
+    parts.append(common.failures_html(meta.get("failures")))
     parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
-    for name, fn, cap in (("fig5", fig5, "Fig. 5: predicted (Eq. 1, round by round) vs measured efficiency of chunk "
-                                         "transfers after idle, NewReno, 3 Mbit/s, 1 bulk flow"),
-                          ("fig6", fig6, "Fig. 6: % of fair share against 1 bulk flow over rate x queue (Huang ABR)"),
-                          ("fig11", fig11, "Fig. 11: % of expected fair share (alpha x FS) vs alpha, tputfrac ABR, "
-                                           "3 Mbit/s, 256 KB")):
-        img = fn(df)
-        if img is None:
-            parts.append(f"<p>{html.escape(cap)}: not run.</p>")
-            continue
-        with open(os.path.join(fig_dir, name + ".png"), "wb") as f:
-            f.write(base64.b64decode(img))
-        parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
-                     f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+    parts += common.figures_html(os.path.join(out_dir, "figures"), (
+        ("fig5", fig5(df), "Fig. 5: predicted (Eq. 1, round by round) vs measured efficiency of chunk transfers after "
+                           "idle, NewReno, 3 Mbit/s, 1 bulk flow"),
+        ("fig6", fig6(df), "Fig. 6: % of fair share against 1 bulk flow over rate x queue (Huang ABR)"),
+        ("fig11", fig11(df), "Fig. 11: % of expected fair share (alpha x FS) vs alpha, tputfrac ABR, 3 Mbit/s, "
+                             "256 KB")))
     parts.append("<h2>Table I: unfairness sqrt(1 - JFI), 3 Mbit/s</h2>" + table1_html(df))
     parts.append(sensitivity_html(df))
     parts.append("<h2>Setup</h2><p>Dumbbell; bottleneck rate C, bfifo queue Q bytes (KB = 1000 B), 100 Mbit/s "
@@ -197,7 +184,4 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
                  "IW 10, slow start after idle; video synthetic:sprint (4-s segments, 13 rungs 250 kbit/s-20 Mbit/s); "
                  "Huang-style ABR (240 s buffer) unless stated; warm-up 60 s excluded from every %FS. "
                  "See docs/reproductions/sprint.md.</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-    return path
+    return common.write_html(out_dir, parts)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import base64
 import html
 import os
 
@@ -195,15 +194,12 @@ def content_html(meta) -> str:
 def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
     import matplotlib
     matplotlib.use("Agg", force=True)
-    fig_dir = os.path.join(out_dir, "figures")
-    os.makedirs(fig_dir, exist_ok=True)
     warn = ""
     if meta.get("tcp_only"):
         warn = ("<p class='bad'><b>--tcp-only debug run</b>: every arm ran over TCP with the sequential data plane "
                 "(no QUIC*, no VOXEL data plane); the figures say nothing about VOXEL and no network claim is "
                 "graded.</p>")
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>qoelab reproduce voxel</title>"
-             f"<style>{CSS}</style></head><body><h1>VOXEL, reproduced</h1>", warn,
+    parts = [common.report_head("voxel", "VOXEL, reproduced", CSS), warn,
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs, {meta['failed']} failed, "
              f"{meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes. "
@@ -214,29 +210,19 @@ def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
              "real encodes, real networks or people OUT OF SCOPE. p90 over the shifted runs of a configuration "
              "[bootstrap 95% CI]. Data: <code>runs.parquet</code>, <code>segments.parquet</code>, "
              "<code>claims.json</code>, <code>content/</code> (the stand-in Video JSON files).</p>"]
-    if meta.get("failures"):
-        parts.append("<p class='bad'>Failed runs: " + "; ".join(html.escape(f"{r}: {e}") for r, e in
-                                                               meta["failures"][:10]) + "</p>")
+    parts.append(common.failures_html(meta.get("failures")))
     parts.append(common.claims_table_html(claims) + "<h2>Figures</h2>")
-    figs = (("p90", lambda: fig_p90(df), "Figs. 6.9/6.21 form: p90 bufRatio (%) over the shifted runs vs buffer size "
+    parts += common.figures_html(os.path.join(out_dir, "figures"), (
+            ("p90", fig_p90(df), "Figs. 6.9/6.21 form: p90 bufRatio (%) over the shifted runs vs buffer size "
              "(segments, + 1 in flight), per trace and stand-in, per arm"),
-            ("ssim_ecdf", lambda: fig_ssim_ecdf(df, sdf), "Figs. 6.10/6.14 form: ECDF of segment SSIM (all segments of "
+            ("ssim_ecdf", fig_ssim_ecdf(df, sdf), "Figs. 6.10/6.14 form: ECDF of segment SSIM (all segments of "
              "all runs, all buffers), per trace"),
-            ("skipped", lambda: fig_skipped(df), "Fig. 6.15 form: % of data skipped by VOXEL (bytes not fetched / full "
+            ("skipped", fig_skipped(df), "Fig. 6.15 form: % of data skipped by VOXEL (bytes not fetched / full "
              "size of the chosen rung) vs buffer size"),
-            ("synth", lambda: fig_synth(df, sdf), "Fig. 6.17 form: segment SSIM on the synthetic traces (BBB stand-in, "
+            ("synth", fig_synth(df, sdf), "Fig. 6.17 form: segment SSIM on the synthetic traces (BBB stand-in, "
              "7-segment buffer)"),
-            ("ablation", lambda: fig_ablation(df), "Fig. 6.16 form: mean bufRatio over the Norway 3G traces (BBB "
-             "stand-in): BOLA, BOLA-SSIM, VOXEL"))
-    for name, fn, cap in figs:
-        img = fn()
-        if img is None:
-            parts.append(f"<p>{html.escape(cap)}: not run.</p>")
-            continue
-        with open(os.path.join(fig_dir, name + ".png"), "wb") as f:
-            f.write(base64.b64decode(img))
-        parts.append(f"<figure><figcaption>{html.escape(cap)}</figcaption>"
-                     f"<img alt='{name}' src='data:image/png;base64,{img}'></figure>")
+            ("ablation", fig_ablation(df), "Fig. 6.16 form: mean bufRatio over the Norway 3G traces (BBB "
+             "stand-in): BOLA, BOLA-SSIM, VOXEL")))
     parts.append(content_html(meta))
     parts.append("<h2>Setup</h2><p>Dumbbell, one video client from its own server host; downstream rate from VOXEL's "
                  "per-second traces (or the Norway 3G traces with their latency dropped), shifted circularly by i x d / n "
@@ -247,7 +233,4 @@ def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
                  "segments) over reliable QUIC; BETA-like = beta over reliable QUIC; BOLA-SSIM = abrstar without keep-partial over reliable QUIC; VOXEL rel = VOXEL with every "
                  "transfer reliable; X/QUIC* = the same ABR in Q* mode. bufRatio excludes startup (runs.parquet also "
                  "has it with startup). See docs/reproductions/voxel.md for the deviations.</p></body></html>")
-    path = os.path.join(out_dir, "report.html")
-    with open(path, "w") as f:
-        f.write("\n".join(parts))
-    return path
+    return common.write_html(out_dir, parts)
