@@ -326,6 +326,15 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
     assert r.returncode == 2 and "--systems" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("opt,value", [("--duration", "-5"), ("--rate", "0Mbps"), ("--rtt", "5"),
+                                       ("--aqm", "nope"), ("--buffer", "lots"), ("--abr", "nope"),
+                                       ("--video", "nope")])
+def test_compare_names_the_bad_option(tmp_path, opt, value):
+    r = qoelab_cli("compare", "--out", str(tmp_path / "x"), opt, value)
+    assert r.returncode == 2 and r.stderr.startswith(f"qoelab compare: error: {opt}: expected ")
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code):
     long = BASE.replace('duration = "20s"', 'duration = "3000s"').replace('rate = "4Mbps"', 'rate = "100Mbps"')

@@ -106,7 +106,7 @@ def add_parser(sub) -> None:
     r = sub.add_parser(
         "report", help="an HTML report of a sweep store: every metric against every axis, 95%% CIs",
         description="Write a self-contained HTML page (inline SVG plots): one panel per metric against each axis, "
-                    "means with 95%% confidence intervals over repetitions, grouped by a second axis, and the run "
+                    "means with 95% confidence intervals over repetitions, grouped by a second axis, and the run "
                     "table. A sweep file's [report] section can name the panels. See docs/sweeps.md.")
     r.add_argument("dir", metavar="DIR")
     r.add_argument("--out", default=None, metavar="DIR2", help="where to write report.html (default: DIR)")

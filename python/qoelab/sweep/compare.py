@@ -69,6 +69,25 @@ def sweep_dict(systems, clients: int, rate: str, rtt: str, aqm: str, buffer: str
             "report": {"panel": panels, "summary_by": "system"}}
 
 
+#: The base scenario's keys that come from an option, and that option.
+OPTION_OF_KEY = {"scenario.duration": "--duration", "topology.rate": "--rate", "topology.rtt": "--rtt",
+                 "topology.aqm": "--aqm", "topology.buffer": "--buffer", "client[0].abr": "--abr",
+                 "client[0].video": "--video"}
+
+
+def _check_options(base: dict) -> None:
+    """Load the base scenario (sequential DASH) so that a bad option is reported as that option
+    (``--duration: expected ...``), not as a key of the generated sweep."""
+    from qoelab import scenario
+    try:
+        scenario.from_dict(base, "qoelab compare", check=False)
+    except InputError as e:
+        opt = OPTION_OF_KEY.get(e.where or "")
+        if opt is None:
+            raise
+        raise InputError(None, opt, e.expected, e.found, e.message) from None
+
+
 def main(args) -> int:
     import sys
 
@@ -77,6 +96,7 @@ def main(args) -> int:
     d = sweep_dict([s.strip() for s in args.systems.split(",") if s.strip()], args.clients, args.rate, args.rtt,
                    args.aqm, args.buffer, args.cross, args.duration, args.seeds, args.abr, args.video,
                    args.chunklets_n)
+    _check_options(d["base"])
     sw = spec.from_dict(d, "qoelab compare")
     res = runner.run(sw, args.out, jobs=args.jobs or 0, ray=args.ray, force=args.force,
                      log=lambda m: print(m, file=sys.stderr, flush=True))
@@ -96,7 +116,7 @@ def add_parser(sub) -> None:
         description="Without a subcommand: run N video clients on one bottleneck with cross traffic, fetched with "
                     "each system in turn "
                     "(sequential DASH, Sprint, Sprint-x, Chunklets, Minerva's weighted Cubic), same videos and seeds, "
-                    "as a sweep into DIR; write DIR/report.html (each metric per system with 95%% CIs) and print the "
+                    "as a sweep into DIR; write DIR/report.html (each metric per system with 95% CIs) and print the "
                     "table (docs/sweeps.md). `qoelab compare sim-real SCENARIO`: the same video session simulated "
                     "and played for real by dash.js (docs/realnet.md).")
     c.add_argument("--out", default="results/compare", metavar="DIR", help="sweep directory (default results/compare)")
