@@ -236,4 +236,9 @@ def test_cli_prepare_and_errors(tmp_path, capsys):
     assert rc == 2
     err = capsys.readouterr().err.strip()
     assert "nope.mp4" in err and "\n" not in err
+    (tmp_path / "notvideo.mp4").write_text("{}")
+    assert main(["video", "prepare", str(tmp_path / "notvideo.mp4"), "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("notvideo.mp4: expected a readable video file, found data FFmpeg cannot read "
+                        "(Invalid data found when processing input)"), err
     assert main(["video", "prepare", "gen:gradients", "--out", str(out), "--metrics", "bogus"]) == 2

@@ -143,7 +143,9 @@ def reference_args(source: str, p: Params) -> tuple[list[str], str]:
             if not c.streams.video:
                 raise InputError(source, None, "a video stream", "none")
     except av.FFmpegError as e:
-        raise InputError(source, None, "a readable video file", str(e).split(":")[0]) from None
+        # strerror: FFmpeg's own words, without the "[Errno N]" of str(e)
+        why = getattr(e, "strerror", None) or str(e).split(":")[0]
+        raise InputError(source, None, "a readable video file", f"data FFmpeg cannot read ({why})") from None
     vf = (f"fps={p.fps},scale={p.width}:{p.height}:flags=bicubic,format=yuv420p,setsar=1,"
           f"setpts=N/({p.fps}*TB)")
     args = ["-i", os.path.abspath(source)]
