@@ -899,7 +899,7 @@ def claim_c8(c: Cells, runs, chunks) -> dict:
     ns = [n for n in c.ns("E7", "fq_codel") if n >= 2]
     d = [s for s in _pairs(c, "E7", "fq_codel", "pie", "rr_med", ns)]
     d2 = _pairs(c, "E7", "pie", "fq_codel", "ii_med", ns)
-    dd = [True if x in (True, "noise") and y in (True, "noise") and (x is True or y is True or True) else
+    dd = [True if x in (True, "noise") and y in (True, "noise") else
           "rev" if x == "rev" and y == "rev" else False for x, y in zip(d, d2)]
     parts.append(("(d) N>=2 RR FQ >= PIE and II FQ <= PIE", count_frac(dd, 7 / 9) if dd else None))
     txt.append("RR FQ " + _ser_txt(c.series("E7", "fq_codel", "rr_med")) + " vs PIE "
