@@ -328,7 +328,7 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
 
 @pytest.mark.parametrize("opt,value", [("--duration", "-5"), ("--rate", "0Mbps"), ("--rtt", "5"),
                                        ("--aqm", "nope"), ("--buffer", "lots"), ("--abr", "nope"),
-                                       ("--video", "nope")])
+                                       ("--video", "nope"), ("--chunklets-n", "65"), ("--clients", "0")])
 def test_compare_names_the_bad_option(tmp_path, opt, value):
     r = qoelab_cli("compare", "--out", str(tmp_path / "x"), opt, value)
     assert r.returncode == 2 and r.stderr.startswith(f"qoelab compare: error: {opt}: expected ")

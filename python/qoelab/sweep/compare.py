@@ -40,6 +40,8 @@ def sweep_dict(systems, clients: int, rate: str, rtt: str, aqm: str, buffer: str
         raise InputError(None, "--systems", "at least one system", "none")
     if clients < 1 or clients > 64:
         raise InputError(None, "--clients", "1..64", str(clients))
+    if not 1 <= chunklets_n <= 64:
+        raise InputError(None, "--chunklets-n", "1..64 connections per client", str(chunklets_n))
     flows = []
     if cross in ("bulk", "both"):
         flows.append({"name": "bulk", "kind": "bulk", "count": 1})
