@@ -93,6 +93,9 @@ def test_bad_arguments_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "MPD" in r.stderr
     r = qoelab_cli("dashjs", "http://127.0.0.1:9/manifest.mpd", "--abr", "nonesuch", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "--abr" in r.stderr
+    for opt, v in (("--buffer", "nan"), ("--stable-buffer", "-5"), ("--duration", "0")):
+        r = qoelab_cli("dashjs", "http://127.0.0.1:9/manifest.mpd", opt, v, "--out", str(tmp_path / "o"))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and f"{opt}: expected" in r.stderr
     assert not (tmp_path / "o").exists()
 
 

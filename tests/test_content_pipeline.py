@@ -7,6 +7,7 @@ import os
 import av
 import pytest
 
+from conftest import qoelab_cli
 from qoelab.content import corpus
 from qoelab.content import ffmpeg as ff
 from qoelab.content import ladder as lad
@@ -242,3 +243,9 @@ def test_cli_prepare_and_errors(tmp_path, capsys):
     assert err.endswith("notvideo.mp4: expected a readable video file, found data FFmpeg cannot read "
                         "(Invalid data found when processing input)"), err
     assert main(["video", "prepare", "gen:gradients", "--out", str(out), "--metrics", "bogus"]) == 2
+    capsys.readouterr()
+    for opt, v in (("--duration", "0"), ("--duration", "nan"), ("--jobs", "-1"), ("--fps", "100000"),
+                   ("--nice", "100")):
+        r = qoelab_cli("video", "prepare", "gen:gradients", "--out", str(out), opt, v)
+        err = r.stderr.strip()
+        assert r.returncode == 2 and f"argument {opt}: expected" in err and "\n" not in err, (opt, v, err)

@@ -109,6 +109,7 @@ def test_cache_hits_on_same_inputs_and_misses_on_changed(tmp_path, monkeypatch):
     (["--videos", "a.json", "--popularity", "1", "2"], "--popularity"),
     (["--videos", "a.json", "--popularity", "-1"], "--popularity"),
     (["--videos", "a.json", "--alpha", "0"], "--alpha"),
+    (["--videos", "a.json", "--objective", "propfair", "--pf-c", "inf"], "--pf-c"),
     (["--videos", "a.json", "--metric", "psnr"], "--metric"),
     (["--videos", "nope.json"], "nope.json"),
     (["--videos", "a.json", "a.json"], "--videos"),

@@ -101,6 +101,8 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
         ([str(good), "--if1-schedule", "2s:5Mbps,1s:1Mbps"], "--if1-schedule"),
         ([str(good), "--if2-schedule", "2s:0Mbps"], "--if2-schedule"),
         (["hand:nothing"], "handcrafted"),
+        ([str(good), "--seed", "-3"], "--seed"),
+        ([str(good), "--seed", str(2**64)], "--seed"),
     ]
     for args, needle in cases:
         r = qoelab_cli("pageload", *args)

@@ -257,6 +257,8 @@ def test_query_and_report_cli(tmp_path):
     assert row["k"] == 12 and row["n"] > 12 * 2 * 5
     r = qoelab_cli("query", d, "SELECT nonesuch FROM runs")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "nonesuch" in r.stderr
+    r = qoelab_cli("query", d, "SELECT 1", "--max-rows", "-1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--max-rows" in r.stderr
     r = qoelab_cli("query", d)
     assert r.returncode == 0 and "runs (12 rows)" in r.stdout and "tables.segments" in r.stdout
     r = qoelab_cli("report", d, "--out", str(tmp_path / "rep"))

@@ -17,14 +17,33 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def int_at_least(minimum: int, what: str = "an integer"):
-    """An argparse ``type``: an integer >= ``minimum``; otherwise one line naming what was expected."""
+def int_at_least(minimum: int, what: str = "an integer", maximum: int | None = None):
+    """An argparse ``type``: an integer >= ``minimum`` (and <= ``maximum`` if given); otherwise one
+    line naming what was expected."""
+    bound = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+
     def conv(s):
         try:
             v = int(s)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, found {s!r}") from None
-        if v < minimum:
-            raise argparse.ArgumentTypeError(f"expected {what} >= {minimum}, found {s!r}")
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, found {s!r}") from None
+        if v < minimum or (maximum is not None and v > maximum):
+            raise argparse.ArgumentTypeError(f"expected {what} {bound}, found {s!r}")
+        return v
+    return conv
+
+
+def float_in(minimum: float, maximum: float, what: str = "a number"):
+    """An argparse ``type``: a finite number with ``minimum`` < value <= ``maximum``; otherwise one
+    line naming what was expected."""
+    import math
+
+    def conv(s):
+        try:
+            v = float(s)
+        except ValueError:
+            v = math.nan
+        if not (math.isfinite(v) and minimum < v <= maximum):
+            raise argparse.ArgumentTypeError(f"expected {what} > {minimum:g} and <= {maximum:g}, found {s!r}")
         return v
     return conv

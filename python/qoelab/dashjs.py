@@ -295,6 +295,9 @@ def _cmd(args) -> int:
         raise InputError(None, "MPD", "an http:// URL of a DASH manifest", repr(args.mpd))
     if not 0 < args.duration <= 86400:
         raise InputError(None, "--duration", "seconds in (0, 86400]", repr(args.duration))
+    for opt, v in (("--buffer", args.buffer), ("--stable-buffer", args.stable_buffer)):
+        if v is not None and not 0 < v <= 86400:
+            raise InputError(None, opt, "seconds in (0, 86400]", repr(v))
     out = outdir.check(args.out, force=args.force)
     t0 = time.perf_counter()
     apply_sets({}, args.set)       # refuse a bad --set before starting anything

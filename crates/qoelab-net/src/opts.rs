@@ -141,7 +141,14 @@ pub fn queue_spec(opt: &str, kind: &str, args: &str) -> Result<QueueSpec, String
         }
         _ => {}
     }
-    aqm_params(&spec.aqm, &spec.params).map_err(|e| format!("{opt}: {}", e.trim_start_matches("--aqm-param: ")))?;
+    // aqm_params speaks of --aqm / --aqm-param; here the discipline and its arguments came from `opt`.
+    aqm_params(&spec.aqm, &spec.params).map_err(|e| {
+        if let Some(m) = e.strip_prefix("--aqm: ") {
+            format!("{opt}: {m}")
+        } else {
+            format!("{opt}-args: {}", e.trim_start_matches("--aqm-param: ").trim_start_matches("--aqm-param "))
+        }
+    })?;
     Ok(spec)
 }
 
@@ -522,7 +529,7 @@ mod tests {
             ("fq_codel", "bogus=1", "no parameter"),
         ] {
             let e = q(k, a).unwrap_err();
-            assert!(e.starts_with("--uplink-queue") && e.contains(msg), "{k} {a}: {e}");
+            assert!(e.starts_with("--uplink-queue") && e.contains(msg) && !e.contains("--aqm"), "{k} {a}: {e}");
         }
         assert!(parse(&args("--rate 1Mbps --uplink-queue-args=packets=5 -- true")).unwrap_err().contains("needs"));
     }

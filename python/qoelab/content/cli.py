@@ -13,6 +13,7 @@ import os
 import re
 import sys
 
+from qoelab.cliutil import float_in, int_at_least
 from qoelab.errors import InputError
 
 
@@ -32,12 +33,14 @@ def _size(s: str) -> tuple[int, int]:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", type=int, default=0, help="rungs processed in parallel (default: number of CPUs)")
+    p.add_argument("--jobs", type=int_at_least(0, "a number of processes", 256), default=0,
+                   help="rungs processed in parallel (default 0: number of CPUs)")
     p.add_argument("--cache", default=None,
                    help="cache directory of finished steps (default: $QOELAB_CACHE or ~/.cache/qoelab/content)")
     p.add_argument("--ffmpeg", default=None,
                    help="ffmpeg executable (default: $QOELAB_FFMPEG, else the imageio-ffmpeg wheel's, else PATH)")
-    p.add_argument("--nice", type=int, default=0, help="run ffmpeg under nice -n N (default 0)")
+    p.add_argument("--nice", type=int_at_least(-20, "a niceness", 19), default=0,
+                   help="run ffmpeg under nice -n N, -20..19 (default 0)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -68,10 +71,11 @@ def add_parser(subparsers) -> None:
     pr.add_argument("--metrics", default="vmaf,ssim,psnr", help="comma list of vmaf, ssim, psnr (default: all)")
     pr.add_argument("--display", type=_size, default=None, metavar="WxH",
                     help="reference/display resolution every rung is measured at (default: the top rung's)")
-    pr.add_argument("--fps", type=int, default=24, help="frame rate of reference and encodes (default 24)")
-    pr.add_argument("--duration", type=float, default=None, metavar="SECONDS",
+    pr.add_argument("--fps", type=int_at_least(1, "a frame rate", 240), default=24,
+                    help="frame rate of reference and encodes, 1..240 (default 24)")
+    pr.add_argument("--duration", type=float_in(0, 86400, "seconds"), default=None, metavar="SECONDS",
                     help="use only the first SECONDS of SOURCE (default: all of a file; 60 s for gen: sources)")
-    pr.add_argument("--vmaf-subsample", type=int, default=1, metavar="N",
+    pr.add_argument("--vmaf-subsample", type=int_at_least(1), default=1, metavar="N",
                     help="compute VMAF on every N-th frame only (default 1 = every frame); SSIM/PSNR use every frame")
     pr.add_argument("--preset", default="medium", help="x264 preset (default medium)")
     pr.add_argument("--name", default=None, help="video name in the table (default: from SOURCE)")
@@ -120,7 +124,7 @@ def add_parser(subparsers) -> None:
                          description="Regenerate CLIP in a fresh cache and compare sizes and quality with the "
                                      "committed table; exit 1 on any difference.")
     cv.add_argument("--clip", required=True, metavar="NAME", help="corpus clip to verify")
-    cv.add_argument("--segments", type=int, default=None, metavar="K",
+    cv.add_argument("--segments", type=int_at_least(1), default=None, metavar="K",
                     help="quick check: render K+1 segments and compare the first K (default: the whole clip)")
     cv.add_argument("--rungs", default=None, metavar="I,J,...", help="only these rung indices (default: all)")
     cv.add_argument("--corpus", default=None, metavar="DIR", help="corpus directory (default: the set's package directory qoelab/corpus or qoelab/corpus-hd; $QOELAB_CORPUS, $QOELAB_CORPUS_HD)")
@@ -167,10 +171,6 @@ def cmd_prepare(a) -> int:
     outdir.check(a.out, force=True)        # a file in the way is refused before encoding
     rungs = lad.parse(a.ladder)
     w, h = a.display or (max(r.width for r in rungs), max(r.height for r in rungs))
-    if a.vmaf_subsample < 1:
-        raise InputError(None, "--vmaf-subsample", "an integer >= 1", str(a.vmaf_subsample))
-    if a.fps < 1:
-        raise InputError(None, "--fps", "an integer >= 1", str(a.fps))
     p = pl.Params(width=w, height=h, fps=a.fps, segment_s=a.segment, duration_s=a.duration, ladder=rungs,
                   metrics=meas.parse_metrics(a.metrics), vmaf_subsample=a.vmaf_subsample, preset=a.preset,
                   jobs=a.jobs, nice=a.nice, ffmpeg=a.ffmpeg, cache=a.cache, bframes=a.bframes)

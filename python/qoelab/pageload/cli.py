@@ -7,6 +7,7 @@ import json
 import os
 import sys
 
+from qoelab.cliutil import int_at_least
 from qoelab.errors import InputError
 
 CSV_HEADER = "origin,date,time,policy,if1_bw,if1_rtt,if2_bw,if2_rtt,page_load_time_s"
@@ -210,7 +211,8 @@ def add_parser(sub) -> None:
                                                    "--list-policies)")
     p.add_argument("--units", default="binary", choices=("binary", "decimal"),
                    help="Mbps = 1024*1024 bit/s as in the public simulator (binary, default) or 10^6 (decimal)")
-    p.add_argument("--seed", type=int, default=1, help="seed of randomized policies (mptcp-rnd; default 1)")
+    p.add_argument("--seed", type=int_at_least(0, "a seed", 2**64 - 1), default=1,
+                   help="seed of randomized policies (mptcp-rnd; default 1)")
     p.add_argument("--reuse-rtts", type=int, default=0, help="RTTs before data on a reused idle connection "
                                                              "(default 0 as in the public code; the text says 1)")
     p.add_argument("--sharing", default="waterfill", choices=("waterfill", "maxmin"),

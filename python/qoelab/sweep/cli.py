@@ -100,7 +100,8 @@ def add_parser(sub) -> None:
     q.add_argument("sql", nargs="?", default=None, metavar="SQL")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default: an aligned table)")
-    q.add_argument("--max-rows", type=int, default=200, metavar="N", help="rows shown in table format (default 200)")
+    q.add_argument("--max-rows", type=int_at_least(1, "a number of rows"), default=200, metavar="N",
+                   help="rows shown in table format (default 200)")
     q.set_defaults(func=_cmd_query)
 
     r = sub.add_parser(
