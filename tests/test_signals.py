@@ -78,6 +78,38 @@ def test_existing_out_is_refused_before_simulating(tmp_path):
     assert (out / "keep").read_text() == "x"
 
 
+def test_out_never_names_the_current_directory_or_a_foreign_one(tmp_path):
+    """An empty --out (an unset shell variable) and a directory holding the current one are refused
+    even with --force; `video prepare` and `demo` replace only their own earlier output."""
+    from conftest import qoelab_cli
+    from qoelab.content.pipeline import is_prepare_output
+    sc = tmp_path / "long.toml"
+    sc.write_text(LONG)
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (work / "keep").write_text("x")
+    for argv, cwd, needle in (
+            (["run", str(sc), "--out", "", "--force"], work, "--out: expected a directory path, found an empty"),
+            (["run", str(sc), "--out", ".", "--force"], work, "holds the current directory"),
+            (["run", str(sc), "--out", "..", "--force"], work / "sub", "holds the current directory"),
+            (["sweep", os.path.join(REPO, "examples", "aqm-buffer-sweep.toml"), "--out", ""], work,
+             "--out: expected a directory path"),
+            (["demo", "--out", ""], work, "--out: expected a directory path"),
+            (["demo", "--out", str(tmp_path)], work, "is not the output of an earlier run"),
+            (["video", "prepare", "gen:testsrc2", "--out", str(work)], work, "use --force"),
+            (["video", "prepare", "gen:testsrc2", "--out", ""], work, "--out: expected a directory path")):
+        if argv[0] == "demo" and argv[-1] == str(tmp_path):
+            (tmp_path / "pie").mkdir()
+            (tmp_path / "pie" / "mine").write_text("y")
+        r = qoelab_cli(*argv, cwd=str(cwd))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, (argv, r.stderr)
+    assert (work / "keep").read_text() == "x" and (tmp_path / "pie" / "mine").read_text() == "y"
+    assert sorted(os.listdir(work)) == ["keep", "sub"]
+    assert not is_prepare_output(str(work))
+    (work / "table.json").write_text('{"format": "qoelab-content/1"}')
+    assert is_prepare_output(str(work))
+
+
 def test_stale_temporary_directories_are_cleaned(tmp_path):
     from qoelab import outdir
     # a pid that cannot exist (above pid_max) stands for a killed process

@@ -12,6 +12,8 @@ import json
 import os
 import time
 
+from qoelab.errors import InputError
+
 AQMS = [("pfifo", "6bdp", "droptail 6 BDP"), ("codel", "1000pkts", "CoDel"), ("pie", "1000pkts", "PIE"),
         ("fq_codel", "1000pkts", "FQ-CoDel")]
 
@@ -27,14 +29,25 @@ def scenario(aqm: str, buffer: str) -> dict:
     }
 
 
+def _is_run_output(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "summary.json")) and os.path.isfile(os.path.join(path, "config.json"))
+
+
 def main(out_dir: str) -> int:
-    from qoelab import results
+    from qoelab import outdir, results
+    # refused before running: an empty path, or a directory in the way that is not an earlier run's output
+    out_dir = outdir.given(out_dir)
+    for aqm, _, _ in AQMS:
+        p = os.path.join(out_dir, aqm)
+        if os.path.isdir(p) and os.listdir(p) and not _is_run_output(p):
+            raise InputError(p, None, message="exists and is not the output of an earlier run; choose another --out")
+        outdir.check(p, replaceable=_is_run_output)
     os.makedirs(out_dir, exist_ok=True)
     rows = []
     t0 = time.perf_counter()
     for aqm, buf, label in AQMS:
         res = results.run(scenario(aqm, buf))
-        path = res.write(os.path.join(out_dir, aqm), force=True)
+        path = res.write(os.path.join(out_dir, aqm), replaceable=_is_run_output)
         s = res.summary
         cl = s["clients"]
         link = s["links"][0]

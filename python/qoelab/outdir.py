@@ -55,15 +55,36 @@ def is_stale(path: str, name: str) -> bool:
 def check(out_dir: str, force: bool = False, replaceable=None) -> str:
     """The absolute output path, after refusing what must not be replaced: a non-directory, or a
     non-empty directory unless ``force`` or ``replaceable(path)`` is true. Call it before the work
-    starts, so that a refusal costs nothing."""
-    out_dir = os.path.abspath(out_dir)
+    starts, so that a refusal costs nothing. Never replaced, even with ``force``: "" (an unset
+    shell variable would otherwise name the current directory) and a non-empty directory that
+    holds the current directory."""
+    out_dir = given(out_dir)
     if os.path.lexists(out_dir):
         if not os.path.isdir(out_dir) or os.path.islink(out_dir):
             raise InputError(out_dir, None, message="output path exists and is not a directory")
-        if os.listdir(out_dir) and not force and not (replaceable and replaceable(out_dir)):
-            raise InputError(out_dir, None, message="output directory exists and is not empty "
-                                                    "(use --force to replace it)")
+        if os.listdir(out_dir):
+            if not force and not (replaceable and replaceable(out_dir)):
+                raise InputError(out_dir, None, message="output directory exists and is not empty "
+                                                        "(use --force to replace it)")
+            refuse_if_holds_cwd(out_dir)
     return out_dir
+
+
+def given(out_dir: str) -> str:
+    """The absolute path of an --out value; "" (an unset shell variable, which would otherwise name
+    the current directory) is refused."""
+    if not str(out_dir).strip():
+        raise InputError(None, "--out", "a directory path", "an empty string")
+    return os.path.abspath(out_dir)
+
+
+def refuse_if_holds_cwd(out_dir: str) -> None:
+    """Refuse to replace a directory that is, or holds, the current directory."""
+    cwd = os.path.realpath(os.getcwd())
+    real = os.path.realpath(out_dir)
+    if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+        raise InputError(out_dir, None, message="output directory holds the current directory and would be "
+                                                "replaced; choose another --out")
 
 
 def _umask() -> int:

@@ -52,7 +52,7 @@ class Result:
     def table(self, name: str):
         return self.arrow(name).to_pandas()
 
-    def write(self, out_dir: str, force: bool = False) -> str:
+    def write(self, out_dir: str, force: bool = False, replaceable=None) -> str:
         """Write summary.json, perf.json, config.json, <table>.parquet, <link>.pcap into out_dir.
 
         Everything is written into a temporary sibling directory that is renamed at the end, so
@@ -60,7 +60,7 @@ class Result:
         import pyarrow.parquet as pq
 
         from qoelab import outdir
-        out_dir = outdir.check(out_dir, force=force)
+        out_dir = outdir.check(out_dir, force=force, replaceable=replaceable)
         with outdir.atomic_dir(out_dir) as tmp:
             with open(os.path.join(tmp, "summary.json"), "w") as f:
                 json.dump(self.summary, f, indent=2)

@@ -63,7 +63,9 @@ def add_parser(subparsers) -> None:
                     "DIR/table.json (the video model + metadata) and DIR/frames.parquet.",
         epilog="Built-in generated sources: " + ", ".join(f"gen:{n}" for n in sources.SOURCES))
     pr.add_argument("source", metavar="SOURCE", help="a video file, or gen:<name> for a built-in generated source")
-    pr.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced atomically)")
+    pr.add_argument("--out", required=True, metavar="DIR",
+                    help="output directory, written atomically; an earlier prepare's output there is replaced")
+    pr.add_argument("--force", action="store_true", help="replace DIR even if it is not an earlier prepare's output")
     pr.add_argument("--ladder", default="table6.2",
                     help="table6.2 (dissertation Table 6.2 up to 1080p, 11 rungs; default), table6.2:HEIGHT, "
                          "corpus (the corpus' 8-rung ladder capped at 360p), hd (the hd corpus' 8 rungs, 0.2-6 Mbit/s, 240p-1080p), or WxH@RATE,... (RATE in bit/s, k/M suffix)")
@@ -168,7 +170,9 @@ def cmd_prepare(a) -> int:
 
     from qoelab import outdir
 
-    outdir.check(a.out, force=True)        # a file in the way is refused before encoding
+    # refused before encoding: a file in the way, or a non-empty directory that is not an earlier
+    # prepare's output (without --force)
+    outdir.check(a.out, force=a.force, replaceable=pl.is_prepare_output)
     rungs = lad.parse(a.ladder)
     w, h = a.display or (max(r.width for r in rungs), max(r.height for r in rungs))
     p = pl.Params(width=w, height=h, fps=a.fps, segment_s=a.segment, duration_s=a.duration, ladder=rungs,

@@ -405,6 +405,16 @@ def write_table_files(dirpath: str, doc: dict, rows: list[dict], table_name: str
     pq.write_table(frames_table(rows), os.path.join(dirpath, frames_name), compression="zstd")
 
 
+def is_prepare_output(path: str) -> bool:
+    """``path`` holds the output of an earlier ``qoelab video prepare`` (its table.json is ours), which
+    a new run may replace without --force."""
+    try:
+        with open(os.path.join(path, "table.json")) as f:
+            return json.load(f).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def write_output(out: str, doc: dict, rows, results, p: Params, nframes: int) -> None:
     with outdir.atomic_dir(out) as tmp:
         reps = []

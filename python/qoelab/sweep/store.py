@@ -89,7 +89,7 @@ class Store:
         holds this same sweep written by this core; refuse (one line) otherwise, unless ``force``,
         which replaces a previous sweep store (never another kind of directory)."""
         from qoelab import _core
-        path = os.path.abspath(path)
+        path = outdir.given(path)
         core = _core.version()
         if os.path.lexists(path) and not os.path.isdir(path):
             raise InputError(path, None, message="output path exists and is not a directory")
@@ -109,6 +109,7 @@ class Store:
             if not force:
                 raise InputError(path, None, message=f"the store {reason}; use another --out, or --force to "
                                                      "replace it")
+            outdir.refuse_if_holds_cwd(path)
             shutil.rmtree(path)
         os.makedirs(path, exist_ok=True)
         meta = {"schema": "qoelab.sweep", "store_format": STORE_FORMAT, "core_version": core,
