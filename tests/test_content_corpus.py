@@ -79,6 +79,23 @@ def test_spread_at_1mbit_like_genres():
 
 
 def test_regeneration_reproduces_a_clip():
-    # quick form of `qoelab video corpus verify --clip testsrc2`: first segment, two rungs, fresh cache
-    diffs = corpus.verify("testsrc2", ROOT, jobs=2, nice=10, progress=False, segments=1, rungs=[0, 5])
+    # quick form of `qoelab video corpus verify --clip testsrc2`: first segment, three rungs, fresh cache.
+    # Rung 1 is one whose encode x264's AVX-512 code paths change (pipeline.x264_asm)
+    diffs = corpus.verify("testsrc2", ROOT, jobs=2, nice=10, progress=False, segments=1, rungs=[0, 1, 5])
     assert diffs == []
+
+
+def test_x264_capped_at_avx2_where_the_cpu_has_it(monkeypatch, tmp_path):
+    import builtins
+    from qoelab.content import pipeline as pl
+    real_open = builtins.open
+    for flags, machine, want in (("fpu sse2 avx avx2 fma bmi1 bmi2 abm avx512f", "x86_64", ":asm=AVX2"),
+                                 ("fpu sse2 avx", "x86_64", ""), ("fp asimd", "aarch64", "")):
+        (tmp_path / "cpuinfo").write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr("platform.machine", lambda m=machine: m)
+        monkeypatch.setattr(builtins, "open", lambda f, *a, **k: real_open(tmp_path / "cpuinfo", *a, **k)
+                            if f == "/proc/cpuinfo" else real_open(f, *a, **k))
+        pl.x264_asm.cache_clear()
+        assert pl.x264_asm() == want, (flags, machine)
+    monkeypatch.undo()
+    pl.x264_asm.cache_clear()

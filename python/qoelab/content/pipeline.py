@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
+import functools
 import json
 import os
 import shutil
@@ -160,6 +161,34 @@ def _ref_codec_args(p: Params) -> list[str]:
     return ["-c:v", "ffv1", "-threads", "1", "-pix_fmt", "yuv420p"]
 
 
+#: x264's instruction sets where the CPU has AVX2 and its companions (x264's "AVX2" set).
+X264_AVX2_FLAGS = ("avx2", "fma", "bmi1", "bmi2", "abm")
+
+
+@functools.lru_cache(maxsize=1)
+def x264_asm() -> str:
+    """``":asm=AVX2"`` on an x86-64 CPU with AVX2, else "". x264 picks AVX-512 code paths where the
+    CPU has them, and they round differently: on an AVX-512 machine the encodes of some rungs differ
+    from an AVX2 machine's by up to 0.4% in size (and VMAF by up to 0.4 points), measured on the
+    corpus clip testsrc2. Capping x264 at AVX2 makes encodes the same on every AVX2 machine, with or
+    without AVX-512; other CPUs keep x264's own choice (docs/corpus.md, "Reproducibility")."""
+    import platform
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return ""
+    return ":asm=AVX2" if all(x in flags for x in X264_AVX2_FLAGS) else ""
+
+
+def x264_params(p: Params) -> str:
+    s = p.seg_frames
+    return (f"keyint={s}:min-keyint={s}:scenecut=0:bframes={p.bframes}:ref=1:open-gop=0:threads=1"
+            + (":b-pyramid=none:b-adapt=0" if p.bframes else "") + x264_asm())
+
+
 def encode_args(ref: str, rung: lad.Rung, p: Params, out: str) -> list[str]:
     s = p.seg_frames
     peak = int(round(rung.bitrate * p.peak_ratio))
@@ -169,8 +198,7 @@ def encode_args(ref: str, rung: lad.Rung, p: Params, out: str) -> list[str]:
             "-fps_mode", "passthrough",
             "-c:v", "libx264", "-preset", p.preset, "-profile:v", "high",
             "-b:v", str(rung.bitrate), "-maxrate", str(peak), "-bufsize", str(peak),
-            "-x264-params", f"keyint={s}:min-keyint={s}:scenecut=0:bframes={p.bframes}:ref=1:open-gop=0:threads=1"
-            + (":b-pyramid=none:b-adapt=0" if p.bframes else ""),
+            "-x264-params", x264_params(p),
             "-force_key_frames", f"expr:eq(mod(n,{s}),0)", "-video_track_timescale", str(ts),
             "-movflags", "+frag_keyframe+empty_moov+default_base_moof+skip_trailer", "-f", "mp4", out]
 
@@ -362,7 +390,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         "ssim": "luma SSIM of ffmpeg's ssim filter", "psnr": f"luma PSNR of ffmpeg's psnr filter, capped at {meas.PSNR_CAP} dB",
         "segment_value": "arithmetic mean over the segment's measured frames",
         "encoder": {"codec": "libx264", "preset": p.preset, "profile": "high", "peak_ratio": p.peak_ratio,
-                    "x264_params": f"keyint={S}:min-keyint={S}:scenecut=0:bframes=0:ref=1:open-gop=0:threads=1"},
+                    "x264_params": x264_params(p)},
         "ffmpeg_version": ffver, "commands": commands,
         "timing": timing, "wall_seconds": round(time.monotonic() - t_start, 2),
     }
