@@ -11,8 +11,8 @@ interrupted run never leaves half-written output.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import functools
+import hashlib
 import json
 import os
 import shutil

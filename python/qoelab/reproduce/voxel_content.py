@@ -553,7 +553,7 @@ def default_like_shares(source: str, p, out_dir: str, nice: int = 10) -> dict:
     peak = int(round(top.bitrate * p.peak_ratio))
     args = [*ref_in, "-an", "-c:v", "libx264", "-preset", p.preset, "-profile:v", "high", "-b:v", str(top.bitrate),
             "-maxrate", str(peak), "-bufsize", str(peak),
-            "-x264-params", f"keyint={s}:min-keyint={s}:scenecut=0:open-gop=0:threads=1",
+            "-x264-params", f"keyint={s}:min-keyint={s}:scenecut=0:open-gop=0:threads=1" + pl.x264_asm(),
             "-force_key_frames", f"expr:eq(mod(n,{s}),0)", "-f", "mp4", out]
     ff.run(ffm, args, "default-like encode", source, nice)
     return byte_shares(_types_and_bytes(out))
