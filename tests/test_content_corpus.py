@@ -85,6 +85,16 @@ def test_regeneration_reproduces_a_clip():
     assert diffs == []
 
 
+def test_bad_corpus_directory_and_output_file_are_one_line(tmp_path):
+    from conftest import qoelab_cli
+    for argv, needle in ((["video", "corpus", "list", "--corpus", str(tmp_path / "nope")], "--corpus: expected"),
+                         (["video", "corpus", "plot", "--corpus", str(tmp_path)], "holds no corpus clips"),
+                         (["video", "export", "testsrc2", "--format", "sabre", "--out", str(tmp_path)],
+                          "--out names a directory")):
+        r = qoelab_cli(*argv)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and needle in r.stderr, (argv, r.stderr)
+
+
 def test_x264_capped_at_avx2_where_the_cpu_has_it(monkeypatch, tmp_path):
     import builtins
     from qoelab.content import pipeline as pl

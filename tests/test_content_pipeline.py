@@ -245,7 +245,7 @@ def test_cli_prepare_and_errors(tmp_path, capsys):
     assert main(["video", "prepare", "gen:gradients", "--out", str(out), "--metrics", "bogus"]) == 2
     capsys.readouterr()
     for opt, v in (("--duration", "0"), ("--duration", "nan"), ("--jobs", "-1"), ("--fps", "100000"),
-                   ("--nice", "100")):
+                   ("--nice", "100"), ("--segment", "1e23"), ("--vmaf-subsample", str(10**23))):
         r = qoelab_cli("video", "prepare", "gen:gradients", "--out", str(out), opt, v)
         err = r.stderr.strip()
         assert r.returncode == 2 and f"argument {opt}: expected" in err and "\n" not in err, (opt, v, err)

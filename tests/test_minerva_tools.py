@@ -167,3 +167,13 @@ def test_fixed_rate_optimal_in_trace_mode_and_cli(tmp_path, monkeypatch):
     bad = qoelab_cli("minerva", "fixed-rate-optimal", "--videos", a, "--rate", "4Mbps", "--abr", "nope",
                      "--out", str(tmp_path / "x.json"))
     assert bad.returncode == 2 and "--abr" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_output_file_that_is_a_directory_is_refused_before_the_work(tmp_path):
+    _write(tmp_path, "a.json", A)
+    for cmd in (["normalize", "--videos", str(tmp_path / "a.json")],
+                ["value-function", str(tmp_path / "a.json")]):
+        r = qoelab_cli("minerva", *cmd, "--no-cache", "--out", str(tmp_path))
+        assert r.returncode == 2, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert "--out names a directory" in line, line

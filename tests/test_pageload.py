@@ -103,6 +103,8 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
         (["hand:nothing"], "handcrafted"),
         ([str(good), "--seed", "-3"], "--seed"),
         ([str(good), "--seed", str(2**64)], "--seed"),
+        ([str(good), "--json", str(tmp_path)], "--json names a directory"),
+        ([str(good), "--json", ""], "--json: expected a file path"),
     ]
     for args, needle in cases:
         r = qoelab_cli("pageload", *args)

@@ -181,6 +181,7 @@ def load_value_function(path: str, where: str) -> dict:
 
 def _cmd_value_function(args):
     from qoelab import outdir
+    outdir.check_file(args.out)
     video = load_video_spec(args.video)
     for k, conv in (("rate_max", units.rate), ("rate_step", units.rate), ("buffer_max", units.duration),
                     ("buffer_step", units.duration), ("player_buffer", units.duration)):
@@ -205,6 +206,7 @@ def _cmd_value_function(args):
 
 def _cmd_normalize(args):
     from qoelab import outdir
+    outdir.check_file(args.out)
     videos = [load_video_spec(v) for v in args.videos]
     names = [v.get("name") for v in videos]
     if len(set(names)) != len(names):
@@ -440,6 +442,7 @@ def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", ab
 
 def _cmd_fixed_rate_optimal(args):
     from qoelab import outdir
+    outdir.check_file(args.out)
     videos = [load_video_spec(v) for v in args.videos]
     try:
         rate = units.rate(args.rate)

@@ -149,8 +149,19 @@ def atomic_dir(out_dir: str):
         raise
 
 
+def check_file(path: str, opt: str = "--out") -> str:
+    """An output file's path, refused (before the work, where the caller checks early) when it cannot
+    be written as a file: "" or an existing directory."""
+    if not str(path).strip():
+        raise InputError(None, opt, "a file path", "an empty string")
+    if os.path.isdir(path):
+        raise InputError(path, None, message=f"{opt} names a directory; expected a file path")
+    return path
+
+
 def write_text(path: str, text: str) -> None:
     """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
+    check_file(path, "output")
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(), dir=d)

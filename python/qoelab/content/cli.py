@@ -19,10 +19,10 @@ from qoelab.errors import InputError
 
 def _segment(s: str) -> float:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s)?\s*", s)
-    if not m or float(m.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"expected a duration like 4s or 2000ms, found {s!r}")
-    v = float(m.group(1))
-    return v / 1000 if m.group(2) == "ms" else v
+    v = float(m.group(1)) / (1000 if m.group(2) == "ms" else 1) if m else 0.0
+    if not 0 < v <= 600:
+        raise argparse.ArgumentTypeError(f"expected a duration like 4s or 2000ms, at most 600s, found {s!r}")
+    return v
 
 
 def _size(s: str) -> tuple[int, int]:
@@ -77,7 +77,7 @@ def add_parser(subparsers) -> None:
                     help="frame rate of reference and encodes, 1..240 (default 24)")
     pr.add_argument("--duration", type=float_in(0, 86400, "seconds"), default=None, metavar="SECONDS",
                     help="use only the first SECONDS of SOURCE (default: all of a file; 60 s for gen: sources)")
-    pr.add_argument("--vmaf-subsample", type=int_at_least(1), default=1, metavar="N",
+    pr.add_argument("--vmaf-subsample", type=int_at_least(1, "an integer", 10000), default=1, metavar="N",
                     help="compute VMAF on every N-th frame only (default 1 = every frame); SSIM/PSNR use every frame")
     pr.add_argument("--preset", default="medium", help="x264 preset (default medium)")
     pr.add_argument("--name", default=None, help="video name in the table (default: from SOURCE)")
@@ -201,10 +201,25 @@ def cmd_voxel(a) -> int:
     return 0
 
 
+def _corpus_root(a) -> str:
+    """--corpus (or the set's package directory), refused unless it is a directory with clips in it."""
+    from qoelab.content import corpus
+    root = a.corpus or corpus.corpus_dir(a.cset)
+    if not os.path.isdir(root):
+        raise InputError(None, "--corpus", "a corpus directory", repr(root))
+    try:
+        clips = corpus.list_videos(root)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(os.path.join(root, "manifest.json"), None, "a corpus manifest", type(e).__name__) from None
+    if not clips:
+        raise InputError(root, None, message="holds no corpus clips (manifest.json or <clip>.json files)")
+    return root
+
+
 def cmd_corpus_list(a) -> int:
     from qoelab.content import corpus
 
-    root = a.corpus or corpus.corpus_dir(a.cset)
+    root = _corpus_root(a)
     for name in corpus.list_videos(root):
         v = corpus.load_video(os.path.join(root, f"{name}.json"))
         vm = v["quality"].get("vmaf")
@@ -218,7 +233,7 @@ def cmd_corpus_list(a) -> int:
 def cmd_corpus_regenerate(a) -> int:
     from qoelab.content import corpus
 
-    r = corpus.regenerate(a.corpus, a.clip, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress, a.cset)
+    r = corpus.regenerate(a.corpus and _corpus_root(a), a.clip, a.jobs, a.nice, a.ffmpeg, a.cache, not a.no_progress, a.cset)
     print(f"regenerated {len(r['clips'])} clips in {r['wall_seconds']:.0f} s")
     return 0
 
@@ -232,7 +247,7 @@ def cmd_corpus_verify(a) -> int:
             rungs = [int(x) for x in a.rungs.split(",")]
         except ValueError:
             raise InputError(None, "--rungs", "comma list of rung indices", a.rungs) from None
-    diffs = corpus.verify(a.clip, a.corpus or corpus.corpus_dir(a.cset), a.jobs, a.nice, a.ffmpeg, a.cache,
+    diffs = corpus.verify(a.clip, _corpus_root(a), a.jobs, a.nice, a.ffmpeg, a.cache,
                           not a.no_progress, a.segments, rungs)
     if diffs:
         for d in diffs:
@@ -248,7 +263,7 @@ def cmd_corpus_plot(a) -> int:
     from qoelab.content import corpus
 
     out = a.out or ("docs/img/corpus-vmaf.png" if a.cset == "sd" else f"docs/img/corpus-{a.cset}-vmaf.png")
-    sp = report.plot(out, a.corpus or corpus.corpus_dir(a.cset))
+    sp = report.plot(out, _corpus_root(a))
     for name, (b, q) in sp["per_clip"].items():
         print(f"{name:16s} VMAF {q:6.2f} at {b / 1e6:.2f} Mbit/s")
     print(f"spread {sp['spread']:.2f} VMAF points (min {sp['min']:.2f}, max {sp['max']:.2f}); plot: {out}")
@@ -256,8 +271,10 @@ def cmd_corpus_plot(a) -> int:
 
 
 def cmd_export(a) -> int:
+    from qoelab import outdir
     from qoelab.content import corpus, formats
 
+    outdir.check_file(a.out)
     v = corpus.load_video(a.table)
     if a.format == "sabre":
         formats.export_sabre(v, a.out)
@@ -268,8 +285,10 @@ def cmd_export(a) -> int:
 
 
 def cmd_import(a) -> int:
+    from qoelab import outdir
     from qoelab.content import formats
 
+    outdir.check_file(a.out)
     v = formats.import_sabre(a.file, a.name) if a.format == "sabre" else formats.import_minerva(a.file, a.name)
     doc = {"format": "qoelab-content/1", "video": v, "meta": {"imported_from": os.path.abspath(a.file),
                                                                "import_format": a.format}}

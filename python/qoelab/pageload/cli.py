@@ -80,6 +80,8 @@ def options_from(args) -> dict:
 def _cmd(args) -> int:
     from qoelab import _core, outdir
     from qoelab.pageload import units as pu
+    if args.json is not None:
+        outdir.check_file(args.json, "--json")
     if args.list_policies:
         for p in policies():
             pub = p["public"] or "-"
