@@ -330,10 +330,12 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
 
 @pytest.mark.parametrize("opt,value", [("--duration", "-5"), ("--rate", "0Mbps"), ("--rtt", "5"),
                                        ("--aqm", "nope"), ("--buffer", "lots"), ("--abr", "nope"),
-                                       ("--video", "nope"), ("--chunklets-n", "65"), ("--clients", "0")])
+                                       ("--video", "nope"), ("--chunklets-n", "65"), ("--clients", "0"),
+                                       ("--jobs", str(4 * (os.cpu_count() or 1) + 1))])
 def test_compare_names_the_bad_option(tmp_path, opt, value):
     r = qoelab_cli("compare", "--out", str(tmp_path / "x"), opt, value)
-    assert r.returncode == 2 and r.stderr.startswith(f"qoelab compare: error: {opt}: expected ")
+    assert r.returncode == 2 and r.stderr.startswith((f"qoelab compare: error: {opt}: expected ",
+                                                      f"qoelab compare: error: argument {opt}: expected "))
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
 
 

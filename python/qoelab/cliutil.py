@@ -33,6 +33,18 @@ def int_at_least(minimum: int, what: str = "an integer", maximum: int | None = N
     return conv
 
 
+def max_workers() -> int:
+    """The most local worker processes a --jobs may ask for: 4 per CPU (simulations are CPU-bound;
+    more only costs memory, about 100 MB a process)."""
+    import os
+    return 4 * (os.cpu_count() or 1)
+
+
+def worker_count(s):
+    """An argparse ``type`` for --jobs: 1 .. :func:`max_workers`."""
+    return int_at_least(1, "a number of worker processes", max_workers())(s)
+
+
 def float_in(minimum: float, maximum: float, what: str = "a number"):
     """An argparse ``type``: a finite number with ``minimum`` < value <= ``maximum``; otherwise one
     line naming what was expected."""

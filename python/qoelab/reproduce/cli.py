@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import sys
 
-from qoelab.cliutil import EXIT_INPUT, Parser, int_at_least
+from qoelab.cliutil import EXIT_INPUT, Parser, worker_count
 from qoelab.errors import InputError
 
 
-_jobs = int_at_least(1, "a number of worker processes")
+_jobs = worker_count
 
 
 def _run_reproduction(name: str, args) -> int:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from qoelab.cliutil import int_at_least
+from qoelab.cliutil import int_at_least, worker_count
 
 
-_jobs = int_at_least(1, "a number of worker processes")
+_jobs = worker_count
 
 
 def _log(msg: str) -> None:

@@ -111,7 +111,7 @@ def main(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from qoelab.cliutil import int_at_least
+    from qoelab.cliutil import int_at_least, worker_count
     _jobs = int_at_least(1, "a number")
     c = sub.add_parser(
         "compare", help="the seed systems side by side on one bottleneck: DASH, Sprint, Sprint-x, Chunklets, Minerva",
@@ -135,7 +135,8 @@ def add_parser(sub) -> None:
     c.add_argument("--abr", default="dynamic", help="ABR of every client (default dynamic; qoelab list abr)")
     c.add_argument("--video", default="synthetic:sabre-bbb", help="video (default synthetic:sabre-bbb)")
     c.add_argument("--chunklets-n", type=_jobs, default=4, help="Chunklets' connections per client (default 4)")
-    c.add_argument("--jobs", type=_jobs, default=None, metavar="N", help="local worker processes (default: CPUs)")
+    c.add_argument("--jobs", type=worker_count, default=None, metavar="N",
+                   help="local worker processes (default: CPUs; at most 4 per CPU)")
     c.add_argument("--ray", default=None, metavar="ADDRESS", help="run on Ray (see qoelab sweep --help)")
     c.add_argument("--force", action="store_true", help="replace DIR if it holds another sweep")
     c.set_defaults(func=main)
