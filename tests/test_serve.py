@@ -456,6 +456,8 @@ def test_cli_bad_arguments(args):
     r = qoelab_cli(*args)
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    if "nosuchcc" in args:
+        assert "modprobe tcp_nosuchcc" in r.stderr, r.stderr
 
 
 def test_cli_serves_and_stops_on_ctrl_c(tree):

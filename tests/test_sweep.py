@@ -261,6 +261,9 @@ def test_query_and_report_cli(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--max-rows" in r.stderr
     r = qoelab_cli("query", d)
     assert r.returncode == 0 and "runs (12 rows)" in r.stdout and "tables.segments" in r.stdout
+    (tmp_path / "afile").write_text("x")
+    r = qoelab_cli("report", d, "--out", str(tmp_path / "afile"))
+    assert r.returncode == 2 and "--out names a file" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = qoelab_cli("report", d, "--out", str(tmp_path / "rep"))
     assert r.returncode == 0, r.stderr
     page = (tmp_path / "rep" / "report.html").read_text()

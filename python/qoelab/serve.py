@@ -343,7 +343,7 @@ def check_cc(cc: str) -> None:
     except OSError as e:
         avail = " ".join(available_cc()) or "unknown"
         raise ValueError(f"congestion control {cc!r} is not usable here ({e.strerror}; available: {avail}; "
-                         "try `modprobe tcp_{cc}`)") from None
+                         f"try `modprobe tcp_{cc}`)") from None
     finally:
         s.close()
 

@@ -238,6 +238,8 @@ def _pm(m, h) -> str:
 
 def write(dir_: str, out: str | None = None) -> str:
     """Write report.html for the sweep store ``dir_`` into ``out`` (default ``dir_``); its path."""
+    if out and os.path.exists(out) and not os.path.isdir(out):
+        raise InputError(out, None, message="--out names a file; expected a directory for report.html")
     st = Store(dir_)
     con = st.connect()
     axes = list(st.meta.get("columns", []))
