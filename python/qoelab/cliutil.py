@@ -35,7 +35,7 @@ def int_at_least(minimum: int, what: str = "an integer", maximum: int | None = N
 
 def max_workers() -> int:
     """The most local worker processes a --jobs may ask for: 4 per CPU (simulations are CPU-bound;
-    more only costs memory, about 100 MB a process)."""
+    more only costs memory: a worker of `reproduce sprint --quick` holds 190-280 MB)."""
     import os
     return 4 * (os.cpu_count() or 1)
 
