@@ -12,8 +12,6 @@ import json
 import os
 import time
 
-from qoelab.errors import InputError
-
 AQMS = [("pfifo", "6bdp", "droptail 6 BDP"), ("codel", "1000pkts", "CoDel"), ("pie", "1000pkts", "PIE"),
         ("fq_codel", "1000pkts", "FQ-CoDel")]
 
@@ -38,10 +36,8 @@ def main(out_dir: str) -> int:
     # refused before running: an empty path, or a directory in the way that is not an earlier run's output
     out_dir = outdir.given(out_dir)
     for aqm, _, _ in AQMS:
-        p = os.path.join(out_dir, aqm)
-        if os.path.isdir(p) and os.listdir(p) and not _is_run_output(p):
-            raise InputError(p, None, message="exists and is not the output of an earlier run; choose another --out")
-        outdir.check(p, replaceable=_is_run_output)
+        outdir.check(os.path.join(out_dir, aqm), replaceable=_is_run_output,
+                     hint="it is not the output of an earlier run; choose another --out")
     os.makedirs(out_dir, exist_ok=True)
     rows = []
     t0 = time.perf_counter()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 
 from qoelab import units
@@ -220,7 +221,7 @@ def _cmd_normalize(args):
                              " ".join(f"{x:g}" for x in args.popularity))
     if not (args.alpha > 0 and args.alpha < float("inf")):
         raise InputError(None, "--alpha", "a number > 0", f"{args.alpha:g}")
-    if not abs(args.pf_c) < float("inf"):
+    if not math.isfinite(args.pf_c):
         raise InputError(None, "--pf-c", "a finite number", f"{args.pf_c:g}")
     n = normalization(videos, popularity=args.popularity, alpha=args.alpha, metric=args.metric,
                       objective=args.objective, pf_c=args.pf_c, use_cache=not args.no_cache)

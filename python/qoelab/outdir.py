@@ -52,20 +52,19 @@ def is_stale(path: str, name: str) -> bool:
     return int(pid) != os.getpid() and not _pid_alive(int(pid))
 
 
-def check(out_dir: str, force: bool = False, replaceable=None) -> str:
+def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use --force to replace it") -> str:
     """The absolute output path, after refusing what must not be replaced: a non-directory, or a
-    non-empty directory unless ``force`` or ``replaceable(path)`` is true. Call it before the work
-    starts, so that a refusal costs nothing. Never replaced, even with ``force``: "" (an unset
-    shell variable would otherwise name the current directory) and a non-empty directory that
-    holds the current directory."""
+    non-empty directory unless ``force`` or ``replaceable(path)`` is true (the refusal ends with
+    ``hint``). Call it before the work starts, so that a refusal costs nothing. Never replaced,
+    even with ``force``: "" (an unset shell variable would otherwise name the current directory)
+    and a non-empty directory that holds the current directory."""
     out_dir = given(out_dir)
     if os.path.lexists(out_dir):
         if not os.path.isdir(out_dir) or os.path.islink(out_dir):
             raise InputError(out_dir, None, message="output path exists and is not a directory")
         if os.listdir(out_dir):
             if not force and not (replaceable and replaceable(out_dir)):
-                raise InputError(out_dir, None, message="output directory exists and is not empty "
-                                                        "(use --force to replace it)")
+                raise InputError(out_dir, None, message=f"output directory exists and is not empty ({hint})")
             refuse_if_holds_cwd(out_dir)
     return out_dir
 
