@@ -94,6 +94,11 @@ RECEIVER = textwrap.dedent("""
             break
         except OSError:
             time.sleep(0.02)
+    # The 2 s connect timeout must not carry over to recv: behind a 1000-packet FIFO (1.2 s of queue
+    # at 10 Mbit/s) the slow-start overflow leaves the receiver without data for 1.14-1.24 s
+    # (measured), and a retransmission timeout on a loaded host makes that more than 2 s (a CI run
+    # failed so). 20 s: long enough for that, short of the test's own timeout.
+    s.settimeout(20)
     t0 = time.monotonic()
     marks, n = [], 0
     while True:
