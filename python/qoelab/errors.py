@@ -47,3 +47,38 @@ class Terminated(KeyboardInterrupt):
     def __init__(self, signum: int = 15):
         super().__init__(signum)
         self.signum = signum
+
+
+# Python refuses to convert a string of more than this many digits to an int (a guard against
+# quadratic-time conversion, `sys.get_int_max_str_digits()`); input holding such a number is bad
+# input, not a bug, and no quantity qoelab reads needs more than a few dozen digits.
+MAX_INT_DIGITS = 4300
+
+
+def json_input(text: str, path: str | None, what: str = "valid JSON"):
+    """``json.loads`` for user input: syntax errors, nesting too deep for the parser and integers
+    too long to convert are :class:`InputError` naming ``path`` (and the line:column where known)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(path, f"{e.lineno}:{e.colno}", what, e.msg) from None
+    except RecursionError:
+        raise InputError(path, None, what, "lists or objects nested too deeply") from None
+    except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
+        import re
+
+        m = re.search(r"value has (\d+) digits", str(e))
+        found = f"an integer of {m.group(1)} digits" if m else str(e)
+        raise InputError(path, None, f"numbers of at most {MAX_INT_DIGITS} digits", found) from None
+
+
+def int_input(s: str, path: str | None, where: str | None, what: str = "an integer") -> int:
+    """``int(s)`` for user input: anything that does not convert (including more than
+    :data:`MAX_INT_DIGITS` digits) is an :class:`InputError` naming ``path`` and ``where``."""
+    try:
+        return int(s)
+    except ValueError:
+        shown = s if len(s) <= 40 else f"{s[:40]}... ({len(s)} characters)"
+        raise InputError(path, where, what, repr(shown)) from None
