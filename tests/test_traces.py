@@ -61,6 +61,8 @@ def test_mahimahi_crlf_and_no_final_newline(tmp_path):
     (" 1\n", "1", "' 1'"),
     ("5\n3\n", "2", "non-decreasing"),
     ("0\n0\n", "2", "last timestamp > 0"),
+    # more digits than Python's int() converts: the same line and limit as any too-large timestamp
+    ("1\n" + "9" * 5000 + "\n", "2", "a timestamp of at most"),
 ])
 def test_mahimahi_errors(tmp_path, text, line, needle):
     p = write(tmp_path, "bad.down", text)
@@ -104,7 +106,11 @@ def test_sabre_network(tmp_path):
     ('[{"duration_ms": 1000, "bandwidth_kbps": "5000", "latency_ms": 20}]', "1:[0].bandwidth_kbps", "a number"),
     ('[\n {"duration_ms": 1000, "bandwidth_kbps": 1, "latency_ms": 20},\n {"duration_ms": 1000, "latency_ms": 20}\n]',
      "3:[1].bandwidth_kbps", "key bandwidth_kbps"),
-    ('[{"duration_ms": 0, "bandwidth_kbps": 1, "latency_ms": 20}]', "1:[0].duration_ms", "duration > 0"),
+    ('[{"duration_ms": 0, "bandwidth_kbps": 1, "latency_ms": 20}]', "1:[0].duration_ms", "duration >= 0.001 ms"),
+    # a 1 ns segment: the link would walk ~10^6 segments per packet (a probe's run never ended)
+    ('[{"duration_ms": 0.000001, "bandwidth_kbps": 5000, "latency_ms": 0}]', "1:[0].duration_ms", ">= 0.001 ms"),
+    # rounding to ns would overflow: the limit is checked first
+    ('[{"duration_ms": 1e308, "bandwidth_kbps": 5000, "latency_ms": 0}]', "1:[0].duration_ms", "a number <="),
     ('[{"duration_ms": 10, "bandwidth_kbps": -1, "latency_ms": 20}]', "1:[0].bandwidth_kbps", ">= 0"),
     ('[{"duration_ms": 10, "bandwidth_kbps": true, "latency_ms": 20}]', "1:[0].bandwidth_kbps", "found true"),
     ('[{"duration_ms": 10, "bandwidth_kbps": 1, "latency_ms": 20, "x": 1}]', "1:[0].x", "key x"),
@@ -150,6 +156,7 @@ def test_pensieve_offset_start(tmp_path):
     ("0.0 1.0\n1.0 fast\n", "2", "'fast'"),
     ("0.0 1.0\n2.0 1.0\n1.5 1.0\n", "3", "increasing times"),
     ("0.0 1.0\n0.0 1.0\n", "2", "increasing times"),
+    ("0.0 1.0\n0.0000005 1.0\n", "2", "at least 1 us apart"),
     ("0.0 1.0\n", "1", "at least 2 samples"),
 ])
 def test_pensieve_errors(tmp_path, text, line, needle):
@@ -319,3 +326,36 @@ def test_real_json_and_cooked_folders_parse():
     ex = T.load_trace(os.path.join(DATA, "traces", "sabre-network-example.json"))
     assert ex["segments"][0] == [30_000_000_000, 5_000_000, 75_000_000]
     assert T.mean_rate_bps(ex) == pytest.approx(3.125e6)
+
+
+def test_huge_integers_are_input_errors(tmp_path):
+    """Integers of more digits than Python converts (4,300) are bad input naming the file, in every
+    format: JSON (Sabre) and the line formats (VOXEL)."""
+    big = "9" * 5000
+    p = write(tmp_path, "n.json", f'[{{"duration_ms": {big}, "bandwidth_kbps": 1, "latency_ms": 0}}]')
+    with pytest.raises(InputError, match=r"n\.json: expected numbers of at most 4300 digits"):
+        T.load_trace(p)
+    p = write(tmp_path, "v.sum", f"1 1000\n2 {big}\n")
+    with pytest.raises(InputError, match=r"v\.sum:2: expected second <= "):
+        T.load_trace(p)
+
+
+def test_line_count_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(T, "MAX_LINES", 5)
+    p = write(tmp_path, "m.down", "1\n2\n3\n4\n5\n6\n")
+    with pytest.raises(InputError, match=r"m\.down: expected a trace of at most 5 lines, found 6 lines"):
+        T.load_trace(p)
+    assert T.load_trace(write(tmp_path, "ok.down", "1\n2\n3\n4\n5\n"))["period_ns"] == 5_000_000
+
+
+def test_mahimahi_rate_limit(tmp_path, monkeypatch):
+    """Opportunities in one millisecond are a rate: above the trace rate limit is an error. Shown
+    with the limit at 100 Gbit/s (8,311 opportunities of 1504 bytes per ms) to keep the file small;
+    at the real 100 Tbit/s a probe's 10^7 lines of "1" (120 Tbit/s) validated and then never ran."""
+    monkeypatch.setattr(T, "MAX_RATE_BPS", 10**11)
+    p = write(tmp_path, "d.down", "1\n" * 8_311 + "2\n")
+    assert len(T.load_trace(p)["times_ns"]) == 8_312
+    p = write(tmp_path, "e.down", "1\n" * 8_312)
+    with pytest.raises(InputError, match=r"e\.down:8312: expected at most 8,311 opportunities in one millisecond "
+                       r"\(0\.1 Tbit/s\), found more at 1 ms"):
+        T.load_trace(p)

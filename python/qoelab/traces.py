@@ -31,7 +31,7 @@ import os
 import re
 from typing import Any
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, json_input
 
 __all__ = [
     "MAHIMAHI_BYTES_PER_OPPORTUNITY",
@@ -65,6 +65,8 @@ _INT_RE = re.compile(r"[0-9]+\Z")
 # a typo): times/durations (ns), rates (bit/s), and one loop of a trace.
 MAX_TIME_NS = 10**17          # ~3 years
 MAX_RATE_BPS = 10**14         # 100 Tbit/s
+MIN_SEGMENT_NS = 1_000        # a rate segment lasts >= 1 us (the link walks segments to time a packet)
+MAX_LINES = 10**7             # 20x the longest trace in ../shared/data (505,078 lines); ~1.1 GB to load
 _NUM_RE = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
 
@@ -97,12 +99,18 @@ def _read_text(path: str) -> str:
         raise InputError(str(path), str(line), "UTF-8 text", "undecodable bytes") from None
 
 
-def _lines(text: str) -> list[str]:
-    """Split into lines; a final newline does not start a new line; CRLF is accepted."""
+def _lines(text: str, path: str | None = None) -> list[str]:
+    """Split into lines; a final newline does not start a new line; CRLF is accepted. More than
+    :data:`MAX_LINES` lines is an error (when ``path`` is given): a line costs the loader about
+    100 bytes of memory, the engine 8-24."""
     if text.endswith("\n"):
         text = text[:-1]
     if text == "":
         return []
+    if path is not None:
+        n = text.count("\n") + 1
+        if n > MAX_LINES:
+            raise InputError(path, None, f"a trace of at most {MAX_LINES:,} lines", f"{n:,} lines")
     return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
 
 
@@ -118,20 +126,26 @@ def _show(s: str, limit: int = 40) -> str:
 def load_mahimahi(path: str, bytes_per_opportunity: int = MAHIMAHI_BYTES_PER_OPPORTUNITY) -> dict:
     """Mahimahi packet-opportunity trace: one integer millisecond timestamp per line."""
     path = str(path)
-    lines = _lines(_read_text(path))
+    lines = _lines(_read_text(path), path)
     if not lines:
         raise InputError(path, None, "at least one millisecond timestamp", "an empty file")
     times: list[int] = []
     prev = -1
+    same = 0   # opportunities in the millisecond `prev`
+    per_ms = MAX_RATE_BPS // (1000 * 8 * max(int(bytes_per_opportunity), 1))
     for i, ln in enumerate(lines, 1):
         if not _INT_RE.match(ln):
             what = "a non-negative integer millisecond timestamp"
             raise InputError(path, str(i), what, _show(ln))
-        ms = int(ln)
+        ms = int(ln) if len(ln) <= 20 else MAX_TIME_NS   # (more digits than int() converts: too large anyway)
         if ms * _NS_PER_MS > MAX_TIME_NS:
             raise InputError(path, str(i), f"a timestamp of at most {MAX_TIME_NS // _NS_PER_MS} ms", _show(ln))
         if ms < prev:
             raise InputError(path, str(i), f"non-decreasing timestamps (>= {prev})", str(ms))
+        same = same + 1 if ms == prev else 1
+        if same > per_ms:
+            raise InputError(path, str(i), f"at most {per_ms:,} opportunities in one millisecond "
+                             f"({MAX_RATE_BPS / 10**12:g} Tbit/s)", f"more at {ms} ms")
         prev = ms
         times.append(ms * _NS_PER_MS)
     if prev <= 0:
@@ -184,12 +198,7 @@ def load_sabre_network(path: str) -> dict:
     """Sabre network JSON: ``[{"duration_ms", "bandwidth_kbps", "latency_ms"}, ...]``."""
     path = str(path)
     text = _read_text(path)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
-    except RecursionError:
-        raise InputError(path, None, "valid JSON", "lists or objects nested too deeply") from None
+    doc = json_input(text, path)
     if not isinstance(doc, list) or not doc:
         raise InputError(path, "1", "a non-empty JSON list of {duration_ms, bandwidth_kbps, latency_ms}",
                          type(doc).__name__ if not isinstance(doc, list) else "an empty list")
@@ -211,13 +220,14 @@ def load_sabre_network(path: str) -> dict:
         if unknown:
             raise InputError(path, where(unknown[0]), "only duration_ms, bandwidth_kbps, latency_ms",
                              f"key {unknown[0]}")
-        dur = round(item["duration_ms"] * _NS_PER_MS)
-        if dur <= 0:
-            raise InputError(path, where("duration_ms"), "a duration > 0", json.dumps(item["duration_ms"]))
         for key, scale, limit in (("duration_ms", _NS_PER_MS, MAX_TIME_NS), ("latency_ms", _NS_PER_MS, MAX_TIME_NS),
                                   ("bandwidth_kbps", 1000, MAX_RATE_BPS)):
             if item[key] * scale > limit:
                 raise InputError(path, where(key), f"a number <= {limit // scale}", json.dumps(item[key]))
+        dur = round(item["duration_ms"] * _NS_PER_MS)
+        if dur < MIN_SEGMENT_NS:
+            raise InputError(path, where("duration_ms"), f"a duration >= {MIN_SEGMENT_NS / _NS_PER_MS:g} ms (1 us)",
+                             json.dumps(item["duration_ms"]))
         segs.append([dur, round(item["bandwidth_kbps"] * 1000), round(item["latency_ms"] * _NS_PER_MS)])
     trace = {"kind": "rates", "segments": segs, "loop": True}
     _check_nonzero(path, trace)
@@ -240,7 +250,7 @@ def load_pensieve(path: str, align: str = "next") -> dict:
     path = str(path)
     if align not in ("next", "previous"):
         raise InputError(path, None, "align 'next' or 'previous'", repr(align))
-    lines = _lines(_read_text(path))
+    lines = _lines(_read_text(path), path)
     times: list[int] = []
     rates: list[int] = []
     lineno: list[int] = []
@@ -259,8 +269,9 @@ def load_pensieve(path: str, align: str = "next") -> dict:
                              f"{MAX_RATE_BPS // 10**6}", _show(ln))
         t = round(float(parts[0]) * _NS_PER_S)
         r = round(float(parts[1]) * 1e6)
-        if times and t <= times[-1]:
-            raise InputError(path, str(i), f"increasing times (> {times[-1] / _NS_PER_S:g} s)", parts[0])
+        if times and t < times[-1] + MIN_SEGMENT_NS:
+            raise InputError(path, str(i), f"increasing times, at least 1 us apart (>= {times[-1] / _NS_PER_S:.9g} s "
+                             "+ 1 us)", parts[0])
         times.append(t)
         rates.append(r)
         lineno.append(i)
@@ -284,7 +295,7 @@ def load_voxel(path: str) -> dict:
     every second). Each line becomes a 1 s segment at ``bytes * 8`` bit/s.
     """
     path = str(path)
-    lines = _lines(_read_text(path))
+    lines = _lines(_read_text(path), path)
     if not lines:
         raise InputError(path, None, "lines 'second bytes'", "an empty file")
     segs = []
@@ -298,7 +309,7 @@ def load_voxel(path: str) -> dict:
         for col, name in zip(parts, ("second", "bytes")):
             if not _INT_RE.match(col):
                 raise InputError(path, str(i), f"a non-negative integer for {name}", _show(col))
-        sec, nbytes = int(parts[0]), int(parts[1])
+        sec, nbytes = (int(c) if len(c) <= 20 else MAX_TIME_NS for c in parts)   # (too large either way)
         if nbytes * 8 > MAX_RATE_BPS or sec * _NS_PER_S > MAX_TIME_NS:
             raise InputError(path, str(i), f"second <= {MAX_TIME_NS // _NS_PER_S} and bytes <= {MAX_RATE_BPS // 8}",
                              _show(ln))
