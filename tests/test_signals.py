@@ -110,6 +110,33 @@ def test_out_never_names_the_current_directory_or_a_foreign_one(tmp_path):
     assert is_prepare_output(str(work))
 
 
+def test_out_that_cannot_be_created_is_refused_before_the_work(tmp_path):
+    """--out under a regular file, or where no directory can be made (/proc), is one line naming the
+    path before the 3000 s run starts (both were internal errors after it)."""
+    from conftest import qoelab_cli
+    sc = tmp_path / "long.toml"
+    sc.write_text(LONG)
+    (tmp_path / "afile").write_text("x")
+    for out, needle in ((tmp_path / "afile" / "sub", f"{tmp_path / 'afile'} is not a directory"),
+                        ("/proc/qoelab-no-such-dir", "/proc/qoelab-no-such-dir: cannot be created: ")):
+        t0 = time.monotonic()
+        r = qoelab_cli("run", str(sc), "--out", str(out))
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+        assert time.monotonic() - t0 < 20
+    assert sorted(os.listdir(tmp_path)) == ["afile", "long.toml"]
+
+
+def test_summary_of_a_run_without_link_capacity(tmp_path):
+    """A 1 ns run: no link had capacity, so utilization is undefined; printed as n/a (was an
+    internal error after the results were written)."""
+    from conftest import qoelab_cli
+    sc = tmp_path / "short.toml"
+    sc.write_text(LONG.replace('duration = "3000s"', 'duration = "1ns"'))
+    r = qoelab_cli("run", str(sc), "--out", str(tmp_path / "out"))
+    assert r.returncode == 0, r.stderr
+    assert "utilization n/a" in r.stdout
+
+
 def test_stale_temporary_directories_are_cleaned(tmp_path):
     from qoelab import outdir
     # a pid that cannot exist (above pid_max) stands for a killed process

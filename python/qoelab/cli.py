@@ -47,10 +47,12 @@ def _print_summary(res, out):
         plt = f"{pg['plt_s']:.3f} s" if pg["plt_s"] is not None else "not finished"
         print(f"  page {pg['name']:<20} load time {plt} ({pg['objects_done']}/{pg['objects']} objects, "
               f"{pg['bytes']:,} B, {pg['connections']} connections)")
+    def num(x, spec):   # None: not defined for this run (a link with no capacity during it)
+        return "n/a" if x is None else format(x, spec)
     for l in s["links"]:
         d = l["queue_delay_ms"]
-        print(f"  link {l['name']:<14} {l['aqm']:<9} utilization {l['utilization']:.3f}  queue delay mean "
-              f"{d.get('mean', 0):.2f} ms p99 {d.get('p99', 0):.2f} ms  drops {l['dropped_packets']}")
+        print(f"  link {l['name']:<14} {l['aqm']:<9} utilization {num(l['utilization'], '.3f')}  queue delay mean "
+              f"{num(d.get('mean', 0), '.2f')} ms p99 {num(d.get('p99', 0), '.2f')} ms  drops {l['dropped_packets']}")
     print(f"results: {out}/ (summary.json, {', '.join(t + '.parquet' for t in res.tables)})")
 
 

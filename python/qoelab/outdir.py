@@ -59,6 +59,7 @@ def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use 
     even with ``force``: "" (an unset shell variable would otherwise name the current directory)
     and a non-empty directory that holds the current directory."""
     out_dir = given(out_dir)
+    creatable(out_dir)
     if os.path.lexists(out_dir):
         if not os.path.isdir(out_dir) or os.path.islink(out_dir):
             raise InputError(out_dir, None, message="output path exists and is not a directory")
@@ -67,6 +68,24 @@ def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use 
                 raise InputError(out_dir, None, message=f"output directory exists and is not empty ({hint})")
             refuse_if_holds_cwd(out_dir)
     return out_dir
+
+
+def creatable(path: str) -> None:
+    """Refuse, before the work, an output path that cannot be created: under something that is not a
+    directory (``--out afile/sub``), or where its nearest existing ancestor takes no new directory."""
+    up = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(up):
+        up = os.path.dirname(up)
+    if not os.path.isdir(up):
+        raise InputError(path, None, message=f"cannot be created: {up} is not a directory")
+    try:   # where a directory cannot be made (/proc, a read-only mount, no permission): say so now
+        os.rmdir(tempfile.mkdtemp(prefix=tmp_prefix(), dir=up))
+    except OSError as e:
+        raise _cannot_create(path, e) from None
+
+
+def _cannot_create(path: str, e: OSError) -> InputError:
+    return InputError(path, None, message=f"cannot be created: {e.strerror or e}")
 
 
 def given(out_dir: str) -> str:
@@ -130,9 +149,12 @@ def atomic_dir(out_dir: str):
     removed and ``out`` is left as it was."""
     out_dir = os.path.abspath(out_dir)
     parent = os.path.dirname(out_dir)
-    os.makedirs(parent, exist_ok=True)
-    clean_stale(parent)
-    tmp = tempfile.mkdtemp(prefix=tmp_prefix(), dir=parent)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        clean_stale(parent)
+        tmp = tempfile.mkdtemp(prefix=tmp_prefix(), dir=parent)
+    except OSError as e:   # /proc/x, a read-only file system, a file where a folder must be
+        raise _cannot_create(out_dir, e) from None
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
@@ -155,6 +177,7 @@ def check_file(path: str, opt: str = "--out") -> str:
         raise InputError(None, opt, "a file path", "an empty string")
     if os.path.isdir(path):
         raise InputError(path, None, message=f"{opt} names a directory; expected a file path")
+    creatable(path)
     return path
 
 
@@ -162,8 +185,11 @@ def write_text(path: str, text: str) -> None:
     """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
     check_file(path, "output")
     d = os.path.dirname(os.path.abspath(path))
-    os.makedirs(d, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(), dir=d)
+    try:
+        os.makedirs(d, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=tmp_prefix(), dir=d)
+    except OSError as e:
+        raise _cannot_create(path, e) from None
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
