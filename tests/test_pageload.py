@@ -12,7 +12,7 @@ from qoelab import _core
 from qoelab.errors import InputError
 from qoelab.pageload import handcrafted, synth
 from qoelab.pageload import units as pu
-from qoelab.pageload.har import load_har, page_from_har, write_har
+from qoelab.pageload.har import dependencies, load_har, page_from_har, write_har
 
 
 def entry(start, ms, url, cl=None, body=1000, hs=200):
@@ -76,12 +76,86 @@ def test_sizes_content_length_then_body_size():
     (har(entry(T, -1, "http://a.org/1")), "log.entries[0].time"),
     (har(entry(T, 10, "ftp://a.org/1")), "log.entries[0].request.url"),
     ([1, 2], "log"),
+    # oversize and non-finite values: one line naming the key, never an OverflowError
+    (har(entry(T, 1e308, "http://a.org/1")), "log.entries[0].time"),
+    (har(entry(T, 4e12, "http://a.org/1")), "log.entries[0].time"),               # > 100 years in ms
+    (har(entry(T, 10**5000, "http://a.org/1")), "log.entries[0].time"),
+    (har(entry(T, 10, "http://a.org/1", body=1e30)), "log.entries[0].response.bodySize"),
+    (har(entry(T, 10, "http://a.org/1", body=2**64)), "log.entries[0].response.bodySize"),
+    (har(entry(T, 10, "http://a.org/1", body=1e300)), "log.entries[0].response.bodySize"),
+    (har(entry(T, 10, "http://a.org/1", body=10**18)), "log.entries[0].response.bodySize"),
+    (har(entry(T, 10, "http://a.org/1", body=2**40, hs=2**41)), "log.entries[0].response.headersSize"),
+    (har(entry(T, 10, "http://a.org/1", body=2**40, hs=1)), "log.entries[0].response"),   # the sum
+    (har(entry(T, 10, "http://a.org/1", cl="99999999999999999999999999")), "log.entries[0].response.headers[0]"),
+    (har(entry(T, 10, "http://a.org/1", cl="9" * 5000)), "log.entries[0].response.headers[0]"),
+    (har(entry(T, 10, "http://a.org/1"), entry(T, 10, "http://[::1/x")), "log.entries[1].request.url"),
 ])
 def test_malformed_har_names_the_entry(doc, where):
     with pytest.raises(InputError) as e:
         page_from_har(doc, "bad.har")
     msg = str(e.value)
     assert msg.startswith(f"bad.har:{where}:") and "\n" not in msg, msg
+
+
+def test_size_and_time_bounds_are_inclusive():
+    p = page_from_har(har(entry(T, 100 * 365 * 86_400_000, "http://a.org/1", body=2**40 - 200)), "ok.har")
+    assert p.objects[0].size == 2**40 and p.objects[0].har_finish_s == 100 * 365 * 86_400
+    p = page_from_har(har(entry(T, 10, "http://a.org/1", cl=2**40 - 1, hs=1)), "ok.har")
+    assert p.objects[0].size == 2**40
+
+
+@pytest.mark.parametrize("text,needle", [
+    # an integer too long for int(): the file, not an internal ValueError
+    ('{"log":{"entries":[{"startedDateTime":"%s","time":%s,"request":{"url":"http://a.org/"},'
+     '"response":{"bodySize":10}}]}}' % (T, "9" * 5000), "numbers of at most 4300 digits"),
+    ('{"log":{"entries":' + "[" * 100_000, "nested too deeply"),            # not a RecursionError
+    (b'{"log": "\xff"}', "invalid UTF-8"),
+])
+def test_load_har_bad_json_is_input_error(tmp_path, text, needle):
+    f = tmp_path / "bad.har"
+    if isinstance(text, bytes):
+        f.write_bytes(text)
+    else:
+        f.write_text(text)
+    with pytest.raises(InputError) as e:
+        load_har(str(f))
+    msg = str(e.value)
+    assert msg.startswith(str(f)) and needle in msg and "\n" not in msg, msg
+
+
+def _dependencies_reference(starts, finishes):
+    """The heuristic as stated (quadratic): the latest finish <= the start, ties to the later entry."""
+    parents = []
+    for j, s in enumerate(starts):
+        best = None
+        for i in range(j):
+            if finishes[i] <= s and (best is None or finishes[i] >= finishes[best]):
+                best = i
+        parents.append(best)
+    return parents
+
+
+def test_dependencies_match_the_quadratic_definition():
+    import random
+    rng = random.Random(7)
+    for _ in range(3000):
+        n = rng.randint(1, 25)
+        span = rng.choice([2, 5, 50, 10**6])
+        starts = sorted(rng.randint(0, span) for _ in range(n))
+        fins = [s + rng.choice([0, 0, 1, rng.randint(0, span)]) for s in starts]   # ties, zero durations
+        assert dependencies(starts, fins) == _dependencies_reference(starts, fins), (starts, fins)
+
+
+def test_many_entries_load_as_a_chain():
+    # 100,000 entries 1 ms apart, each 0.5 ms long: every entry is the child of the one before
+    # (this took minutes with the former quadratic heuristic)
+    n = 100_000
+    entries = [entry(f"2015-12-07T10:{i // 60_000 % 60:02d}:{i // 1000 % 60:02d}.{i % 1000:03d}+00:00", 0.5,
+                     f"http://h{i % 50}.org/o{i}") for i in range(n)]
+    p = page_from_har(har(*entries), "big.har")
+    assert len(p.objects) == n and p.objects[0].parent is None
+    assert all(o.parent == i for i, o in enumerate(p.objects[1:]))
+    assert p.objects[-1].har_finish_s == pytest.approx((n - 1) / 1000 + 0.0005)
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path):
@@ -91,10 +165,19 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
     bad.write_text(json.dumps(har(entry("2015-13-45T99:00:00", 10, "http://a.org/1"))))
     notjson = tmp_path / "nj.har"
     notjson.write_text("{ not json")
+    huge = tmp_path / "huge.har"
+    huge.write_text(json.dumps(har(entry(T, 10, "http://a.org/1", body=2**64))))
+    ipv6 = tmp_path / "ipv6.har"
+    ipv6.write_text(json.dumps(har(entry(T, 10, "http://[::1/x"))))
+    deep = tmp_path / "deep.har"
+    deep.write_text('{"log":{"entries":' + "[" * 100_000)
     cases = [
         ([str(bad)], "log.entries[0].startedDateTime"),
-        ([str(notjson)], "invalid JSON"),
+        ([str(notjson)], "nj.har:1:3: expected a HAR file (valid JSON)"),
         ([str(tmp_path / "missing.har")], "cannot read"),
+        ([str(huge)], "log.entries[0].response.bodySize: expected a size in bytes (>= 0 and <= 2^40"),
+        ([str(ipv6)], "log.entries[0].request.url: expected a valid URL"),
+        ([str(deep)], "nested too deeply"),
         ([str(good), "--if2", "0kbps,50ms"], "--if2"),
         ([str(good), "--if1", "10Mbps"], "--if1"),
         ([str(good), "--policy", "fastest"], "--policy"),

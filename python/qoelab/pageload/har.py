@@ -1,10 +1,14 @@
-"""HAR 1.2 import (docs/models/pageload.md, "Workloads").
+"""HAR 1.2 import (docs/models/pageload.md, "Model": workloads come from HAR files).
 
 Per entry (``log.entries``): start = ``startedDateTime`` (ISO 8601; without a zone, UTC) relative
 to the earliest entry; finish = start + ``time`` (ms); origin = the host (and explicit port) of
 ``request.url``; TLS = the URL's scheme is https; size = the response's ``Content-Length`` header
 (else ``response.bodySize``) + ``response.headersSize`` (-1, HAR's "unknown", counts 0). Entries
 whose size is < 1 byte are dropped (counted in ``Page.dropped``), as the public simulator does.
+Limits: a size (each of ``Content-Length``, ``bodySize``, ``headersSize``, and their sum) of at
+most 2^40 bytes, as the model's core requires; ``time`` at most 100 years in ms
+(``qoelab.units.MAX_DURATION_NS``, the bound of every duration qoelab reads); integers of at
+most 4300 digits and JSON nested no deeper than the parser's limit (``qoelab.errors.json_input``).
 
 Dependencies (dissertation §3.3.3, the public simulator's heuristic): sort by start time (ties:
 file order); every entry becomes the child of the entry that finished latest among those that
@@ -22,21 +26,40 @@ import json
 import os
 from urllib.parse import urlsplit
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, int_input, json_input
 from qoelab.pageload.page import Obj, Page
+from qoelab.units import MAX_DURATION_NS
+
+# The largest object the model's core accepts (crates/qoelab-core/src/pageload/page.rs).
+MAX_SIZE = 1 << 40
+MAX_TIME_MS = MAX_DURATION_NS // 1_000_000  # 100 years
+_SIZE_WHAT = "a size in bytes (>= 0 and <= 2^40, or -1 for unknown)"
+
+
+def _shown(v) -> str:
+    """A short one-line rendering of a JSON value for an error message."""
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, int) and not isinstance(v, bool):  # (str() of more than 4300 digits raises)
+        return str(v) if -10**40 < v < 10**40 else "an integer of more than 40 digits"
+    try:
+        t = json.dumps(v)
+    except (ValueError, RecursionError):
+        t = type(v).__name__
+    return t if len(t) <= 60 else t[:57] + "..."
 
 
 def _num(v, path, where, what="a number"):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
-        raise InputError(path, where, what, json.dumps(v)[:60] if not isinstance(v, float) else repr(v))
+        raise InputError(path, where, what, _shown(v))
     return v
 
 
 def _size_field(v, path, where):
-    """HAR size: an integer >= -1 (-1 = unknown -> 0)."""
-    v = _num(v, path, where, "a size in bytes (>= 0, or -1 for unknown)")
-    if v < -1 or v != int(v):
-        raise InputError(path, where, "a size in bytes (>= 0, or -1 for unknown)", repr(v))
+    """HAR size: an integer >= -1 (-1 = unknown -> 0), at most 2^40."""
+    v = _num(v, path, where, _SIZE_WHAT)
+    if v < -1 or v > MAX_SIZE or v != int(v):
+        raise InputError(path, where, _SIZE_WHAT, _shown(v))
     return max(int(v), 0)
 
 
@@ -68,32 +91,53 @@ def entry_size(resp: dict, path: str, where: str) -> int:
     if not isinstance(headers, list):
         raise InputError(path, where + ".headers", "a list", type(headers).__name__)
     for k, h in enumerate(headers):
-        if isinstance(h, dict) and str(h.get("name", "")).lower() == "content-length":
-            try:
-                body = int(str(h.get("value", "")).strip())
-            except ValueError:
-                raise InputError(path, f"{where}.headers[{k}]", "an integer Content-Length",
-                                 repr(h.get("value"))[:60]) from None
-            if body < 0:
-                raise InputError(path, f"{where}.headers[{k}]", "a Content-Length >= 0", str(body))
+        name = h.get("name") if isinstance(h, dict) else None
+        if isinstance(name, str) and name.lower() == "content-length":
+            v = h.get("value", "")
+            hw = f"{where}.headers[{k}]"
+            if isinstance(v, int) and not isinstance(v, bool):
+                body = v
+            else:
+                body = int_input(str(v).strip() if isinstance(v, str) else _shown(v), path, hw,
+                                 "an integer Content-Length")
+            if body < 0 or body > MAX_SIZE:
+                raise InputError(path, hw, "a Content-Length >= 0 and <= 2^40", _shown(body))
             break
     if body is None:
         if "bodySize" not in resp:
             raise InputError(path, where + ".bodySize", "a size in bytes (>= 0, or -1 for unknown)", "nothing")
         body = _size_field(resp["bodySize"], path, where + ".bodySize")
     hs = _size_field(resp.get("headersSize", -1), path, where + ".headersSize")
+    if body + hs > MAX_SIZE:
+        raise InputError(path, where, "a size (body + headersSize) <= 2^40 bytes", str(body + hs))
     return body + hs
 
 
 def dependencies(starts: list[int], finishes: list[int]) -> list[int | None]:
-    """Parents by the heuristic, for entries already sorted by start (times as integers)."""
+    """Parents by the heuristic, for entries already sorted by start (times as integers).
+
+    Entry ``j``'s parent is the ``i < j`` with ``finishes[i] <= starts[j]`` and the largest
+    ``(finishes[i], i)``. As ``starts`` does not decrease, an entry once a candidate stays one, so a
+    running maximum suffices: entries join it in order of finish (O(n log n) for the sort). An
+    entry that has finished by ``starts[j]`` but is not before ``j`` (same start, zero duration)
+    joins right after its own turn."""
+    n = len(starts)
+    by_finish = sorted(range(n), key=finishes.__getitem__)
     parents: list[int | None] = []
+    finished = [False] * n  # finished by the current start, not yet a candidate (index >= j)
+    best = None
+    k = 0
     for j, s in enumerate(starts):
-        best = None
-        for i in range(j):
-            if finishes[i] <= s and (best is None or finishes[i] >= finishes[best]):
+        while k < n and finishes[by_finish[k]] <= s:
+            i = by_finish[k]
+            k += 1
+            if i >= j:
+                finished[i] = True
+            elif best is None or (finishes[i], i) > (finishes[best], best):
                 best = i
         parents.append(best)
+        if finished[j] and (best is None or (finishes[j], j) > (finishes[best], best)):
+            best = j
     return parents
 
 
@@ -105,10 +149,10 @@ def load_har(path: str, name: str | None = None) -> Page:
     except OSError as e:
         raise InputError(path, None, message=f"cannot read: {e.strerror or e}") from None
     try:
-        doc = json.loads(raw.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        where = str(getattr(e, "lineno", "")) or None
-        raise InputError(path, where, "a HAR file (JSON)", f"invalid JSON ({getattr(e, 'msg', e)})") from None
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"byte {e.start}", "a HAR file (UTF-8 JSON)", "invalid UTF-8") from None
+    doc = json_input(text, path, "a HAR file (valid JSON)")
     return page_from_har(doc, path, name)
 
 
@@ -129,21 +173,26 @@ def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
         if not isinstance(e, dict):
             raise InputError(path, where, "an object", type(e).__name__)
         start = parse_date(e.get("startedDateTime"), path, where + ".startedDateTime")
-        dur = _num(e.get("time"), path, where + ".time", "a duration in ms (>= 0)")
-        if dur < 0:
-            raise InputError(path, where + ".time", "a duration in ms (>= 0)", repr(dur))
+        time_what = "a duration in ms (>= 0 and <= 100 years)"
+        dur = _num(e.get("time"), path, where + ".time", time_what)
+        if dur < 0 or dur > MAX_TIME_MS:
+            raise InputError(path, where + ".time", time_what, _shown(dur))
         req = e.get("request")
         url = req.get("url") if isinstance(req, dict) else None
         if not isinstance(url, str):
             raise InputError(path, where + ".request.url", "a URL", "nothing" if url is None else repr(url)[:60])
-        u = urlsplit(url.strip())
-        if u.scheme.lower() not in ("http", "https") or not u.hostname:
+        try:
+            u = urlsplit(url.strip())
+            hostname = u.hostname
+        except ValueError as err:  # "Invalid IPv6 URL", NFKC netloc characters
+            raise InputError(path, where + ".request.url", f"a valid URL ({str(err)[:60]})", repr(url)[:60]) from None
+        if u.scheme.lower() not in ("http", "https") or not hostname:
             raise InputError(path, where + ".request.url", "an http(s) URL", repr(url)[:60])
         try:
             port = u.port
         except ValueError:
             raise InputError(path, where + ".request.url", "a URL with a valid port", repr(url)[:60]) from None
-        host = u.hostname.lower() + (f":{port}" if port is not None else "")
+        host = hostname.lower() + (f":{port}" if port is not None else "")
         resp = e.get("response")
         if not isinstance(resp, dict):
             raise InputError(path, where + ".response", "an object", "nothing" if resp is None else type(resp).__name__)
