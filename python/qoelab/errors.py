@@ -71,7 +71,12 @@ def json_input(text: str, path: str | None, what: str = "valid JSON"):
 
         m = re.search(r"value has (\d+) digits", str(e))
         found = f"an integer of {m.group(1)} digits" if m else str(e)
-        raise InputError(path, None, f"numbers of at most {MAX_INT_DIGITS} digits", found) from None
+        where = None
+        d = re.search(r"[0-9]{%d,}" % (MAX_INT_DIGITS + 1), text)   # the number's line:column
+        if d:
+            line = text.count("\n", 0, d.start()) + 1
+            where = f"{line}:{d.start() - (text.rfind(chr(10), 0, d.start()) + 1) + 1}"
+        raise InputError(path, where, f"numbers of at most {MAX_INT_DIGITS} digits", found) from None
 
 
 def int_input(s: str, path: str | None, where: str | None, what: str = "an integer") -> int:
