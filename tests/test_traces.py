@@ -333,7 +333,7 @@ def test_huge_integers_are_input_errors(tmp_path):
     format: JSON (Sabre) and the line formats (VOXEL)."""
     big = "9" * 5000
     p = write(tmp_path, "n.json", f'[{{"duration_ms": {big}, "bandwidth_kbps": 1, "latency_ms": 0}}]')
-    with pytest.raises(InputError, match=r"n\.json:1:16: expected numbers of at most 4300 digits"):
+    with pytest.raises(InputError, match=r"n\.json:1:18: expected numbers of at most 4300 digits"):
         T.load_trace(p)
     p = write(tmp_path, "v.sum", f"1 1000\n2 {big}\n")
     with pytest.raises(InputError, match=r"v\.sum:2: expected second <= "):
