@@ -72,3 +72,199 @@ def test_cli_export_import(tmp_path, capsys):
     assert main(["video", "import", str(tmp_path / "nope.json"), "--format", "sabre", "--out", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "nope.json" in err
+
+
+# ------------------------------------------------------------------ bad values: one InputError, nothing written
+
+def _import_minerva_cli(tmp_path, capsys, dat, vmaf=None):
+    (tmp_path / "v.dat").write_text(dat)
+    if vmaf is not None:
+        (tmp_path / "v.vmaf").write_text(vmaf)
+    out = tmp_path / "t.json"
+    rc = main(["video", "import", str(tmp_path / "v.dat"), "--format", "minerva", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists(), err
+    assert err.count("\n") == 0 and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("head, where", [
+    ("chunk_duration nan bitrates 2000 1000", "seconds"),
+    ("chunk_duration inf bitrates 2000 1000", "seconds"),
+    ("chunk_duration 1e300 bitrates 2000 1000", "seconds"),
+    ("chunk_duration -4 bitrates 2000 1000", "seconds"),
+    ("chunk_duration 0 bitrates 2000 1000", "seconds"),
+    ("chunk_duration 4 bitrates nan 1000", "bitrates"),
+    ("chunk_duration 4 bitrates inf 1000", "bitrates"),
+    ("chunk_duration 4 bitrates 1e300 1000", "bitrates"),
+    ("chunk_duration 4 bitrates 1000 0", "bitrates"),
+    ("chunk_duration 4 bitrates 1000 -500", "bitrates"),
+    ("chunk_duration 4 bitrates 1000 2000", "highest first"),
+])
+def test_minerva_header_values(tmp_path, capsys, head, where):
+    err = _import_minerva_cli(tmp_path, capsys, head + "\n500000 250000\n")
+    assert "v.dat:1:" in err and where in err
+
+
+@pytest.mark.parametrize("row, col", [
+    ("500000 -250000", 2), ("99999999999999999999999 250000", 1), ("500000 0", 2), ("500000 nan", 2),
+    ("inf 250000", 1), ("500000 250000.5", 2), ("500000 x", 2), ("9" * 5000 + " 1", 1),
+])
+def test_minerva_sizes(tmp_path, capsys, row, col):
+    err = _import_minerva_cli(tmp_path, capsys, "chunk_duration 4 bitrates 2000 1000\n1000 500\n\n" + row + "\n")
+    assert "v.dat:4:" in err and f"(column {col})" in err  # the file's own line number (blank lines count)
+
+
+@pytest.mark.parametrize("vm, col", [("nan 80", 1), ("-5 1e308", 1), ("5 1e308", 2), ("inf 80", 1), ("80 100.5", 2)])
+def test_minerva_vmaf_values(tmp_path, capsys, vm, col):
+    err = _import_minerva_cli(tmp_path, capsys, "chunk_duration 4 bitrates 2000 1000\n500000 250000\n", vm + "\n")
+    assert "v.vmaf:1:" in err and "[0, 100]" in err and f"(column {col})" in err
+
+
+def test_minerva_unreadable_and_empty(tmp_path, capsys):
+    (tmp_path / "v.dat").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(InputError, match="UTF-8"):
+        formats.import_minerva(str(tmp_path / "v.dat"))
+    _import_minerva_cli(tmp_path, capsys, "chunk_duration 4 bitrates 2000 1000\n")  # no chunk lines
+
+
+def _sabre_cli(tmp_path, capsys, text):
+    (tmp_path / "s.json").write_text(text)
+    out = tmp_path / "t.json"
+    rc = main(["video", "import", str(tmp_path / "s.json"), "--format", "sabre", "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and not out.exists(), err
+    assert err.count("\n") == 0 and "s.json" in err
+    return err
+
+
+@pytest.mark.parametrize("dur, br, sizes, key", [
+    ("1e308", "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("1e300", "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("1" + "0" * 400, "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("NaN", "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("-4000", "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("true", "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ('"4000"', "[500, 1000]", "[[8, 16]]", "segment_duration_ms"),
+    ("4000", "[500, 1e308]", "[[8, 16]]", "bitrates_kbps[1]"),
+    ("4000", "[500, Infinity]", "[[8, 16]]", "bitrates_kbps[1]"),
+    ("4000", "[0, 1000]", "[[8, 16]]", "bitrates_kbps[0]"),
+    ("4000", "[1000, 500]", "[[8, 16]]", "bitrates_kbps[1]"),
+    ("4000", "[500, 500.0001]", "[[8, 16]]", "bitrates_kbps[1]"),  # equal in whole bit/s
+    ("4000", "[500, 1000]", "[[1e308, 16]]", "segment_sizes_bits[0][0]"),
+    ("4000", "[500, 1000]", "[[-1, 16]]", "segment_sizes_bits[0][0]"),
+    ("4000", "[500, 1000]", "[[8, 0]]", "segment_sizes_bits[0][1]"),
+    ("4000", "[500, 1000]", "[[8, 16], 5]", "segment_sizes_bits[1]"),
+    ("4000", "[500, 1000]", "[]", "segment_sizes_bits"),
+    ("4000", "7", "[[8, 16]]", "bitrates_kbps"),
+])
+def test_sabre_values(tmp_path, capsys, dur, br, sizes, key):
+    err = _sabre_cli(tmp_path, capsys, f'{{"segment_duration_ms": {dur}, "bitrates_kbps": {br}, "segment_sizes_bits": {sizes}}}')
+    assert f"s.json:{key}:" in err
+
+
+def test_sabre_json_limits(tmp_path, capsys):
+    big = "9" * 5000
+    err = _sabre_cli(tmp_path, capsys, f'{{"segment_duration_ms": 4000, "bitrates_kbps": [500, {big}], "segment_sizes_bits": [[8, 16]]}}')
+    assert "4300 digits" in err
+    assert "nested too deeply" in _sabre_cli(tmp_path, capsys, "[" * 100_000 + "]" * 100_000)
+    assert "JSON object" in _sabre_cli(tmp_path, capsys, "[1]")
+    assert "s.json:1:" in _sabre_cli(tmp_path, capsys, "{")
+
+
+def _table(tmp_path, video, meta=None):
+    t = tmp_path / "t.json"
+    t.write_text(json.dumps({"format": "qoelab-content/1", "video": video, "meta": meta or {}}))
+    return t
+
+
+def _export_cli(tmp_path, capsys, table, fmt, out):
+    rc = main(["video", "export", str(table), "--format", fmt, "--out", str(out)])
+    return rc, capsys.readouterr().err.strip()
+
+
+BAD_TABLES = [
+    ({"sizes": [[-250000, 500000, 1], [1, 2, 3]]}, "sizes[0][0]"),
+    ({"sizes": [[0, 1, 2], [1, 2, 3]]}, "sizes[0][0]"),
+    ({"sizes": [[10**23, 1, 2], [1, 2, 3]]}, "sizes[0][0]"),
+    ({"sizes": [["x", 1, 2], [1, 2, 3]]}, "sizes[0][0]"),
+    ({"sizes": [[1.5, 1, 2], [1, 2, 3]]}, "sizes[0][0]"),
+    ({"bitrates_bps": [0, 560_000, 1_050_000]}, "bitrates_bps"),
+    ({"bitrates_bps": ["a", 560_000, 1_050_000]}, "bitrates_bps"),
+    ({"bitrates_bps": [160_000, 560_000, 10**13]}, "bitrates_bps"),
+    ({"segment_duration": 10**300}, "segment_duration"),
+    ({"segment_duration": 1e300}, "segment_duration"),
+    ({"segment_duration": -1}, "segment_duration"),
+    ({"quality": {"vmaf": [[float("nan"), 1, 2], [1, 2, 3]]}}, "quality.vmaf[0][0]"),
+    ({"quality": {"vmaf": [[1, 2, 101], [1, 2, 3]]}}, "quality.vmaf[0][2]"),
+    ({"quality": {"vmaf": [[1, 2, 3], [-5, 2, 3]]}}, "quality.vmaf[1][0]"),
+    ({"quality": {"ssim": [[1, 2, 3], [float("inf"), 2, 3]]}}, "quality.ssim[1][0]"),
+    ({"quality": {"vmaf": 5}}, "quality.vmaf"),
+    ({"quality": [1]}, "quality"),
+]
+
+
+@pytest.mark.parametrize("fmt", ["sabre", "minerva"])
+@pytest.mark.parametrize("change, key", BAD_TABLES)
+def test_export_checks_the_table(tmp_path, capsys, fmt, change, key):
+    """A hand-edited table that breaks the rules: one line naming the table and key, exit 2, no output."""
+    t = _table(tmp_path, {**VIDEO, **change})
+    out = tmp_path / ("e.json" if fmt == "sabre" else "m")
+    rc, err = _export_cli(tmp_path, capsys, t, fmt, out)
+    assert rc == 2 and err.count("\n") == 0 and f"t.json:{key}" in err, err
+    assert not any(p.name.startswith(("e.", "m.")) for p in tmp_path.iterdir())
+    with pytest.raises(InputError):  # the API checks too
+        (formats.export_sabre if fmt == "sabre" else formats.export_minerva)({**VIDEO, **change}, str(out))
+
+
+def test_export_bad_json_and_meta(tmp_path, capsys):
+    t = tmp_path / "t.json"
+    for text, what in (("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+                       ('{"video": {"sizes": [[' + "9" * 5000 + "]]}}", "4300 digits"),
+                       (json.dumps({"video": VIDEO, "meta": [1]}), "t.json:meta"),
+                       ("{", "t.json:1:")):
+        t.write_text(text)
+        rc, err = _export_cli(tmp_path, capsys, t, "sabre", tmp_path / "e.json")
+        assert rc == 2 and what in err and err.count("\n") == 0, err
+    assert not (tmp_path / "e.json").exists()
+
+
+def test_import_then_export_never_carries_bad_sizes(tmp_path, capsys):
+    """The reported chain: a .dat with a negative size no longer becomes a table that exports to Sabre."""
+    _import_minerva_cli(tmp_path, capsys, "chunk_duration 4 bitrates 2000 1000\n500000 -250000\n")
+    t = _table(tmp_path, {**VIDEO, "sizes": [[-250000, 500000, 1], [1, 2, 3]]})
+    rc, err = _export_cli(tmp_path, capsys, t, "sabre", tmp_path / "e.json")
+    assert rc == 2 and not (tmp_path / "e.json").exists()
+
+
+def test_minerva_export_pairs_files(tmp_path, capsys):
+    no_vmaf = {**VIDEO, "quality": {}}
+    # an old .vmaf next to the .dat would be read with it: removed when the table has no VMAF
+    (tmp_path / "m.vmaf").write_text("1 2 3\n")
+    assert formats.export_minerva(no_vmaf, str(tmp_path / "m")) == [str(tmp_path / "m.dat")]
+    assert not (tmp_path / "m.vmaf").exists()
+    assert formats.import_minerva(str(tmp_path / "m.dat"))["quality"] == {}
+    # the .vmaf path cannot be written: refused before the .dat is written
+    (tmp_path / "n.vmaf").mkdir()
+    rc, err = _export_cli(tmp_path, capsys, _table(tmp_path, VIDEO), "minerva", tmp_path / "n")
+    assert rc == 2 and "n.vmaf" in err and not (tmp_path / "n.dat").exists()
+
+
+def test_exact_durations_and_low_bitrates_roundtrip(tmp_path):
+    """Sub-ms durations and fractional kbit/s survive both formats; a ladder below 100 kbit/s is written in
+    Mbit/s for Minerva (the import reads values < 100 as Mbit/s)."""
+    v = {**VIDEO, "segment_duration": 33_366_667, "bitrates_bps": [64_123, 96_000, 99_999], "quality": {}}
+    formats.export_sabre(v, str(tmp_path / "s.json"))
+    back = formats.import_sabre(str(tmp_path / "s.json"))
+    assert back["segment_duration"] == v["segment_duration"] and back["bitrates_bps"] == v["bitrates_bps"]
+    formats.export_minerva(v, str(tmp_path / "m"))
+    assert (tmp_path / "m.dat").read_text().startswith("chunk_duration 0.033366667 bitrates 0.099999 0.096 0.064123\n")
+    back = formats.import_minerva(str(tmp_path / "m.dat"))
+    assert back["segment_duration"] == v["segment_duration"] and back["bitrates_bps"] == v["bitrates_bps"]
+    assert back["sizes"] == v["sizes"]
+
+
+def test_corpus_clip_exports(tmp_path, capsys):
+    assert main(["video", "export", "noise", "--format", "minerva", "--out", str(tmp_path / "n")]) == 0
+    assert main(["video", "import", str(tmp_path / "n.dat"), "--format", "minerva", "--out", str(tmp_path / "t.json")]) == 0
+    assert corpus.load_video(str(tmp_path / "t.json"))["sizes"] == corpus.load_video("noise")["sizes"]

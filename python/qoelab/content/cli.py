@@ -272,15 +272,15 @@ def cmd_corpus_plot(a) -> int:
 
 def cmd_export(a) -> int:
     from qoelab import outdir
-    from qoelab.content import corpus, formats
+    from qoelab.content import formats
 
     outdir.check_file(a.out)
-    v = corpus.load_video(a.table)
+    v = formats.load_for_export(a.table)  # the table's rules checked (a hand-edited table too)
     if a.format == "sabre":
-        formats.export_sabre(v, a.out)
+        formats.export_sabre(v, a.out, source=a.table)
         print(a.out)
     else:
-        print(" ".join(formats.export_minerva(v, a.out)))
+        print(" ".join(formats.export_minerva(v, a.out, source=a.table)))
     return 0
 
 
