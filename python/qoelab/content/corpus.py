@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from qoelab.content.videoschema import VIDEO_KEYS, validate  # noqa: F401  (re-exported)
-from qoelab.errors import InputError
+from qoelab.errors import InputError, json_input
 
 #: Clips of the committed corpus, easiest content first (expected).
 CLIPS = ["slides", "talking-head", "gradients", "testsrc2", "zoompan", "scrolling-text", "camera-shake",
@@ -106,12 +106,13 @@ def find_video(name: str, root: str | None = None) -> str:
 
 def _read_json(path: str):
     try:
-        with open(path) as f:
-            return json.load(f)
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8")
     except OSError as e:
         raise InputError(path, None, "a readable JSON file", e.strerror) from None
-    except json.JSONDecodeError as e:
-        raise InputError(path, str(e.lineno), "valid JSON", e.msg) from None
+    except UnicodeDecodeError as e:
+        raise InputError(path, f"byte {e.start}", "a UTF-8 JSON file", "invalid UTF-8") from None
+    return json_input(text, path)
 
 
 def load_table(path_or_name: str) -> dict:
