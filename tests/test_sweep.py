@@ -281,6 +281,236 @@ def test_query_and_report_cli(tmp_path):
     assert "Uncaught" not in r.stderr and "SyntaxError" not in r.stderr
 
 
+# ---------------------------------------------------------------------------------------------
+# A store damaged by hand is bad input to query, report and a resumed sweep: one line naming the
+# file and the key, exit 2, never an internal error.
+
+DAMAGE_SWEEP = """
+[sweep]
+name = "damage"
+base = "base.toml"
+
+[set]
+"output.tables" = ["segments"]
+"scenario.duration" = "10s"
+
+[axes]
+"topology.aqm" = ["pfifo", "codel"]
+"""
+
+
+@pytest.fixture(scope="module")
+def finished_store(tmp_path_factory):
+    """A finished two-run store (with a per-run table); tests damage copies of it."""
+    from qoelab.sweep import runner, spec
+    d = tmp_path_factory.mktemp("damage")
+    p = write_sweep(d, DAMAGE_SWEEP)
+    res = runner.run(spec.load(p), str(d / "store"), jobs=1, quiet=True)
+    assert res["ran"] == 2 and res["failed"] == 0
+    return p, d / "store"
+
+
+def _damaged(finished_store, tmp_path):
+    """A copy of the finished store, the path of its first run record (by key) and that run's key."""
+    p, src = finished_store
+    d = tmp_path / "st"
+    shutil.copytree(src, d)
+    rec = sorted((d / "runs").glob("*/*.json"))[0]
+    return p, d, rec, rec.stem
+
+
+def _one_line_error(r, *parts, after_log=False):
+    """Exit 2 and one line (after the sweep's first log line with ``after_log``) holding ``parts``."""
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    if after_log:
+        assert lines[0].startswith("sweep "), r.stderr
+        lines = lines[1:]
+    assert len(lines) == 1, r.stderr
+    assert "internal error" not in lines[0] and "Traceback" not in r.stderr
+    for part in parts:
+        assert part in lines[0], (part, lines[0])
+    return lines[0]
+
+
+def _set(rec, path, value):
+    """Set a dotted key of a JSON record file (value None with a path ending in '-' deletes it)."""
+    doc = json.loads(rec.read_text())
+    *head, last = path.split(".")
+    node = doc
+    for k in head:
+        node = node[int(k)] if isinstance(node, list) else node[k]
+    if last.endswith("-"):
+        del node[last[:-1]]
+    else:
+        node[int(last) if isinstance(node, list) else last] = value
+    rec.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("path,value,where,what", [
+    ("summary", "x", "summary", "expected an object (the run's summary.json) or null, found 'x'"),
+    ("summary.flows", "x", "summary.flows", "expected a list of objects or null, found 'x'"),
+    ("summary.clients", [1], "summary.clients.0", "expected an object, found 1"),
+    ("summary.links.0", [], "summary.links.0", "found an empty list"),
+    ("index", "zero", "index", "expected an integer from 0 to 2^63 - 1, found 'zero'"),
+    ("rep", -1, "rep", "found -1"),
+    ("seed", 2 ** 70, "seed", f"found {2 ** 70}"),
+    ("seed", True, "seed", "found true"),
+    ("key-", None, "key", "found no such key"),
+    ("key", "abc", "key", "expected the run key of the file's name"),
+    ("point", ["pfifo"], "point", "expected an object of column values"),
+    ("status", "maybe", "status", "expected \"ok\" or \"error\", found 'maybe'"),
+    ("error", {"a": 1}, "error", "found an object"),
+    ("wall_s", "1s", "wall_s", "expected a number or null"),
+    ("metrics", [1, 2], "metrics", "found a list of 2 items"),
+])
+def test_damaged_run_record_is_one_line_naming_file_and_key(finished_store, tmp_path, path, value, where, what):
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    _set(rec, path, value)
+    shutil.rmtree(d / "store")         # the Parquet cache would otherwise still answer
+    r = qoelab_cli("query", str(d), "SELECT count(*) FROM runs")
+    _one_line_error(r, f"{rec}:{where}: ", what)
+
+
+@pytest.mark.parametrize("text,what", [
+    ("[]", ": expected a JSON object (a run record), found an empty list"),
+    ("", "expected valid JSON"),
+    ('{"key": "x"', "expected valid JSON"),
+    ("\xff", None),
+])
+def test_run_record_that_is_not_a_record(finished_store, tmp_path, text, what):
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    if what is None:
+        rec.write_bytes(b"\xff\xfe{}")
+        what = "expected UTF-8 text"
+    else:
+        rec.write_text(text)
+    shutil.rmtree(d / "store")
+    _one_line_error(qoelab_cli("query", str(d), "SELECT 1"), str(rec), what)
+    # the report and a resumed sweep say the same (a sweep compacts the store at its end)
+    _one_line_error(qoelab_cli("report", str(d)), str(rec), what)
+    p = finished_store[0]
+    _one_line_error(qoelab_cli("sweep", p, "--out", str(d), "--quiet"), str(rec), what, after_log=True)
+    # deleting the record runs that run again, and the store is whole
+    rec.unlink()
+    r = qoelab_cli("sweep", p, "--out", str(d), "--quiet")
+    assert r.returncode == 0 and "1 runs in" in r.stdout, r.stdout + r.stderr
+    r = qoelab_cli("query", str(d), "SELECT count(*) AS n FROM runs", "--format", "csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", "2"], r.stderr
+
+
+@pytest.mark.parametrize("data", [b"", b"PAR1garbagePAR1"])
+def test_damaged_per_run_table_is_one_line_naming_the_file(finished_store, tmp_path, data):
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    part = d / "tables" / "segments" / f"key={key}" / "part.parquet"
+    part.write_bytes(data)
+    shutil.rmtree(d / "store")
+    line = _one_line_error(qoelab_cli("query", str(d), "SELECT count(*) FROM tables.segments"),
+                           f"{part}: not a Parquet file written by qoelab")
+    assert f"runs/{key[:2]}/{key}.json" in line       # the remedy names the record to delete with it
+
+
+def test_per_run_table_with_an_unmergeable_column(finished_store, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    part = d / "tables" / "segments" / f"key={key}" / "part.parquet"
+    t = pq.read_table(part)
+    i = t.column_names.index("segment")
+    pq.write_table(t.set_column(i, "segment", pa.array([[1]] * t.num_rows)), part)
+    shutil.rmtree(d / "store")
+    _one_line_error(qoelab_cli("query", str(d), "SELECT 1"), f"{part}:segment: expected a column convertible to")
+
+
+@pytest.mark.parametrize("name,data", [("runs", b""), ("runs", b"PAR1garbagePAR1"),
+                                       ("tables/segments", b"PAR1garbagePAR1")])
+def test_damaged_parquet_cache_is_one_line_and_rebuilt_once_deleted(finished_store, tmp_path, name, data):
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    f = d / "store" / f"{name}.parquet"
+    f.write_bytes(data)
+    _one_line_error(qoelab_cli("query", str(d), "SELECT count(*) FROM runs"),
+                    f"{f}: not a Parquet file written by qoelab", f"delete {d / 'store'}")
+    f.unlink()          # a missing cache file (or store/ as a whole) is rebuilt from the records
+    r = qoelab_cli("query", str(d), "SELECT count(*) AS n FROM runs", "--format", "csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", "2"], r.stderr
+    (d / "store" / "manifest.json").write_text("[]")       # a manifest that is not one: rebuilt too
+    r = qoelab_cli("query", str(d), "SELECT count(*) AS n FROM runs", "--format", "csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n", "2"], r.stderr
+
+
+@pytest.mark.parametrize("key,value,where,what,query_ok", [
+    ("columns", 5, "columns", "expected a list of column names, found 5", False),
+    ("columns", ["aqm; DROP TABLE x"], "columns.0", "expected a column name (an identifier", False),
+    ("columns", ["key"], "columns.0", "other than client, error", False),
+    ("columns", ["aqm", "aqm"], "columns.1", "distinct column names", False),
+    ("report", [1, 2], "report", "expected an object", True),
+    ("report", {"panel": {"y": "runs.events"}}, "report.panel", "expected a list of panels", True),
+    ("report", {"panel": [{"y": 3}]}, "report.panel.0.y", "expected \"view.column\"", True),
+    ("report", {"panel": [{"y": "clients.nonesuch"}]}, "report.panel.0.y", "no column 'nonesuch' in view", True),
+    ("report", {"panel": [{"y": "runs.events", "x": "nope"}]}, "report.panel.0.x", "an axis column (aqm)", True),
+    ("report", {"panel": [{"y": "links.utilization", "link": [1]}]}, "report.panel.0.link", "a string", True),
+    ("report", {"summary_by": "nope"}, "report.summary_by", "an axis column (aqm), found 'nope'", True),
+    ("column_values", {"aqm": 5}, "column_values.aqm", "expected a list of values", True),
+    ("name", 5, "name", "expected a string, found 5", True),
+])
+def test_damaged_sweep_json_is_one_line_naming_it(finished_store, tmp_path, key, value, where, what, query_ok):
+    _, d, rec, _ = _damaged(finished_store, tmp_path)
+    meta = json.loads((d / "sweep.json").read_text())
+    meta[key] = value
+    (d / "sweep.json").write_text(json.dumps(meta))
+    # sweep.json, not the sweep file it was made from, holds the bad value (a report reads it)
+    _one_line_error(qoelab_cli("report", str(d)), f"{d / 'sweep.json'}:{where}: ", what)
+    r = qoelab_cli("query", str(d), "SELECT count(*) AS n FROM runs", "--format", "csv")
+    if query_ok:       # the report's keys do not concern queries
+        assert r.returncode == 0 and r.stdout.splitlines() == ["n", "2"], r.stderr
+    else:
+        _one_line_error(r, f"{d / 'sweep.json'}:{where}: ", what)
+
+
+def test_changed_columns_rebuild_the_cache(finished_store, tmp_path):
+    """The cache records the columns it was built with: columns changed in sweep.json rebuild it
+    (a stale cache without the column made the report fail)."""
+    _, d, rec, _ = _damaged(finished_store, tmp_path)
+    meta = json.loads((d / "sweep.json").read_text())
+    meta["columns"] = ["aqm", "other"]
+    (d / "sweep.json").write_text(json.dumps(meta))
+    r = qoelab_cli("query", str(d), "SELECT count(*) AS n, count(other) AS o FROM runs", "--format", "csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["n,o", "2,0"], r.stderr
+    r = qoelab_cli("report", str(d))
+    assert r.returncode == 0, r.stderr
+
+
+def test_query_output_is_bounded_and_streamed(finished_store, tmp_path):
+    _, d = finished_store
+    # --max-rows applies to every format: at most N rows fetched, a note on stderr when cut
+    r = qoelab_cli("query", str(d), "SELECT * FROM range(100000000)", "--format", "json", "--max-rows", "5")
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(x)["range"] for x in r.stdout.splitlines()] == [0, 1, 2, 3, 4]
+    assert "the first 5 rows; the result has more" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = qoelab_cli("query", str(d), "SELECT * FROM range(100000000)")        # table: 200 rows by default
+    assert r.returncode == 0 and len(r.stdout.splitlines()) == 201 and "first 200 rows" in r.stderr
+    r = qoelab_cli("query", str(d), "SELECT * FROM range(3)", "--max-rows", "3", "--format", "csv")
+    assert r.stdout.splitlines() == ["range", "0", "1", "2"] and r.stderr == ""      # not cut: no note
+    # without --max-rows csv and json write every row, chunk by chunk (the header once)
+    r = qoelab_cli("query", str(d), "SELECT range AS i FROM range(250000)", "--format", "csv")
+    lines = r.stdout.splitlines()
+    assert r.returncode == 0 and len(lines) == 250001 and lines[0] == "i" and lines[-1] == "249999"
+    assert lines.count("i") == 1
+    r = qoelab_cli("query", str(d), "SELECT 1 AS a WHERE false", "--format", "csv")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["a"]
+    # streamed: the first rows of a 10^9-row result are written long before it could be held whole
+    proc = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "query", str(d), "SELECT * FROM range(1000000000)",
+                             "--format", "json"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert json.loads(first) == {"range": 0}, proc.stderr.read() if proc.poll() is not None else first
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+
+
 def test_ray_local_mode(tmp_path):
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'qoelab[ray]'); the Ray back end was not run")
     from qoelab.sweep import runner, spec

@@ -48,15 +48,32 @@ def _cmd_query(args) -> int:
         for t in st.table_names():
             print(f"tables.{t}")
         return 0
-    df = st.sql(args.sql)
-    if args.format == "csv":
-        df.to_csv(sys.stdout, index=False)
-    elif args.format == "json":
-        sys.stdout.write(df.to_json(orient="records", lines=True))
-    else:
+    # fetched in chunks: a result larger than memory is written out (csv, json) or cut (--max-rows)
+    # without ever being held whole
+    limit = args.max_rows if args.max_rows is not None or args.format != "table" else 200
+    shown, cut, frames = 0, False, []
+    for i, df in enumerate(st.chunks(args.sql, rows=100_000 if limit is None else limit + 1)):
+        if limit is not None and shown + len(df) > limit:
+            df, cut = df.iloc[:limit - shown], True
+        shown += len(df)
+        if args.format == "csv":
+            df.to_csv(sys.stdout, index=False, header=i == 0)
+        elif args.format == "json":
+            text = df.to_json(orient="records", lines=True)
+            sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
+        else:
+            frames.append(df)
+        if cut:
+            break
+    if args.format == "table":
         import pandas as pd
-        with pd.option_context("display.max_rows", args.max_rows, "display.max_columns", 50, "display.width", 200):
-            print(df.to_string(index=False, max_rows=args.max_rows) if len(df) else "(no rows)")
+        df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        with pd.option_context("display.max_rows", None, "display.max_columns", 50, "display.width", 200):
+            print(df.to_string(index=False) if len(df) else "(no rows)")
+    sys.stdout.flush()
+    if cut:
+        print(f"qoelab query: the first {shown} rows; the result has more (--max-rows N, or LIMIT in the query)",
+              file=sys.stderr)
     return 0
 
 
@@ -100,8 +117,9 @@ def add_parser(sub) -> None:
     q.add_argument("sql", nargs="?", default=None, metavar="SQL")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default: an aligned table)")
-    q.add_argument("--max-rows", type=int_at_least(1, "a number of rows"), default=200, metavar="N",
-                   help="rows shown in table format (default 200)")
+    q.add_argument("--max-rows", type=int_at_least(1, "a number of rows"), default=None, metavar="N",
+                   help="write at most N rows (default: 200 in table format, every row in csv and json, which "
+                        "are written as they are fetched); a note on stderr says when rows were left out")
     q.set_defaults(func=_cmd_query)
 
     r = sub.add_parser(

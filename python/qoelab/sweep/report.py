@@ -23,7 +23,7 @@ import os
 
 from qoelab.errors import InputError
 from qoelab.reproduce.livi_params import mean_ci
-from qoelab.sweep.store import Store
+from qoelab.sweep.store import Store, found
 
 #: Default metrics: (view, column, label); a metric is shown when its column exists and has values.
 DEFAULT_METRICS = (
@@ -47,6 +47,7 @@ def _per_run(con, view: str, col: str, link: str | None, flow: str | None = None
     """DataFrame key -> v: the column per run (the mean over the view's rows of each ok run; for
     ``links``, the rows of ``link``; for ``flows``, those of flow ``flow`` or named ``flow-<i>``
     when given)."""
+    col = col.replace('"', '""')
     if view == "runs":
         return con.execute(f'SELECT key, "{col}" AS v FROM runs WHERE status = \'ok\'').df()
     cond, params = "", []
@@ -66,27 +67,63 @@ def _numeric(t: str) -> bool:
     return any(x in t.upper() for x in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL"))
 
 
+def check_meta(st: Store) -> dict:
+    """The keys of DIR/sweep.json the report reads (the store checked ``columns``), checked: a bad
+    one is an :class:`InputError` naming sweep.json and the key. (The ``[report]`` section of the sweep
+    file is stored there when the store is created, and read from there.)"""
+    path, meta = st.meta_path, st.meta
+    for k in ("name", "description"):
+        if not isinstance(meta.get(k), (str, type(None))):
+            raise InputError(path, k, "a string", found(meta[k]))
+    cv = meta.get("column_values")
+    if cv is not None:
+        if not isinstance(cv, dict):
+            raise InputError(path, "column_values", "an object: column -> list of values", found(cv))
+        for c, vals in cv.items():
+            if not isinstance(vals, list):
+                raise InputError(path, f"column_values.{c}", "a list of values", found(vals))
+            for i, v in enumerate(vals):
+                if isinstance(v, (list, dict)):
+                    raise InputError(path, f"column_values.{c}.{i}", "a string, number, boolean or null", found(v))
+    rep = meta.get("report")
+    if rep is None:
+        return {}
+    if not isinstance(rep, dict):
+        raise InputError(path, "report", "an object (the sweep file's [report] table)", found(rep))
+    panels = rep.get("panel")
+    if panels is not None and not isinstance(panels, list):
+        raise InputError(path, "report.panel", "a list of panels ([[report.panel]] tables)", found(panels))
+    for i, p in enumerate(panels or []):
+        where = f"report.panel.{i}"
+        if not isinstance(p, dict):
+            raise InputError(path, where, "a table {y, x, group, title, flow, link}", found(p))
+        if not isinstance(p.get("y"), str) or "." not in p["y"]:
+            raise InputError(path, where + ".y", "\"view.column\" (runs, clients, flows, links)", found(p.get("y")))
+        for k in ("x", "group", "title", "flow", "link"):
+            if not isinstance(p.get(k), (str, type(None))):
+                raise InputError(path, f"{where}.{k}", "a string", found(p[k]))
+    by = rep.get("summary_by")
+    if not isinstance(by, (str, type(None))):
+        raise InputError(path, "report.summary_by", "a column name", found(by))
+    return rep
+
+
 def _panels(st: Store, con, runs, axes: list[str]) -> list[dict]:
-    spec = (st.meta.get("report") or {}).get("panel")
+    spec = check_meta(st).get("panel")
+    path = st.meta_path
     if spec:
-        if not isinstance(spec, list):
-            raise InputError(st.path, "report.panel", "[[report.panel]] tables", type(spec).__name__)
         out = []
         for i, p in enumerate(spec):
             where = f"report.panel.{i}"
-            if not isinstance(p, dict) or not isinstance(p.get("y"), str) or "." not in p["y"]:
-                raise InputError(st.meta.get("spec_path"), where + ".y", "\"view.column\" (runs, clients, flows, "
-                                                                         "links)", repr(p.get("y") if isinstance(p, dict) else p))
             view, col = p["y"].split(".", 1)
             if view not in ("runs", "clients", "flows", "links") or col not in _columns(con, view):
-                raise InputError(st.meta.get("spec_path"), where + ".y", message=f"no column {col!r} in view {view!r}")
+                raise InputError(path, where + ".y", message=f"no column {col!r} in view {view!r}")
             x = p.get("x", axes[0] if axes else None)
             if x not in axes:
-                raise InputError(st.meta.get("spec_path"), where + ".x", f"an axis column ({', '.join(axes)})", repr(x))
+                raise InputError(path, where + ".x", f"an axis column ({', '.join(axes)})", found(x))
             g = p.get("group")
             if g is not None and g not in axes:
-                raise InputError(st.meta.get("spec_path"), where + ".group", f"an axis column ({', '.join(axes)})",
-                                 repr(g))
+                raise InputError(path, where + ".group", f"an axis column ({', '.join(axes)})", found(g))
             out.append({"view": view, "col": col, "x": x, "group": g,
                         "title": p.get("title") or f"{p['y']} vs {x}" + (f" by {g}" if g else ""),
                         "label": p["y"], "link": p.get("link"), "flow": p.get("flow")})
@@ -104,7 +141,7 @@ def _panels(st: Store, con, runs, axes: list[str]) -> list[dict]:
         cols = _columns(con, view)
         if col not in cols or not _numeric(cols[col]):
             continue
-        if con.execute(f'SELECT count("{col}") FROM {view}').fetchone()[0] == 0:
+        if con.execute(f'SELECT count("{col}") FROM {view}').fetchone()[0] == 0:   # (known names)
             continue
         for x in varying or axes[:1]:
             others = [a for a in varying if a != x and runs[a].nunique() <= 8]
@@ -198,9 +235,10 @@ def summary(st: Store, by: str) -> tuple[list, list]:
     """(metric labels, rows): per value of column ``by``, each panel metric's mean, 95% CI half
     width and number of runs."""
     con = st.connect()
+    check_meta(st)
     axes = list(st.meta.get("columns", []))
     if by not in axes:
-        raise InputError(st.path, "report.summary_by", f"an axis column ({', '.join(axes)})", repr(by))
+        raise InputError(st.meta_path, "report.summary_by", f"an axis column ({', '.join(axes)})", found(by))
     runs = con.execute("SELECT * FROM runs ORDER BY index, rep").df()
     panels = _panels(st, con, runs, axes)
     link = _bottleneck(con)
@@ -213,7 +251,7 @@ def summary(st: Store, by: str) -> tuple[list, list]:
         per = _per_run(con, p["view"], p["col"], p.get("link") or link, p.get("flow"))
         cols.append(runs[["key", by]].merge(per, on="key"))
         labels.append(p.get("title") or p["label"])
-    values = st.meta.get("column_values", {}).get(by) or sorted(runs[by].unique().tolist(), key=_sort_key)
+    values = (st.meta.get("column_values") or {}).get(by) or sorted(runs[by].unique().tolist(), key=_sort_key)
     rows = []
     for v in values:
         rows.append((v, [mean_ci(d[d[by] == v]["v"].tolist()) for d in cols]))
@@ -241,6 +279,7 @@ def write(dir_: str, out: str | None = None) -> str:
     if out and os.path.exists(out) and not os.path.isdir(out):
         raise InputError(out, None, message="--out names a file; expected a directory for report.html")
     st = Store(dir_)
+    check_meta(st)
     con = st.connect()
     axes = list(st.meta.get("columns", []))
     runs = con.execute("SELECT * FROM runs ORDER BY index, rep").df()
@@ -258,7 +297,7 @@ def write(dir_: str, out: str | None = None) -> str:
         figs.append((p, _plot(p, d)))
     ok = int((runs["status"] == "ok").sum())
     failed = len(runs) - ok
-    name = st.meta.get("name", "sweep")
+    name = st.meta.get("name") or "sweep"
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>sweep {html.escape(name)}</title>",
              "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1500px}"
              ".grid{display:flex;flex-wrap:wrap;gap:12px}.panel{border:1px solid #ddd;padding:6px}"
@@ -269,13 +308,13 @@ def write(dir_: str, out: str | None = None) -> str:
              f"<p>{html.escape(st.meta.get('description') or '')}</p>",
              f"<p>{len(runs)} runs in the store of {st.meta.get('runs')} in the sweep ({ok} ok, {failed} failed); "
              f"{st.meta.get('repetitions')} repetition(s); core {html.escape(str(st.meta.get('core_version')))}. "
-             f"Axes: " + ", ".join(f"<b>{html.escape(a)}</b> ({', '.join(html.escape(_fmt(v)) for v in st.meta.get('column_values', {}).get(a, []))})"
+             f"Axes: " + ", ".join(f"<b>{html.escape(a)}</b> ({', '.join(html.escape(_fmt(v)) for v in (st.meta.get('column_values') or {}).get(a) or [])})"
                                    for a in axes) + ".</p>",
              "<p>Each point is the mean over the runs of its cell (repetitions, and the values of axes not shown) "
              "with its 95% confidence interval (Student t); a point without a bar has one run. Bottleneck metrics "
              f"are those of link <code>{html.escape(str(link))}</code>.</p>",
              ]
-    by = (st.meta.get("report") or {}).get("summary_by")
+    by = check_meta(st).get("summary_by")
     if by:
         labels, rows = summary(st, by)
         parts.append(f"<h2>Summary by {html.escape(by)}</h2><p>Mean ± half-width of the 95% confidence interval over "

@@ -23,7 +23,7 @@ import shutil
 import tempfile
 
 from qoelab import outdir
-from qoelab.errors import InputError
+from qoelab.errors import InputError, json_input
 
 STORE_FORMAT = 1
 VIEWS = ("runs", "clients", "flows", "links")
@@ -57,6 +57,92 @@ def is_store(path: str) -> bool:
         return False
 
 
+_MISSING = object()
+
+
+def found(v) -> str:
+    """A JSON value as an error message shows it (what was found)."""
+    if v is _MISSING:
+        return "no such key"
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        t = repr(v)
+        return t if len(t) <= 40 else f"an integer of {len(t)} digits"
+    if isinstance(v, str):
+        return repr(v) if len(v) <= 40 else f"{v[:40]!r}... ({len(v)} characters)"
+    if isinstance(v, list):
+        return f"a list of {len(v)} item{'s' if len(v) > 1 else ''}" if v else "an empty list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
+def check_columns(columns, path: str) -> list:
+    """sweep.json's ``columns``: distinct identifiers, none of them reserved (the rule of sweep files,
+    docs/sweeps.md); else an :class:`InputError` naming ``path``."""
+    from qoelab.sweep.spec import _COL_RE, RESERVED
+    if not isinstance(columns, list):
+        raise InputError(path, "columns", "a list of column names", found(columns))
+    seen = set()
+    for i, c in enumerate(columns):
+        if not isinstance(c, str) or not _COL_RE.match(c):
+            raise InputError(path, f"columns.{i}", "a column name (an identifier: letters, digits, _)", found(c))
+        if c in RESERVED:
+            raise InputError(path, f"columns.{i}", f"a column name other than {', '.join(sorted(RESERVED))}",
+                             repr(c))
+        if c in seen:
+            raise InputError(path, f"columns.{i}", "distinct column names", f"{c!r} twice")
+        seen.add(c)
+    return columns
+
+
+def check_record(rec, path: str, key: str) -> dict:
+    """A run record (``DIR/runs/<k[:2]>/<key>.json``) as :mod:`qoelab.sweep.runner` writes it, or an
+    :class:`InputError` naming the file and the key (the store's views are built from the records,
+    so a record edited or damaged by hand is reported here, before anything reads it)."""
+    def bad(where, expected, v):
+        raise InputError(path, where, expected, found(v))
+    if not isinstance(rec, dict):
+        bad(None, "a JSON object (a run record)", rec)
+    if rec.get("key", _MISSING) != key:
+        bad("key", f"the run key of the file's name, {key!r}", rec.get("key", _MISSING))
+    for k in ("index", "rep", "seed"):
+        v = rec.get(k, _MISSING)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2 ** 63:
+            bad(k, "an integer from 0 to 2^63 - 1", v)
+    point = rec.get("point")
+    if point is not None and not isinstance(point, dict):
+        bad("point", "an object of column values", point)
+    if rec.get("status", _MISSING) not in ("ok", "error"):
+        bad("status", '"ok" or "error"', rec.get("status", _MISSING))
+    if not isinstance(rec.get("error"), (str, type(None))):
+        bad("error", "a string or null", rec["error"])
+    for k in ("wall_s", "sim_wall_s"):
+        v = rec.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            bad(k, "a number or null", v)
+    s = rec.get("summary")
+    if s is not None:
+        if not isinstance(s, dict):
+            bad("summary", "an object (the run's summary.json) or null", s)
+        for k in ("flows", "links", "clients"):
+            items = s.get(k)
+            if items is None:
+                continue
+            if not isinstance(items, list):
+                bad(f"summary.{k}", "a list of objects or null", items)
+            for i, it in enumerate(items):
+                if not isinstance(it, dict):
+                    bad(f"summary.{k}.{i}", "an object", it)
+    m = rec.get("metrics")
+    if m is not None and not isinstance(m, dict):
+        bad("metrics", "an object (the extract hook's metrics) or null", m)
+    return rec
+
+
 class Store:
     """A sweep directory: records of finished runs, per-run tables, compacted Parquet views."""
 
@@ -68,20 +154,27 @@ class Store:
     def _read_meta(self) -> dict:
         p = os.path.join(self.path, "sweep.json")
         try:
-            with open(p) as f:
-                meta = json.load(f)
+            with open(p, encoding="utf-8") as f:
+                text = f.read()
         except FileNotFoundError:
             raise InputError(self.path, None, message="not a sweep store (no sweep.json; run `qoelab sweep SPEC "
                                                       "--out DIR` first)") from None
-        except (OSError, ValueError) as e:
-            raise InputError(p, None, message=f"unreadable sweep.json: {e}") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(p, None, "a readable UTF-8 file", str(e)) from None
+        meta = json_input(text, p)
         if not isinstance(meta, dict) or meta.get("schema") != "qoelab.sweep":
             raise InputError(p, "schema", "\"qoelab.sweep\"", repr(meta.get("schema") if isinstance(meta, dict)
                                                                    else meta))
         if meta.get("store_format") != STORE_FORMAT:
             raise InputError(p, "store_format", f"{STORE_FORMAT} (this qoelab's store format)",
                              f"{meta.get('store_format')!r}: written by an incompatible qoelab version")
+        check_columns(meta.get("columns", []), p)
         return meta
+
+    @property
+    def meta_path(self) -> str:
+        """DIR/sweep.json (the sweep as stored; the report's panels are read from it)."""
+        return os.path.join(self.path, "sweep.json")
 
     @classmethod
     def create_or_open(cls, path: str, sweep, force: bool = False) -> "Store":
@@ -156,8 +249,8 @@ class Store:
     def failed_keys(self) -> set:
         out = set()
         for key in self.done_keys():
-            rec = self._load(key)
-            if rec is not None and rec.get("status") != "ok":
+            rec = self.record(key)
+            if rec is not None and rec["status"] != "ok":
                 out.add(key)
         return out
 
@@ -175,17 +268,30 @@ class Store:
                 os.unlink(self.record_path(k))
 
     def records(self):
-        """Every record, in (index, rep) order."""
-        recs = []
-        root = os.path.join(self.path, "runs")
-        for k in sorted(self.done_keys()):
-            try:
-                with open(os.path.join(root, k[:2], k + ".json")) as f:
-                    recs.append(json.load(f))
-            except (OSError, ValueError):
-                continue
-        recs.sort(key=lambda r: (r.get("index", 0), r.get("rep", 0), r["key"]))
+        """Every record, in (index, rep) order (checked: a corrupt one is an :class:`InputError`)."""
+        recs = [r for r in map(self.record, sorted(self.done_keys())) if r is not None]
+        recs.sort(key=lambda r: (r["index"], r["rep"], r["key"]))
         return recs
+
+    def record(self, key: str) -> dict | None:
+        """The record of run ``key``, checked (:func:`check_record`): a record that is not valid JSON or
+        not what `qoelab sweep` writes is an :class:`InputError` naming the file and the key; None if
+        the record is gone (removed since the directory was listed)."""
+        path = self.record_path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise InputError(path, None, "a readable run record", str(e)) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(path, f"byte {e.start}", "UTF-8 text (a run record written by qoelab; delete it to run "
+                                                      "that run again)", repr(data[e.start:e.start + 4])) from None
+        return check_record(json_input(text, path, "valid JSON (a run record written by qoelab; delete it to run "
+                                                   "that run again)"), path, key)
 
     # ------------------------------------------------------------------ compaction
     def _keys_digest(self, keys) -> str:
@@ -197,12 +303,18 @@ class Store:
                 m = json.load(f)
         except (OSError, ValueError):
             return False
-        return m.get("keys_digest") == self._keys_digest(self.done_keys()) and m.get("store_format") == STORE_FORMAT
+        if not isinstance(m, dict):
+            return False
+        st = os.path.join(self.path, "store")
+        files = [os.path.join(st, v + ".parquet") for v in VIEWS] + \
+            [os.path.join(st, "tables", t + ".parquet") for t in self.table_names()]
+        return (m.get("keys_digest") == self._keys_digest(self.done_keys()) and m.get("store_format") == STORE_FORMAT
+                and m.get("columns") == self.meta.get("columns", []) and all(map(os.path.isfile, files)))
 
     def _rows(self, rec: dict, columns: list) -> dict:
-        """One record's rows of each view."""
-        ids = {"key": rec["key"], "index": rec.get("index"), "rep": rec.get("rep"), "seed": rec.get("seed")}
-        point = {c: rec.get("point", {}).get(c) for c in columns}
+        """One record's rows of each view (``rec`` checked by :func:`check_record`)."""
+        ids = {"key": rec["key"], "index": rec["index"], "rep": rec["rep"], "seed": rec["seed"]}
+        point = {c: (rec.get("point") or {}).get(c) for c in columns}
         s = rec.get("summary") or {}
         run = {**ids, **point, "status": rec.get("status"), "error": rec.get("error"), "wall_s": rec.get("wall_s")}
         run.update(_flatten({k: v for k, v in s.items() if k not in ("flows", "links", "clients")}))
@@ -225,6 +337,7 @@ class Store:
         return out
 
     def _load(self, key: str) -> dict | None:
+        """The record of run ``key`` as stored (not checked; None if unreadable): see :meth:`record`."""
         try:
             with open(self.record_path(key)) as f:
                 return json.load(f)
@@ -250,12 +363,12 @@ class Store:
         first = list({"key": 0, "index": 0, "rep": 0, "seed": 0, **{c: 0 for c in columns}})
         order, kinds, names, points = [], {v: {} for v in VIEWS}, {v: list(first) for v in VIEWS}, {}
         for key in sorted(self.done_keys()):     # sorted: the same records give the same column order
-            rec = self._load(key)
+            rec = self.record(key)
             if rec is None:
                 continue
-            order.append((rec.get("index", 0), rec.get("rep", 0), key))
-            points[key] = {**{c: (rec.get("point") or {}).get(c) for c in columns}, "rep": rec.get("rep"),
-                           "seed": rec.get("seed")}
+            order.append((rec["index"], rec["rep"], key))
+            points[key] = {**{c: (rec.get("point") or {}).get(c) for c in columns}, "rep": rec["rep"],
+                           "seed": rec["seed"]}
             for v, rows in self._rows(rec, columns).items():
                 kv, nv = kinds[v], names[v]
                 for row in rows:
@@ -284,7 +397,9 @@ class Store:
                     counts[v] += len(buf[v])
                     buf[v] = []
             for _, _, key in order:
-                rec = self._load(key)
+                rec = self.record(key)
+                if rec is None:     # removed since the first pass (--retry-failed in another process)
+                    continue
                 for v, rows in self._rows(rec, columns).items():
                     buf[v].extend(rows)
                     if len(buf[v]) >= batch:
@@ -303,7 +418,7 @@ class Store:
             raise
         counts.update({f"tables.{t}": n for t, n in self._compact_tables(out, columns, order, points).items()})
         man = {"store_format": STORE_FORMAT, "keys_digest": self._keys_digest([k for _, _, k in order]),
-               "rows": counts}
+               "columns": columns, "rows": counts}
         _atomic_write(os.path.join(out, "manifest.json"), (json.dumps(man, indent=1) + "\n").encode())
         return counts
 
@@ -330,8 +445,8 @@ class Store:
             files = [(key, os.path.join(self.path, "tables", t, f"key={key}", "part.parquet")) for _, _, key in order]
             files = [(k, f) for k, f in files if os.path.exists(f)]
             fields: dict = {}
-            for _, f in files:
-                for fld in pq.read_schema(f):
+            for key, f in files:
+                for fld in self._part_schema(key, f):
                     if fld.name not in fields:
                         fields[fld.name] = fld.type
                     elif fields[fld.name] != fld.type:
@@ -346,7 +461,7 @@ class Store:
             try:
                 with pq.ParquetWriter(tmp, schema, compression="zstd") as w:
                     for i, (key, f) in enumerate(files):
-                        part = pq.read_table(f)
+                        part = self._part_table(key, f)
                         p = points[key]
                         cols = []
                         for fld in schema:
@@ -356,7 +471,7 @@ class Store:
                                             (pa.types.is_string(fld.type) and v is not None and not isinstance(v, str))
                                             else pa.array([json.dumps(v)] * part.num_rows, type=fld.type))
                             elif fld.name in part.column_names:
-                                cols.append(part.column(fld.name).cast(fld.type))
+                                cols.append(_cast(part.column(fld.name), fld.type, f, fld.name))
                             else:
                                 cols.append(pa.nulls(part.num_rows, type=fld.type))
                         pending.append(pa.Table.from_arrays(cols, schema=schema))
@@ -374,6 +489,27 @@ class Store:
             counts[t] = n
         return counts
 
+    def _bad_part(self, key: str, f: str, e: Exception) -> InputError:
+        rec = os.path.relpath(self.record_path(key), self.path)
+        return InputError(f, None, message=f"not a Parquet file written by qoelab ({_first_line(e)}); delete it and "
+                                           f"its run's record {rec} and run the sweep again to remake both")
+
+    def _part_schema(self, key: str, f: str):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        try:
+            return pq.read_schema(f)
+        except (pa.ArrowException, OSError) as e:
+            raise self._bad_part(key, f, e) from None
+
+    def _part_table(self, key: str, f: str):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        try:
+            return pq.read_table(f)
+        except (pa.ArrowException, OSError) as e:
+            raise self._bad_part(key, f, e) from None
+
     def ensure_compacted(self) -> None:
         if not self.compacted():
             self.compact()
@@ -390,14 +526,21 @@ class Store:
         self.ensure_compacted()
         con = duckdb.connect()
         st = os.path.join(self.path, "store")
+
+        def view(name: str, f: str) -> None:
+            try:
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_sql_str(f)}')")
+            except duckdb.Error as e:
+                # store/ is a cache of the records; without it (and its manifest) it is rebuilt
+                raise InputError(f, None, message=f"not a Parquet file written by qoelab ({_first_line(e)}); "
+                                                  f"delete {st} (rebuilt from the run records) and try again") from None
         for v in VIEWS:
-            con.execute(f"CREATE VIEW {v} AS SELECT * FROM read_parquet('{_sql_str(os.path.join(st, v + '.parquet'))}')")
+            view(v, os.path.join(st, v + ".parquet"))
         tabs = self.table_names()
         if tabs:
             con.execute("CREATE SCHEMA tables")
             for t in tabs:
-                f = os.path.join(st, "tables", t + ".parquet")
-                con.execute(f"CREATE VIEW tables.\"{t}\" AS SELECT * FROM read_parquet('{_sql_str(f)}')")
+                view(f'tables."{_sql_ident(t)}"', os.path.join(st, "tables", t + ".parquet"))
         return con
 
     def sql(self, query: str):
@@ -414,8 +557,31 @@ class Store:
                 if hasattr(rel, name):
                     return getattr(rel, name)()
         except duckdb.Error as e:
-            raise InputError(None, "query", message=str(e).splitlines()[0]) from None
+            raise InputError(None, "query", message=_first_line(e)) from None
         raise RuntimeError("this DuckDB has no Arrow export")  # pragma: no cover
+
+    def chunks(self, query: str, rows: int = 100_000):
+        """Run a query; its result as pandas DataFrames of about ``rows`` rows each (the first one,
+        with the result's columns, even when there are no rows), fetched one at a time as the caller
+        asks for them, so that a consumer that stops early (``qoelab query --max-rows``) or writes each
+        chunk out never holds the whole result. A query that fails, or whose chunk cannot be fetched
+        (out of memory), is an :class:`InputError` about the query."""
+        import duckdb
+        vectors = max(1, min(64, -(-rows // 2048)))     # DuckDB fetches whole vectors of 2048 rows
+        res = self._run(query)
+        first = True
+        while True:
+            try:
+                df = res.fetch_df_chunk(vectors)
+            except duckdb.Error as e:
+                raise InputError(None, "query", message=_first_line(e)) from None
+            except (MemoryError, OverflowError) as e:   # "Could not reserve memory block"
+                raise InputError(None, "query", message=f"its result could not be fetched ({type(e).__name__}: "
+                                                        f"{_first_line(e)}); select fewer rows (LIMIT) or columns")
+            if not len(df) and not first:
+                return
+            first = False
+            yield df
 
     def _run(self, query: str):
         import duckdb
@@ -423,7 +589,7 @@ class Store:
         try:
             return con.execute(query)
         except duckdb.Error as e:
-            raise InputError(None, "query", message=str(e).splitlines()[0]) from None
+            raise InputError(None, "query", message=_first_line(e)) from None
 
 
 def open_store(path: str) -> Store:
@@ -445,6 +611,24 @@ def _json_default(o):
 
 def _sql_str(s: str) -> str:
     return s.replace("'", "''")
+
+
+def _sql_ident(s: str) -> str:
+    return s.replace('"', '""')
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def _cast(col, ty, path: str, name: str):
+    """A per-run table's column cast to the merged table's type (an :class:`InputError` if it cannot be)."""
+    import pyarrow as pa
+    try:
+        return col.cast(ty)
+    except (pa.ArrowException, ValueError, OverflowError) as e:
+        raise InputError(path, name, f"a column convertible to {ty} (this column's type across the runs' tables)",
+                         f"{col.type} ({_first_line(e)})") from None
 
 
 def _remove_if_dead(path: str, name: str) -> None:
