@@ -567,3 +567,150 @@ def test_normalized_video_json_round_trip(tmp_path):
     bad = dict(v, bitrates_bps=[1, 1, 2, 3, 4, 5])
     p2 = write(tmp_path, "bad.json", json.dumps(bad))
     raises_at(lambda: load_video(p2), f"{p2}:bitrates_bps[1]", "strictly ascending")
+
+
+# ------------------------------------------------------------------- bad input: one line, the place
+LONG = "9" * 5000  # more digits than int() converts
+
+
+@pytest.mark.parametrize("old,new,where", [
+    ('bandwidth="500000"', f'bandwidth="{LONG}"', "16:/MPD/Period[1]/AdaptationSet[2]/Representation[2]@bandwidth"),
+    ('mediaRange="250-549"', f'mediaRange="250-{LONG}"',
+     "20:/MPD/Period[1]/AdaptationSet[2]/Representation[2]/SegmentList[1]/SegmentURL[2]@mediaRange"),
+])
+def test_mpd_long_integers_name_the_attribute(tmp_path, old, new, where):
+    msg = _mpd_err(tmp_path, MPD_LIST.replace(old, new), where, "(5000 characters)")
+    assert len(msg) < 400
+
+
+def test_hls_long_integers_name_the_line(tmp_path):
+    p = write(tmp_path, "master.m3u8", MASTER.replace("BANDWIDTH=350000", f"BANDWIDTH={LONG}"))
+    write(tmp_path, "hi/index.m3u8", MEDIA_SIZE.format(a=5000, b=5100, c=3000))
+    write(tmp_path, "lo/index.m3u8", MEDIA_RANGE)
+    raises_at(lambda: load_hls(p), f"{p}:4: expected BANDWIDTH=", "(5000 characters)")
+    p = write(tmp_path, "master.m3u8", MASTER)
+    hi = write(tmp_path, "hi/index.m3u8", MEDIA_SIZE.format(a=5000, b=LONG, c=3000))
+    raises_at(lambda: load_hls(p), f"{hi}:7: expected #EXT-X-SIZE:<bytes>", "(5000 characters)")
+    write(tmp_path, "hi/index.m3u8", MEDIA_SIZE.format(a=5000, b=5100, c=3000))
+    write(tmp_path, "lo/index.m3u8", MEDIA_RANGE.replace("1500", "1500@99999999999999"))
+    raises_at(lambda: load_hls(p), f"{tmp_path}/lo/index.m3u8:6: expected #EXT-X-BYTERANGE", "1e14")
+
+
+def test_video_files_with_long_integers(tmp_path):
+    pen = tmp_path / "pen"
+    pen.mkdir()
+    (pen / "video_size_0").write_text(f"10\n{LONG}\n")
+    raises_at(lambda: load_pensieve_sizes(str(pen), bitrates_kbps=[300]), f"{pen}/video_size_0:2:",
+              "(5000 characters)")
+    p = write(tmp_path, "v.json", '{"name": "v", "bitrates_bps": [' + LONG + ']}')
+    raises_at(lambda: load_video(p), f"{p}:1:", "numbers of at most 4300 digits")
+    t = write(tmp_path, "t.sizes.json", '{"v1": [' + LONG + ']}')
+    raises_at(lambda: load_mpd(write(tmp_path, "t.mpd", MPD_TEMPLATE), sizes=t), f"{t}:1:", "at most 4300 digits")
+
+
+@pytest.mark.parametrize("media", ["$Number%0999999999d$.m4s", "$Number%010000000d$.m4s"])
+def test_mpd_template_format_width_is_bounded(tmp_path, media):
+    msg = _mpd_err(tmp_path, MPD_TEMPLATE.replace("$RepresentationID$/seg-$Number%03d$.m4s", media),
+                   "3:/MPD/Period[1]/AdaptationSet[1]/SegmentTemplate[1]@media", "a format width of at most 64")
+    assert len(msg) < 300
+
+
+def _base_mpd(tmp_path, media: bytes, index_range: str, init: str = "") -> str:
+    """A one-Representation SegmentBase MPD (line 2) over media file m.mp4."""
+    (tmp_path / "m.mp4").write_bytes(media)
+    ini = f'<Initialization range="{init}"/>' if init else ""
+    return write(tmp_path, "b.mpd", '<MPD mediaPresentationDuration="PT4S"><Period><AdaptationSet>\n'
+                 '<Representation id="a" bandwidth="1000"><BaseURL>m.mp4</BaseURL>'
+                 f'<SegmentBase indexRange="{index_range}">{ini}</SegmentBase></Representation>\n'
+                 '</AdaptationSet></Period></MPD>')
+
+
+SB = "2:/MPD/Period[1]/AdaptationSet[1]/Representation[1]/SegmentBase[1]"
+
+
+def test_mpd_segment_base_bad_sidx_and_index_range(tmp_path):
+    m = str(tmp_path / "m.mp4")
+    # a sidx box of its 8-byte header only
+    p = _base_mpd(tmp_path, struct.pack(">I4s", 8, b"sidx"), "0-7")
+    raises_at(lambda: load_mpd(p), f"{m}:byte 0: expected a well-formed sidx box", "truncated")
+    # an indexRange beyond any size, or beyond the file: refused before reading
+    p = _base_mpd(tmp_path, b"\0" * 2000, "100-99999999999999999999999")
+    raises_at(lambda: load_mpd(p), f"{p}:{SB}@indexRange", "first <= last < 1e14")
+    p = _base_mpd(tmp_path, b"\0" * 2000, "100-3900000000")
+    raises_at(lambda: load_mpd(p), f"{m}:byte 2000: expected indexRange 100-3900000000 inside the file (2000 bytes)")
+    # references past the end of the file: 2,000 bytes referenced, 10 present
+    box = sidx_box(1000, [(1000, 2000), (1000, 2000)])
+    p = _base_mpd(tmp_path, box + b"\0" * 10, f"0-{len(box) - 1}")
+    raises_at(lambda: load_mpd(p), f"{m}:byte 0: expected sidx references inside the file ({len(box) + 10} bytes)",
+              f"from byte {len(box)} to byte {len(box) + 1999}")
+    # a first_offset near 2^64 (sidx version 1): past the file too, not a u64 overflow later
+    box = bytearray(sidx_box(1000, [(1000, 2000), (1000, 2000)], version=1))
+    box[28:36] = struct.pack(">Q", 2**64 - 3000)
+    p = _base_mpd(tmp_path, bytes(box) + b"\0" * 2000, f"0-{len(box) - 1}")
+    raises_at(lambda: load_mpd(p), f"{m}:byte 0: expected sidx references inside the file",
+              f"from byte {len(box) + 2**64 - 3000}")
+    # sidx version 2 (ISO/IEC 14496-12 has 0 and 1)
+    box = sidx_box(1000, [(10, 2000)], version=2)
+    p = _base_mpd(tmp_path, box + b"\0" * 10, f"0-{len(box) - 1}")
+    raises_at(lambda: load_mpd(p), f"{m}:byte 8: expected sidx version 0 or 1, found 2")
+
+
+def test_mpd_segment_base_init_range_overlaps(tmp_path):
+    box = sidx_box(1000, [(10, 2000)])
+    media = b"\0" * 100 + box + b"\0" * 10
+    p = _base_mpd(tmp_path, media, f"100-{100 + len(box) - 1}", init="0-150")
+    raises_at(lambda: load_mpd(p), f"{p}:{SB}/Initialization[1]@range",
+              f"not overlapping the indexRange 100-{100 + len(box) - 1}")
+    p = _base_mpd(tmp_path, media, f"100-{100 + len(box) - 1}", init=f"{100 + len(box)}-{100 + len(box) + 2}")
+    raises_at(lambda: load_mpd(p), f"{p}:{SB}/Initialization[1]@range", "not overlapping the subsegments")
+    p = _base_mpd(tmp_path, media, f"100-{100 + len(box) - 1}", init="0-99")
+    assert load_mpd(p)["sizes"] == [[10]]
+
+
+def test_mpd_timeline_backwards_and_duplicate_ids(tmp_path):
+    back = MPD_TEMPLATE.replace('timescale="1" duration="2"/>', 'timescale="1"><SegmentTimeline>'
+                                '<S t="10" d="2"/><S t="0" d="2"/></SegmentTimeline></SegmentTemplate>')
+    write(tmp_path, "bad.sizes.json", json.dumps({"v1": [1, 2], "v2": [3, 4]}))
+    _mpd_err(tmp_path, back, "3:/MPD/Period[1]/AdaptationSet[1]/SegmentTemplate[1]/SegmentTimeline[1]/S[2]@t",
+             "expected a start >= 12 (the end of the previous S")
+    write(tmp_path, "bad.sizes.json", json.dumps({"v1": [1, 2, 3, 4]}))
+    _mpd_err(tmp_path, MPD_TEMPLATE.replace('id="v2"', 'id="v1"'),
+             "5:/MPD/Period[1]/AdaptationSet[1]/Representation[2]@id",
+             "distinct Representation@id values (/MPD/Period[1]/AdaptationSet[1]/Representation[1] has it too)")
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("PT0S", "expected a duration > 0"),
+    ("P1Y", "years and months have no fixed length"),
+    ("PT1.2.3S", "an ISO 8601 duration like PT193.68S"),
+    (f"PT{LONG}S", "an ISO 8601 duration like PT193.68S"),
+])
+def test_mpd_presentation_duration_messages(tmp_path, value, needle):
+    text = MPD_LIST.replace('mediaPresentationDuration="PT9.5S"', f'mediaPresentationDuration="{value}"')
+    _mpd_err(tmp_path, text, "2:/MPD@mediaPresentationDuration", needle)
+
+
+def test_mpd_timescale_is_bounded_and_named(tmp_path):
+    _mpd_err(tmp_path, MPD_TEMPLATE.replace('timescale="1"', 'timescale="18446744073709551616"'),
+             "3:/MPD/Period[1]/AdaptationSet[1]/SegmentTemplate[1]@timescale", "<= 4294967295")
+    # a duration that rounds to 0 ns at this timescale names @duration, not the video's segment_duration
+    _mpd_err(tmp_path, MPD_TEMPLATE.replace('timescale="1"', 'timescale="4294967295"'),
+             "3:/MPD/Period[1]/AdaptationSet[1]/SegmentTemplate[1]@duration", "1 ns to 1 h")
+
+
+def test_video_json_resolutions_out_of_range(tmp_path):
+    v = {"name": "v", "segment_duration": 2 * 10**9, "bitrates_bps": [1000, 2000], "sizes": [[1, 2]]}
+    p = write(tmp_path, "v.json", json.dumps(dict(v, resolutions="R")).replace('"R"', "[[1e30, 1], [1, 1]]"))
+    raises_at(lambda: load_video(p), f"{p}:resolutions[0]: expected [width, height], integers in [1, 4294967295]")
+    p = write(tmp_path, "v.json", json.dumps(dict(v, resolutions=[[1, 1], [1, 2**32]])))
+    raises_at(lambda: load_video(p), f"{p}:resolutions[1]", "found [1, 4294967296]")
+
+
+def test_content_table_is_refused_with_a_hint(tmp_path):
+    video = {"name": "v", "segment_duration": 2 * 10**9, "last_segment_duration": None, "bitrates_bps": [1000],
+             "sizes": [[1]], "quality": {}, "resolutions": None}
+    p = write(tmp_path, "t.json", json.dumps({"format": "qoelab-content/1", "video": video, "meta": {}}, indent=1))
+    msg = raises_at(lambda: load_video(p), f"{p}:2:format: expected a Video JSON or a Sabre movie JSON",
+                    "found a qoelab-content/1 table")
+    assert f"qoelab video export {p} --format sabre" in msg
+    raises_at(lambda: load_sabre_movie(p), f"{p}:2:format:", "qoelab-content/1 table")

@@ -18,13 +18,14 @@ Errors name the playlist file and line.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError
-from qoelab.video.model import NS_PER_S, make_video, validate_video
-from qoelab.video.mpd import _durations_to_nominal
+from qoelab.errors import InputError, int_input
+from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, NS_PER_S, make_video, validate_video
+from qoelab.video.mpd import MAX_FILE_BYTES, MAX_U32, _clip, _durations_to_nominal, _show
 
 __all__ = ["load_hls", "parse_attribute_list"]
 
@@ -89,20 +90,23 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
             raise InputError(path, str(i), "a media playlist (segments)", "#EXT-X-STREAM-INF (a master playlist)")
         if ln.startswith("#EXTINF:"):
             m = re.fullmatch(r"#EXTINF:\s*([0-9]+(?:\.[0-9]*)?)\s*(,.*)?", ln)
-            if not m or float(m.group(1)) <= 0:
+            if not m or not 0 < float(m.group(1)) < math.inf:
                 raise InputError(path, str(i), "#EXTINF:<seconds > 0>,[title]", repr(ln)[:50])
             dur = round(float(m.group(1)) * NS_PER_S)
         elif ln.startswith("#EXT-X-SIZE:"):
             v = ln[len("#EXT-X-SIZE:"):].strip()
-            if not re.fullmatch(r"[0-9]+", v):
-                raise InputError(path, str(i), "#EXT-X-SIZE:<bytes> (an integer)", repr(ln)[:50])
+            what = "#EXT-X-SIZE:<bytes> (an integer <= 1e12)"
+            if not re.fullmatch(r"[0-9]+", v) or int_input(v, path, str(i), what) > MAX_SEGMENT_BYTES:
+                raise InputError(path, str(i), what, repr(ln)[:50])
             size = int(v)
         elif ln.startswith("#EXT-X-BYTERANGE:"):
             v = ln[len("#EXT-X-BYTERANGE:"):].strip()
+            what = "#EXT-X-BYTERANGE:<n>[@<offset>] (n <= 1e12, offset + n <= 1e14)"
             m = re.fullmatch(r"([0-9]+)(?:@([0-9]+))?", v)
-            if not m:
-                raise InputError(path, str(i), "#EXT-X-BYTERANGE:<n>[@<offset>]", repr(ln)[:50])
-            brange = (int(m.group(1)), None if m.group(2) is None else int(m.group(2)), i)
+            n_o = m and [int_input(g, path, str(i), what) for g in m.groups("0")]
+            if not m or n_o[0] > MAX_SEGMENT_BYTES or n_o[1] + n_o[0] > MAX_FILE_BYTES:
+                raise InputError(path, str(i), what, repr(ln)[:50])
+            brange = (n_o[0], None if m.group(2) is None else n_o[1], i)
         elif ln.startswith("#"):
             continue
         else:  # a URI line: ends a segment
@@ -116,6 +120,9 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
                         raise InputError(path, str(bline), "#EXT-X-BYTERANGE:<n>@<offset> (without an offset the "
                                          "previous segment must be a range of the same URI)", repr(ln)[:50])
                     off = prev_end[1]
+                    if off + n_bytes > MAX_FILE_BYTES:
+                        raise InputError(path, str(bline), "ranges ending below byte 1e14 of the URI",
+                                         f"{off}-{off + n_bytes - 1}")
                 elif prev_end is not None and prev_end[0] == ln and off < prev_end[1]:
                     raise InputError(path, str(bline), f"a range after the previous one of the same URI (offset >= "
                                      f"{prev_end[1]}: segments in file order, not overlapping)", f"offset {off}")
@@ -129,8 +136,8 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
             if size is None:
                 f = _local(base, ln)
                 if not os.path.isfile(f):
-                    raise InputError(path, str(i), f"#EXT-X-SIZE, #EXT-X-BYTERANGE or the local segment file {f}",
-                                     "none")
+                    raise InputError(path, str(i), "#EXT-X-SIZE, #EXT-X-BYTERANGE or the local segment file "
+                                     f"{_clip(f)}", "none")
                 size = os.path.getsize(f)
             durs.append(dur)
             sizes.append(size)
@@ -159,14 +166,16 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
             bw = attrs.get("BANDWIDTH")
             if bw is None:
                 raise InputError(path, str(i), "attribute BANDWIDTH in #EXT-X-STREAM-INF", "nothing")
-            if not re.fullmatch(r"[0-9]+", bw) or int(bw) == 0:
-                raise InputError(path, str(i), "BANDWIDTH=<bit/s, an integer > 0>", repr(bw))
+            what = f"BANDWIDTH=<bit/s, an integer > 0 and <= {MAX_BITRATE_BPS}>"
+            if not re.fullmatch(r"[0-9]+", bw) or not 0 < int_input(bw, path, str(i), what) <= MAX_BITRATE_BPS:
+                raise InputError(path, str(i), what, _show(bw))
             res = None
             if "RESOLUTION" in attrs:
+                what = f"RESOLUTION=<width>x<height> (integers in [1, {MAX_U32}])"
                 m = re.fullmatch(r"([0-9]+)x([0-9]+)", attrs["RESOLUTION"])
-                if not m:
-                    raise InputError(path, str(i), "RESOLUTION=<width>x<height>", repr(attrs["RESOLUTION"]))
-                res = (int(m.group(1)), int(m.group(2)))
+                res = m and tuple(int_input(g, path, str(i), what) for g in m.groups())
+                if not m or not all(0 < x <= MAX_U32 for x in res):
+                    raise InputError(path, str(i), what, _show(attrs["RESOLUTION"]))
             pending = (int(bw), i, res)
         elif ln.startswith("#EXTINF") and not variants and pending is None:
             raise InputError(path, str(i), "a master playlist (#EXT-X-STREAM-INF)", "a media playlist")
@@ -185,7 +194,7 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
     cols = []
     for bw, line, _res, media, uri_line in variants:
         if not os.path.isfile(media):
-            raise InputError(path, str(uri_line), f"the media playlist {media}", "no such file")
+            raise InputError(path, str(uri_line), f"the media playlist {_clip(media)}", "no such file")
         cols.append(_media_playlist(media, media_dir))
     n = len(cols[0][1])
     for (bw, line, _r, media, _u), (_d, s, _o) in zip(variants, cols):

@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, int_input, json_input
 
 __all__ = [
     "PENSIEVE_BITRATES_KBPS",
@@ -48,7 +48,7 @@ from qoelab.video.model import (  # noqa: F401  (re-exported)
     make_video,
     validate_video,
 )
-from qoelab.video.mpd import load_mpd
+from qoelab.video.mpd import MAX_U32, load_mpd
 from qoelab.video.hls import load_hls
 
 
@@ -64,7 +64,9 @@ def _json_load(path: str) -> tuple[Any, str]:
         return json.loads(text, parse_constant=_no_constant), text
     except json.JSONDecodeError as e:
         raise InputError(path, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
-    except ValueError as e:  # NaN / Infinity
+    except ValueError as e:  # NaN / Infinity, or an integer of more digits than Python converts
+        if "(not a JSON number)" not in str(e):
+            json_input(text, path)  # raises its InputError (the number of digits)
         m = re.search(r"[:\[,]\s*-?(Infinity|NaN)\b", text)
         line = str(text.count("\n", 0, m.start()) + 1) if m else None
         raise InputError(path, line, "valid JSON numbers", str(e)) from None
@@ -81,6 +83,18 @@ def _key_line(text: str, key: str) -> str:
     return str(text.count("\n", 0, m.start()) + 1) if m else ""
 
 
+def _refuse_content_table(doc: Any, path: str, text: str) -> None:
+    """A ``qoelab-content/1`` table (what ``qoelab video prepare`` and ``qoelab video import`` write)
+    holds a Video JSON under ``video`` plus the pipeline's ``meta``; it is not a video file itself."""
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if isinstance(fmt, str) and fmt.startswith("qoelab-content/") and "video" in doc:
+        ln = _key_line(text, "format")
+        raise InputError(path, f"{ln}:format" if ln else "format", "a Video JSON or a Sabre movie JSON",
+                         f"a {fmt[:40]} table (the content pipeline's format: convert it with "
+                         f"'qoelab video export {path} --format sabre --out movie.json', or use its \"video\" "
+                         "object as a Video JSON; a corpus clip is video = \"corpus:<clip>\")")
+
+
 def load_sabre_movie(path: str, name: str | None = None) -> dict:
     """Sabre movie JSON: ``{segment_duration_ms, bitrates_kbps, segment_sizes_bits[segment][rung]}``.
 
@@ -93,6 +107,8 @@ def load_sabre_movie(path: str, name: str | None = None) -> dict:
     if not isinstance(doc, dict):
         raise InputError(path, "1", "a JSON object {segment_duration_ms, bitrates_kbps, segment_sizes_bits}",
                          type(doc).__name__)
+    if "segment_sizes_bits" not in doc:
+        _refuse_content_table(doc, path, text)
 
     def where(key: str, sub: str = "") -> str:
         ln = _key_line(text, key)
@@ -186,7 +202,7 @@ def load_pensieve_sizes(folder: str, bitrates_kbps=PENSIEVE_BITRATES_KBPS, segme
         for k, ln in enumerate(lines, 1):
             if not re.fullmatch(r"\s*[0-9]+\s*", ln):
                 raise InputError(fp, str(k), "a non-negative integer byte count", repr(ln) if ln else "an empty line")
-            col.append(int(ln))
+            col.append(int_input(ln.strip(), fp, str(k), "a non-negative integer byte count"))
         if cols and len(col) != len(cols[0]):
             raise InputError(fp, str(len(col)), f"{len(cols[0])} lines like video_size_0", f"{len(col)} lines")
         cols.append(col)
@@ -231,9 +247,17 @@ def load_video(path: str, format: str | None = None, **options) -> dict:
     if fmt == "hls":
         return load_hls(path, **options)
     if fmt == "video":
-        doc, _ = _json_load(path)
+        doc, text = _json_load(path)
         if not isinstance(doc, dict):
             raise InputError(path, "1", "a Video JSON object", type(doc).__name__)
+        if "bitrates_bps" not in doc:
+            _refuse_content_table(doc, path, text)
+        res = doc.get("resolutions")
+        for i, wh in enumerate(res if isinstance(res, list) else []):
+            # the core's (u32, u32): a larger number would fail there, naming the scenario
+            if not isinstance(wh, list) or len(wh) != 2 or not all(_is_int(x) and 0 < x <= MAX_U32 for x in wh):
+                raise InputError(path, f"resolutions[{i}]", f"[width, height], integers in [1, {MAX_U32}]",
+                                 json.dumps(wh)[:40])
         doc.setdefault("quality", {})
         doc.setdefault("last_segment_duration", None)
         doc.setdefault("resolutions", None)

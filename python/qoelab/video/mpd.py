@@ -26,7 +26,6 @@ Errors name the MPD file, the line and the element path, e.g.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -35,10 +34,29 @@ import xml.parsers.expat
 from collections import Counter
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError
-from qoelab.video.model import MAX_SEGMENTS, NS_PER_S, make_video, validate_video
+from qoelab.errors import InputError, int_input, json_input
+from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_NS, MAX_SEGMENTS, NS_PER_S, make_video, validate_video
 
 __all__ = ["load_mpd", "parse_sidx", "parse_sidx_layout", "parse_iso_duration"]
+
+# Bounds of manifest numbers. Byte positions (ranges, sidx offsets) stay below MAX_FILE_BYTES (100 TB):
+# a video tiled to MAX_SEGMENTS segments (a scenario's video_duration) then keeps every offset within
+# the core's u64. @timescale, @startNumber, @width and @height are xs:unsignedInt (u32), other
+# integers xs:unsignedLong. A $Number%0<width>d$ width is a few digits, not a memory size.
+MAX_FILE_BYTES = 10**14
+MAX_U32 = 2**32 - 1
+MAX_U64 = 2**64 - 1
+MAX_TEMPLATE_WIDTH = 64
+
+
+def _show(s: str, n: int = 40) -> str:
+    """``repr`` of a user string, at most ``n`` characters of it (an error stays one short line)."""
+    return repr(s) if len(s) <= n else f"{s[:n]!r}... ({len(s)} characters)"
+
+
+def _clip(s: str, n: int = 200) -> str:
+    """A path or URL built from user input, at most ``n`` characters of it, for an error message."""
+    return s if len(s) <= n else f"{s[:n]}... ({len(s)} characters)"
 
 
 class _Node:
@@ -113,8 +131,12 @@ def _parse_xml(path: str) -> _Node:
     return root[0]
 
 
+def _where(node: _Node, attr: str | None) -> str:
+    return f"{node.line}:{node.xpath}" + (f"@{attr}" if attr else "")
+
+
 def _err(path: str, node: _Node, attr: str | None, expected: str, found: str) -> InputError:
-    return InputError(path, f"{node.line}:{node.xpath}" + (f"@{attr}" if attr else ""), expected, found)
+    return InputError(path, _where(node, attr), expected, found)
 
 
 def _req(path, node, attr, expected):
@@ -123,27 +145,40 @@ def _req(path, node, attr, expected):
     return node.attrib[attr]
 
 
-def _int_attr(path, node, attr, default=None, minimum=0):
+def _int_value(path, node, attr, v, minimum=0, maximum=MAX_U64):
+    """The integer ``v`` (the value of ``node@attr``, maybe inherited) in [minimum, maximum]."""
+    what = f"an integer >= {minimum} and <= {maximum}"
+    s = v.strip()
+    if re.fullmatch(r"[0-9]+", s):
+        n = int_input(s, path, _where(node, attr), what)
+        if minimum <= n <= maximum:
+            return n
+    raise _err(path, node, attr, what, _show(v))
+
+
+def _int_attr(path, node, attr, default=None, minimum=0, maximum=MAX_U64):
     if attr not in node.attrib:
         if default is None:
             raise _err(path, node, attr, f"attribute {attr} (an integer >= {minimum})", "nothing")
         return default
-    v = node.attrib[attr].strip()
-    if not re.fullmatch(r"[0-9]+", v) or int(v) < minimum:
-        raise _err(path, node, attr, f"an integer >= {minimum}", repr(node.attrib[attr]))
-    return int(v)
+    return _int_value(path, node, attr, node.attrib[attr], minimum, maximum)
 
 
-def _range(path, node, attr):
-    v = _req(path, node, attr, "a byte range 'first-last'")
+def _range(path, node, attr, v=None):
+    """``node@attr`` (or its inherited value ``v``) ``first-last`` -> (first, last), inclusive."""
+    if v is None:
+        v = _req(path, node, attr, "a byte range 'first-last'")
+    what = "a byte range 'first-last' with first <= last < 1e14"
     m = re.fullmatch(r"\s*([0-9]+)-([0-9]+)\s*", v)
-    if not m or int(m.group(2)) < int(m.group(1)):
-        raise _err(path, node, attr, "a byte range 'first-last' with first <= last", repr(v))
-    return int(m.group(1)), int(m.group(2))
+    if m:
+        a, b = (int_input(g, path, _where(node, attr), what) for g in m.groups())
+        if a <= b < MAX_FILE_BYTES:
+            return a, b
+    raise _err(path, node, attr, what, _show(v))
 
 
-_DUR_RE = re.compile(r"P(?:([0-9.]+)Y)?(?:([0-9.]+)M)?(?:([0-9.]+)W)?(?:([0-9.]+)D)?"
-                     r"(?:T(?:([0-9.]+)H)?(?:([0-9.]+)M)?(?:([0-9.]+)S)?)?")
+_NUM = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+_DUR_RE = re.compile(f"P(?:{_NUM}Y)?(?:{_NUM}M)?(?:{_NUM}W)?(?:{_NUM}D)?(?:T(?:{_NUM}H)?(?:{_NUM}M)?(?:{_NUM}S)?)?")
 
 
 def parse_iso_duration(text: str) -> int | None:
@@ -153,15 +188,23 @@ def parse_iso_duration(text: str) -> int | None:
     if not m or text.strip() in ("P", "PT") or m.group(1) or m.group(2):
         return None
     w, d, h, mi, s = (float(g) if g else 0.0 for g in m.groups()[2:])
-    return round((((w * 7 + d) * 24 + h) * 60 + mi) * 60 * NS_PER_S + s * NS_PER_S)
+    ns = (((w * 7 + d) * 24 + h) * 60 + mi) * 60 * NS_PER_S + s * NS_PER_S
+    return round(ns) if math.isfinite(ns) else None
 
 
 def _presentation_ns(path, mpd, period):
     for node, attr in ((period, "duration"), (mpd, "mediaPresentationDuration")):
         if attr in node.attrib:
-            ns = parse_iso_duration(node.attrib[attr])
-            if ns is None or ns <= 0:
-                raise _err(path, node, attr, "an ISO 8601 duration like PT193.68S", repr(node.attrib[attr]))
+            v = node.attrib[attr]
+            ns = parse_iso_duration(v)
+            m = _DUR_RE.fullmatch(v.strip())
+            if m and (m.group(1) or m.group(2)):
+                raise _err(path, node, attr, "a duration in weeks, days, hours, minutes and seconds (years and months "
+                           "have no fixed length), like PT193.68S", _show(v))
+            if ns is None:
+                raise _err(path, node, attr, "an ISO 8601 duration like PT193.68S", _show(v))
+            if ns <= 0:
+                raise _err(path, node, attr, "a duration > 0, like PT193.68S", _show(v))
             return ns
     return None
 
@@ -177,10 +220,11 @@ def parse_sidx(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[
     return timescale, refs
 
 
-def parse_sidx_layout(data: bytes, file: str, base_offset: int = 0) -> tuple[int, list[tuple[int, int]], int]:
+def parse_sidx_layout(data: bytes, file: str, base_offset: int = 0,
+                      file_size: int | None = None) -> tuple[int, list[tuple[int, int]], int]:
     """:func:`parse_sidx` plus the file offset of the first referenced subsegment: the first byte
     after the ``sidx`` box (its anchor point) plus the box's ``first_offset``. The subsegments follow
-    back to back (``referenced_size`` each)."""
+    back to back (``referenced_size`` each); with ``file_size`` they must end inside the file."""
     pos = 0
     seen: list[str] = []
     while True:
@@ -208,7 +252,9 @@ def parse_sidx_layout(data: bytes, file: str, base_offset: int = 0) -> tuple[int
                          "(indexRange must cover it)", f"{len(box)} bytes")
     off = hdr
     try:
-        version = box[off]
+        version = struct.unpack_from(">B", box, off)[0]
+        if version not in (0, 1):
+            raise InputError(file, f"byte {base_offset + pos + off}", "sidx version 0 or 1", str(version))
         off += 4
         _ref_id, timescale = struct.unpack_from(">II", box, off)
         off += 8
@@ -234,7 +280,13 @@ def parse_sidx_layout(data: bytes, file: str, base_offset: int = 0) -> tuple[int
         raise InputError(file, f"byte {base_offset + pos}", "sidx timescale > 0", "0")
     if not refs:
         raise InputError(file, f"byte {base_offset + pos}", "at least one sidx reference", "0")
-    return timescale, refs, base_offset + pos + size + first_offset
+    first = base_offset + pos + size + first_offset
+    if file_size is not None:
+        end = first + sum(s for s, _ in refs)
+        if end > file_size:
+            raise InputError(file, f"byte {base_offset + pos}", f"sidx references inside the file ({file_size} bytes)",
+                             f"{len(refs)} subsegments from byte {first} to byte {end - 1}")
+    return timescale, refs, first
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -269,6 +321,18 @@ def _local_file(media_dir: str, url: str) -> str:
     return os.path.join(media_dir, rel)
 
 
+_TEMPLATE_RE = re.compile(r"\$(RepresentationID|Number|Bandwidth|Time|)(%0([0-9]+)d)?\$")
+
+
+def _check_template(path, node, template: str) -> None:
+    """The ``$...%0<width>d$`` widths of a ``@media`` template are at most MAX_TEMPLATE_WIDTH."""
+    for m in _TEMPLATE_RE.finditer(template):
+        w = m.group(3)
+        if w is not None and (len(w.lstrip("0")) > 3 or int(w) > MAX_TEMPLATE_WIDTH):
+            raise _err(path, node, "media", f"a format width of at most {MAX_TEMPLATE_WIDTH} in $<name>%0<width>d$",
+                       _show(m.group(0)))
+
+
 def _expand(template: str, rep_id: str, bandwidth: int, number: int, time: int | None) -> str:
     def sub(m):
         ident, fmt = m.group(1), m.group(2)
@@ -278,25 +342,38 @@ def _expand(template: str, rep_id: str, bandwidth: int, number: int, time: int |
         if fmt and ident != "RepresentationID":
             return ("%" + fmt[1:]) % val
         return str(val)
-    return re.sub(r"\$(RepresentationID|Number|Bandwidth|Time|)(%0[0-9]+d)?\$", sub, template)
+    return _TEMPLATE_RE.sub(sub, template)
 
 
-def _timeline(path, tl: _Node) -> list[tuple[int, int]]:
-    """SegmentTimeline -> [(start, duration)] in timescale units."""
+def _to_ns(path, node, attr, units: int, ts: int) -> int:
+    """A segment duration of ``units`` at timescale ``ts`` -> ns, at least 1 ns and at most an hour."""
+    ns = round(units * NS_PER_S / ts)
+    if not 0 < ns <= MAX_SEGMENT_NS:
+        raise _err(path, node, attr, f"a segment duration of 1 ns to 1 h (at timescale {ts} per second)", str(units))
+    return ns
+
+
+def _timeline(path, tl: _Node, ts: int) -> list[tuple[int, int]]:
+    """SegmentTimeline -> [(start, duration)] in timescale units (time order, no overlaps)."""
     out = []
     t = 0
     for s in tl.find_all("S"):
         if "t" in s.attrib:
-            t = _int_attr(path, s, "t")
+            st = _int_attr(path, s, "t")
+            if out and st < t:
+                raise _err(path, s, "t", f"a start >= {t} (the end of the previous S: segments in time order, "
+                           "not overlapping)", str(st))
+            t = st
         d = _int_attr(path, s, "d", minimum=1)
+        _to_ns(path, s, "d", d, ts)
         r = 0
         if "r" in s.attrib:
             rv = s.attrib["r"].strip()
             if not re.fullmatch(r"[0-9]+", rv):
-                raise _err(path, s, "r", "a repeat count >= 0 (negative r is not supported)", repr(rv))
-            r = int(rv)
+                raise _err(path, s, "r", "a repeat count >= 0 (negative r is not supported)", _show(rv))
+            r = int_input(rv, path, _where(s, "r"), f"at most {MAX_SEGMENTS:,} segments in the timeline")
         if len(out) + r + 1 > MAX_SEGMENTS:
-            raise _err(path, s, "r", f"at most {MAX_SEGMENTS:,} segments in the timeline", repr(s.attrib.get("r")))
+            raise _err(path, s, "r", f"at most {MAX_SEGMENTS:,} segments in the timeline", _show(s.attrib["r"]))
         for _ in range(r + 1):
             out.append((t, d))
             t += d
@@ -324,8 +401,12 @@ def _parse_list(text, node, attr, path, pattern, conv):
     for x in items:
         m = re.fullmatch(pattern, x)
         if not m:
-            raise _err(path, node, attr, f"a comma list of {pattern.replace(chr(92), '')}", repr(x))
-        out.append(conv(m))
+            raise _err(path, node, attr, f"a comma list of {pattern.replace(chr(92), '')}", _show(x))
+        try:
+            out.append(conv(m))
+        except ValueError:  # more digits than Python converts
+            raise _err(path, node, attr, f"a comma list of {pattern.replace(chr(92), '')} (numbers of at most "
+                       "4300 digits)", _show(x)) from None
     return out
 
 
@@ -386,7 +467,7 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
     media_dir = media_dir if media_dir is not None else os.path.dirname(os.path.abspath(path))
     mpd = _parse_xml(path)
     if mpd.tag != "MPD":
-        raise _err(path, mpd, None, "root element MPD", mpd.tag)
+        raise InputError(path, f"{mpd.line}:{_clip(mpd.xpath, 40)}", "root element MPD", _clip(mpd.tag, 40))
     periods = mpd.find_all("Period")
     if len(periods) != 1:
         raise _err(path, mpd, None, "exactly one Period", f"{len(periods)} Period elements")
@@ -423,16 +504,24 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
     table, table_path = _sizes_table(path, sizes)
 
     rows = []  # (bandwidth, rep node, sizes list, durations info, extra)
+    ids: dict = {}  # Representation@id -> the Representation (ids are unique in a Period)
     for rep in reps:
-        bw = _int_attr(path, rep, "bandwidth", minimum=1)
+        bw = _int_attr(path, rep, "bandwidth", minimum=1, maximum=MAX_BITRATE_BPS)
         levels = [mpd, period, aset, rep]
         rep_id = rep.attrib.get("id", "")
+        if "id" in rep.attrib:
+            if rep_id in ids:
+                raise _err(path, rep, "id", f"distinct Representation@id values ({ids[rep_id].xpath} has it too)",
+                           _show(rep_id))
+            ids[rep_id] = rep
         extra = {"id": rep_id, "bandwidth": bw}
         if "avgSSIM" in rep.attrib:
             try:
                 extra["avgSSIM"] = float(rep.attrib["avgSSIM"])
+                if not math.isfinite(extra["avgSSIM"]):
+                    raise ValueError
             except ValueError:
-                raise _err(path, rep, "avgSSIM", "a number", repr(rep.attrib["avgSSIM"])) from None
+                raise _err(path, rep, "avgSSIM", "a number", _show(rep.attrib["avgSSIM"])) from None
         # the innermost level that has any addressing element decides the kind; its attributes
         # are inherited from the same kind at outer levels
         kind_tag = None
@@ -479,7 +568,8 @@ def load_mpd(path: str, *, media_dir: str | None = None, sizes=None, adaptation_
     sizes_t = [[r[2][s] for r in rows] for s in range(n)]
     res = None
     if all("width" in r[1].attrib and "height" in r[1].attrib for r in rows):
-        res = [(_int_attr(path, r[1], "width", minimum=1), _int_attr(path, r[1], "height", minimum=1)) for r in rows]
+        res = [(_int_attr(path, r[1], "width", minimum=1, maximum=MAX_U32),
+                _int_attr(path, r[1], "height", minimum=1, maximum=MAX_U32)) for r in rows]
     layout = None
     if all(r[6] is not None for r in rows):
         layout = [[r[6][s] for r in rows] for s in range(n)]
@@ -520,19 +610,14 @@ def _voxel_table(path, rows, layout) -> dict | None:
 
 
 def _timescale(path, node, attrs):
-    v = attrs.get("timescale", "1").strip()
-    if not re.fullmatch(r"[0-9]+", v) or int(v) == 0:
-        raise _err(path, node, "timescale", "an integer > 0", repr(v))
-    return int(v)
+    return _int_value(path, node, "timescale", attrs.get("timescale", "1"), minimum=1, maximum=MAX_U32)
 
 
 def _fixed_duration(path, node, attrs, ts):
     v = attrs.get("duration")
     if v is None:
         return None
-    if not re.fullmatch(r"[0-9]+", v.strip()) or int(v) == 0:
-        raise _err(path, node, "duration", "an integer > 0 (in timescale units)", repr(v))
-    return round(int(v) * NS_PER_S / ts)
+    return _to_ns(path, node, "duration", _int_value(path, node, "duration", v, minimum=1), ts)
 
 
 def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
@@ -541,7 +626,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
     tl = sl.find("SegmentTimeline")
     durs = None
     if tl is not None:
-        durs = [round(d * NS_PER_S / ts) for _, d in _timeline(path, tl)]
+        durs = [round(d * NS_PER_S / ts) for _, d in _timeline(path, tl, ts)]
         fixed = None
     elif fixed is None:
         raise _err(path, sl, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
@@ -575,7 +660,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
         elif "media" in su.attrib:
             f = _local_file(media_dir, su.attrib["media"])
             if not os.path.isfile(f):
-                raise _err(path, su, "media", f"mediaRange or the local media file {f}", "no such file")
+                raise _err(path, su, "media", f"mediaRange or the local media file {_clip(f)}", "no such file")
             out.append(os.path.getsize(f))
         else:
             raise _err(path, su, "mediaRange", "attribute mediaRange ('first-last') or media", "nothing")
@@ -590,22 +675,32 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
 def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
     if "indexRange" not in attrs:
         raise _err(path, sb, "indexRange", "attribute indexRange ('first-last', where the sidx box is)", "nothing")
-    m = re.fullmatch(r"\s*([0-9]+)-([0-9]+)\s*", attrs["indexRange"])
-    if not m or int(m.group(2)) < int(m.group(1)):
-        raise _err(path, sb, "indexRange", "a byte range 'first-last'", repr(attrs["indexRange"]))
-    a, b = int(m.group(1)), int(m.group(2))
+    a, b = _range(path, sb, "indexRange", attrs["indexRange"])
+    init = sb.find("Initialization")
+    init_range = None  # the init segment's bytes when they are in the media file
+    if init is not None and "range" in init.attrib and "sourceURL" not in init.attrib:
+        init_range = _range(path, init, "range")
+        if init_range[0] <= b and a <= init_range[1]:
+            raise _err(path, init, "range", f"a byte range not overlapping the indexRange {a}-{b}",
+                       _show(init.attrib["range"]))
     url = _base_url(levels)
     if url is None:
         raise _err(path, rep, None, "a BaseURL naming the media file (SegmentBase)", "none")
     f = _local_file(media_dir, url)
     if not os.path.isfile(f):
-        raise _err(path, sb, "indexRange", f"the local media file {f} to read its sidx box", "no such file")
+        raise _err(path, sb, "indexRange", f"the local media file {_clip(f)} to read its sidx box", "no such file")
+    fsize = os.path.getsize(f)
+    if b >= fsize:  # before reading: the read would allocate the range's size
+        raise InputError(f, f"byte {fsize}", f"indexRange {a}-{b} inside the file ({fsize} bytes)", "end of file")
     with open(f, "rb") as fh:
         fh.seek(a)
         data = fh.read(b - a + 1)
     if len(data) < b - a + 1:
         raise InputError(f, f"byte {a + len(data)}", f"indexRange {a}-{b} inside the file", "end of file")
-    timescale, refs, first = parse_sidx_layout(data, f, a)
+    timescale, refs, first = parse_sidx_layout(data, f, a, fsize)
+    if init_range is not None and init_range[0] < first + sum(s for s, _ in refs) and first <= init_range[1]:
+        raise _err(path, init, "range", f"a byte range not overlapping the subsegments (bytes {first}-"
+                   f"{first + sum(s for s, _ in refs) - 1} of {_clip(f)}, by its sidx)", _show(init.attrib["range"]))
     extra["sidx_timescale"] = timescale
     durs = [round(d * NS_PER_S / timescale) for _, d in refs]
     if any(d <= 0 for d in durs):
@@ -629,15 +724,12 @@ def _sizes_table(path, sizes):
     sp = str(sizes)
     try:
         with open(sp, encoding="utf-8") as f:
-            doc = json.load(f)
+            text = f.read()
     except FileNotFoundError:
         raise InputError(sp, None, "a sizes table file", "no such file") from None
-    except json.JSONDecodeError as e:
-        raise InputError(sp, f"{e.lineno}:{e.colno}", "valid JSON", e.msg) from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(sp, None, "a readable UTF-8 sizes table", str(e)) from None
-    except RecursionError:
-        raise InputError(sp, None, "valid JSON", "lists or objects nested too deeply") from None
+    doc = json_input(text, sp)
     if not isinstance(doc, dict):
         raise InputError(sp, "1", 'an object {"<Representation@id>": [bytes, ...]}', type(doc).__name__)
     return doc, sp
@@ -647,25 +739,23 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
     ts = _timescale(path, st, attrs)
     fixed = _fixed_duration(path, st, attrs, ts)
     tl = st.find("SegmentTimeline")
-    timeline = _timeline(path, tl) if tl is not None else None
+    timeline = _timeline(path, tl, ts) if tl is not None else None
     if timeline is not None:
         fixed = None
     elif fixed is None:
         raise _err(path, st, "duration", "attribute duration (or a SegmentTimeline)", "nothing")
     start = 1
     if "startNumber" in attrs:
-        sv = attrs["startNumber"].strip()
-        if not re.fullmatch(r"[0-9]+", sv):
-            raise _err(path, st, "startNumber", "an integer >= 0", repr(sv))
-        start = int(sv)
+        start = _int_value(path, st, "startNumber", attrs["startNumber"], maximum=MAX_U32)
     if table is not None:
         if rep_id not in table:
-            raise InputError(table_path, rep_id or "?", f"sizes for Representation@id {rep_id!r} ({rep.xpath})",
-                             "nothing")
+            raise InputError(table_path, _clip(rep_id, 40) or "?",
+                             f"sizes for Representation@id {_show(rep_id)} ({rep.xpath})", "nothing")
         col = table[rep_id]
         if not isinstance(col, list) or not col or not all(
                 isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in col):
-            raise InputError(table_path, rep_id, "a non-empty list of byte counts (integers >= 0)", repr(col)[:40])
+            raise InputError(table_path, _clip(rep_id, 40), "a non-empty list of byte counts (integers >= 0)",
+                             repr(col)[:40])
         n = len(col)
         sizes = list(col)
     else:
@@ -673,6 +763,7 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
             raise _err(path, st, "media", "attribute media (a template) or a sizes table", "nothing")
         if "$Time" in attrs["media"] and timeline is None:
             raise _err(path, st, "media", "a SegmentTimeline when the template uses $Time$", "none")
+        _check_template(path, st, attrs["media"])
         if timeline is not None:
             n = len(timeline)
         elif total_ns is not None:
@@ -687,7 +778,7 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
             t = timeline[k][0] if timeline is not None else None
             f = _local_file(media_dir, _expand(attrs["media"], rep_id, bw, start + k, t))
             if not os.path.isfile(f):
-                raise _err(path, st, "media", f"the local segment file {f} (or a sizes table "
+                raise _err(path, st, "media", f"the local segment file {_clip(f)} (or a sizes table "
                            f"{os.path.basename(path).rsplit('.', 1)[0]}.sizes.json)", "no such file")
             sizes.append(os.path.getsize(f))
     durs = None
