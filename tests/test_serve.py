@@ -186,6 +186,46 @@ def test_malformed_range_is_ignored(server, tree, spec):
     assert st == 200 and body == tree[1]
 
 
+NINES = "9" * 5000   # longer than int()'s 4300-digit limit: the numbers must be compared, not converted
+
+
+@pytest.mark.parametrize("spec,expect", [
+    ("bytes=0-" + NINES, (0, 1_000_002)),                 # last-pos past the end: clamped
+    ("bytes=0-" + "9" * 4300, (0, 1_000_002)),            # just under int()'s limit
+    ("bytes=-" + "9" * 4301, (0, 1_000_002)),             # just over it: suffix past the start = everything
+    ("bytes=-" + NINES, (0, 1_000_002)),
+    ("bytes=" + "0" * 5000 + "10-" + "0" * 5000 + "19", (10, 19)),   # leading zeros are just zeros
+    ("bytes=0-99," + NINES + "-", (0, 99)),                # the unsatisfiable one is dropped
+    ("bytes=" + NINES + "-", 416),                        # first-pos past the end
+    ("bytes=" + NINES + "-" + NINES, 416),
+    ("bytes=1000003-" + NINES, 416),
+    ("bytes=" + NINES + "-" + "9" * 4999, 200),           # last < first: invalid, ignored
+    ("bytes=" + "9" * 25 + "-" + "9" * 21, 200),
+])
+def test_huge_range_numbers(server, tree, spec, expect):
+    """RFC 9110 14.1.1 puts no bound on the digits of a position: huge numbers are numbers, not errors."""
+    _, data = tree
+    st, h, body = get(server.port, "/video/0.mp4", [("Range", spec)])
+    if expect == 416:
+        assert st == 416 and h["content-range"] == f"bytes */{len(data)}"
+    elif expect == 200:
+        assert st == 200 and body == data
+    else:
+        a, b = expect
+        assert st == 206 and h["content-range"] == f"bytes {a}-{b}/{len(data)}" and body == data[a:b + 1]
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+def test_parse_range_huge_numbers_unit():
+    assert serve.parse_range("bytes=0-" + NINES, 10) == [(0, 9)]
+    assert serve.parse_range("bytes=" + NINES + "-", 10) == []
+    assert serve.parse_range("bytes=-" + NINES, 10) == [(0, 9)]
+    assert serve.parse_range("bytes=" + "9" * 20 + "-" + "9" * 19, 10) is None
+    assert serve.parse_range("bytes=" + "0" * 30 + "5-" + "0" * 30 + "5", 10) == [(5, 5)]
+    assert serve.parse_range("bytes=\xa00-1", 10) is None        # only SP and HTAB are whitespace (OWS)
+    assert serve.parse_range("bytes=\u0661-\u0662", 10) is None   # only ASCII digits are digits
+
+
 def test_if_range(server, tree):
     _, h, _ = get(server.port, "/video/0.mp4", method="HEAD")
     st, _, body = get(server.port, "/video/0.mp4", [("Range", "bytes=0-9"), ("If-Range", h["etag"])])
@@ -315,6 +355,14 @@ MALFORMED = [
     b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\n folded\r\n\r\n",
     b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\nabc",
     b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n",                   # bare CR (RFC 9112 2.2)
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\r\n\r\n",                          # bare CR before CRLF
+    b"GET /manifest.mpd HTTP/1.1\rHost: t\r\n\r\n",                             # bare CR as a line end
+    b"GET /manifest\r.mpd HTTP/1.1\r\nHost: t\r\n\r\n",                         # bare CR in the target
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: [::1\r\n\r\n",                         # invalid Host (RFC 9112 3.2)
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: t:99999999\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: user@t\r\n\r\n",
+    b"GET /manifest.mpd HTTP/1.1\r\nHost: a b\r\n\r\n",
     b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + b"\x00" * 40 + b"\r\n\r\n",   # TLS ClientHello-ish
 ]
 
@@ -325,6 +373,63 @@ def test_malformed_request_is_400_and_the_server_keeps_serving(server, req):
     assert st == 400, st
     assert h.get("connection") == "close"
     assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+BAD_AUTHORITIES = [
+    "http://[::1/manifest.mpd", "http://x:99999999/manifest.mpd", "http://x:65536/manifest.mpd",
+    "http://x:" + "9" * 5000 + "/manifest.mpd", "http://x:8a/manifest.mpd", "http://x:-1/manifest.mpd",
+    "http://user@x/manifest.mpd", "http://user:pw@x/manifest.mpd", "http:///manifest.mpd", "http://:80/manifest.mpd",
+    "http://[::g]/manifest.mpd", "http://[::1]junk/manifest.mpd", "http://[]/manifest.mpd", "http://x]/manifest.mpd",
+    "http://[1.2.3.4]/manifest.mpd", "http://[::1%]/manifest.mpd", "http://x%zz/manifest.mpd",
+    "http://x:1:2/manifest.mpd",
+    "https://[::1/manifest.mpd", "HTTP://x:99999999/manifest.mpd", "http://[::1?q", "http://x:99999999",
+]
+
+
+@pytest.mark.parametrize("target", BAD_AUTHORITIES)
+def test_absolute_form_with_a_bad_authority_is_400(server, target):
+    st, h, _ = raw(server.port, f"GET {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    assert st == 400 and h.get("connection") == "close", (target, st)
+    assert raw(server.port, f"OPTIONS {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())[0] == 400
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+@pytest.mark.parametrize("target,status", [
+    ("http://t/manifest.mpd", 200), ("http://127.0.0.1:65535/manifest.mpd?x=1", 200),
+    ("http://[::1]:8080/manifest.mpd", 200), ("HTTP://t:/manifest.mpd", 200),
+    ("http://[fe80::1%25eth0]/manifest.mpd", 200), ("http://x:00080/manifest.mpd", 200),
+    ("https://my-host.example_1~/manifest.mpd", 200), ("http://t%41/manifest.mpd", 200),
+    ("http://t", 404), ("http://t?q", 404), ("http://t/nope", 404),
+])
+def test_absolute_form_with_a_good_authority(server, target, status):
+    assert raw(server.port, f"GET {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())[0] == status
+
+
+@pytest.mark.parametrize("host", ["t", "t:8000", "127.0.0.1:8000", "[::1]:8000", "[::1]", "t:", ""])
+def test_valid_host_headers(server, host):
+    st, _, body = raw(server.port, f"GET /manifest.mpd HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+    assert st == 200 and body == b"<MPD/>\n"
+
+
+@pytest.mark.parametrize("path,status", [
+    ("/" + "x" * 300, 404), ("/video/" + "x" * 256, 404), ("/" + "x" * 255, 404), ("/" + "%C3%A9" * 128, 404),
+    ("/" + "/".join(["y" * 250] * 20), 404),             # a path longer than PATH_MAX
+    ("/manifest.mpd/x", 404),                            # a path through a file (ENOTDIR)
+    ("/synthetic/" + "x" * 300 + "/0.mp4", 404),
+    ("/" + "x" * 300 + "/%2f", 400), ("/" + "x" * 300 + "/..", 403),   # syntax first, whatever the length
+])
+def test_long_or_impossible_paths(server, path, status):
+    """No file name is longer than NAME_MAX (255 bytes): such a path names nothing, 404 like any missing file."""
+    st, h, _ = raw(server.port, f"GET {path} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+    assert st == status, (path[:40], st)
+    assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+def test_open_errors_unit():
+    import errno
+    for e, status in [(errno.ENOENT, 404), (errno.ENAMETOOLONG, 404), (errno.ENOTDIR, 404), (errno.ELOOP, 404),
+                      (errno.EACCES, 403), (errno.EPERM, 403), (errno.EMFILE, 503), (errno.EIO, 500)]:
+        assert serve._open_error(OSError(e, os.strerror(e))).status == status
 
 
 @pytest.mark.parametrize("method,status", [("POST", 405), ("PUT", 405), ("DELETE", 405), ("BREW", 501)])
@@ -347,6 +452,76 @@ def test_truncated_and_idle_connections(server):
     for _ in range(3):
         socket.create_connection(("127.0.0.1", server.port)).close()
     assert get(server.port, "/manifest.mpd")[0] == 200
+
+
+class _Log:
+    """A thread-safe log sink for a server of a test's own."""
+    def __init__(self):
+        self.lines = []
+
+    def write(self, s):
+        self.lines.append(s)
+
+    def flush(self):
+        pass
+
+    def wait_for(self, pattern, timeout=5.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            hit = [ln for ln in "".join(self.lines).splitlines() if re.search(pattern, ln)]
+            if hit:
+                return hit
+            time.sleep(0.02)
+        raise AssertionError(f"no log line matches {pattern!r}: {self.lines[-5:]}")
+
+
+@pytest.fixture
+def logged_server(tree):
+    log = _Log()
+    s = serve.Server(str(tree[0]), port=0, log=log, idle_timeout=5.0)
+    s.start()
+    s.start_thread()
+    yield s, log
+    s.stop()
+
+
+def test_internal_error_is_a_500_and_a_log_line(logged_server, monkeypatch):
+    """A bug while answering (here: parse_range raising) gets a 500 and a log line, not a silent close."""
+    s, log = logged_server
+    def boom(value, total):
+        raise ValueError("boom")
+    monkeypatch.setattr(serve, "parse_range", boom)
+    st, h, body = raw(s.port, b"GET /video/0.mp4 HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1\r\n\r\n")
+    assert st == 500 and h["connection"] == "close" and b"boom" not in body
+    log.wait_for(r" GET /video/0\.mp4 range=bytes=0-1 500 0 [\d.]+ms internal error ValueError: boom$")
+    assert get(s.port, "/manifest.mpd")[0] == 200
+
+
+def test_aborted_response_is_logged(logged_server):
+    s, log = logged_server
+    c = socket.socket()
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    c.connect(("127.0.0.1", s.port))
+    c.sendall(b"GET /synthetic/has-testbed/7.mp4 HTTP/1.1\r\nHost: t\r\n\r\n")   # 206 MB
+    assert c.recv(100).startswith(b"HTTP/1.1 200 ")
+    time.sleep(0.1)
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    c.close()   # RST mid-body
+    [ln] = log.wait_for(r" GET /synthetic/has-testbed/7\.mp4 range=- 200 \d+ [\d.]+ms connection error ")
+    assert int(ln.split(" 200 ")[1].split()[0]) < 206_250_801
+
+
+def test_incomplete_request_head_is_logged(logged_server):
+    s, log = logged_server
+    c = socket.create_connection(("127.0.0.1", s.port))
+    c.sendall(b"GET /manifest.mpd HTT")
+    c.close()
+    log.wait_for(r" - - range=- - 0 [\d.]+ms incomplete request head \(21 bytes\) at EOF$")
+    for _ in range(3):   # connections that send nothing are no failure: no line
+        socket.create_connection(("127.0.0.1", s.port)).close()
+    assert get(s.port, "/manifest.mpd")[0] == 200
+    time.sleep(0.1)
+    assert sum("incomplete" in ln for ln in log.lines) == 1 and len(log.lines) == 2
 
 
 def test_request_log(server):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import ipaddress
 import json
 import os
 import re
@@ -34,11 +35,12 @@ import xml.etree.ElementTree as ET
 import zlib
 from email.utils import formatdate
 
-__all__ = ["Server", "parse_range", "resolve_path", "parse_tcp_info", "TCP_INFO_FIELDS", "synthetic_layout",
-           "pattern_bytes"]
+__all__ = ["Server", "parse_range", "resolve_path", "split_target", "check_authority", "parse_tcp_info",
+           "TCP_INFO_FIELDS", "synthetic_layout", "pattern_bytes"]
 
 MAX_HEAD = 16 * 1024          # request line + header fields, bytes
 MAX_HEADERS = 100             # header fields per request
+NAME_MAX = 255                # bytes in one file name (Linux); a longer path segment is 404
 MAX_RANGES = 64               # more ranges than this: Range is ignored (RFC 9110 14.2 allows it)
 MAX_SYNTH_SEGMENTS = 100_000
 CHUNK = 256 * 1024
@@ -67,6 +69,25 @@ class HttpError(Exception):
 # ----------------------------------------------------------------------------------------------------------
 # Range (RFC 9110 14.1.1, 14.2)
 
+_HUGE = 10 ** 19   # greater than any representation length (off_t is below 2**63 < 10**19)
+
+
+def _digits(s: str) -> int:
+    """The value of the ASCII digit string ``s``, or :data:`_HUGE` if it has more than 19 significant digits.
+
+    RFC 9110 14.1.1 puts no bound on the length of a first-pos, last-pos or suffix-length, and int() refuses
+    strings of more than 4300 digits (``sys.get_int_max_str_digits``). Any number of 20 or more significant
+    digits is larger than every representation, and that is all the range code needs to know about it."""
+    s = s.lstrip("0") or "0"
+    return int(s) if len(s) <= 19 else _HUGE
+
+
+def _digits_lt(a: str, b: str) -> bool:
+    """``int(a) < int(b)`` for ASCII digit strings of any length, without converting them."""
+    a, b = a.lstrip("0") or "0", b.lstrip("0") or "0"
+    return (len(a), a) < (len(b), b)
+
+
 def parse_range(value: str | None, total: int):
     """The ranges a ``Range`` header asks for, against a representation of ``total`` bytes.
 
@@ -74,32 +95,35 @@ def parse_range(value: str | None, total: int):
     than :data:`MAX_RANGES` ranges (the caller then ignores it and answers 200, which RFC 9110 14.2 allows);
     ``[]`` when it is valid but no range is satisfiable (416); otherwise a list of ``(first, last)`` inclusive
     byte positions, clamped to the representation, in the order asked for (not coalesced).
+    Positions may have any number of digits: one beyond the representation is handled as the number it is
+    (a first-pos past the end is unsatisfiable, a last-pos past the end is clamped, a suffix-length past
+    the start means the whole representation).
     """
     if value is None:
         return None
     unit, sep, spec = value.partition("=")
-    if not sep or unit.strip().lower() != "bytes":
+    if not sep or unit.strip(" \t").lower() != "bytes":
         return None
-    parts = [p.strip() for p in spec.split(",")]
+    parts = [p.strip(" \t") for p in spec.split(",")]
     parts = [p for p in parts if p]           # RFC 9110 5.6.1: empty list elements are ignored
     if not parts or len(parts) > MAX_RANGES:
         return None
     out = []
     for p in parts:
-        m = re.fullmatch(r"(\d*)-(\d*)", p)
+        m = re.fullmatch(r"([0-9]*)-([0-9]*)", p)
         if not m or (not m.group(1) and not m.group(2)):
             return None
         a, b = m.group(1), m.group(2)
         if a:
-            first = int(a)
-            last = int(b) if b else None
-            if last is not None and last < first:
+            if b and _digits_lt(b, a):
                 return None                     # invalid range-spec: the whole header is ignored
+            first = _digits(a)
+            last = _digits(b) if b else None
             if first >= total:
                 continue                         # unsatisfiable
             out.append((first, total - 1 if last is None else min(last, total - 1)))
         else:
-            n = int(b)
+            n = _digits(b)
             if n == 0 or total == 0:
                 continue
             out.append((max(0, total - n), total - 1))
@@ -134,7 +158,59 @@ def _decode_target(target: str) -> list[str]:
         if "\x00" in s or "/" in s or "\\" in s:
             raise HttpError(400, "forbidden character in the path")
         segs.append(s)
+    # no file has a name longer than NAME_MAX bytes: such a path names nothing (checked after the syntax
+    # checks above, so a malformed path is 400 whatever its length)
+    if any(len(s.encode("utf-8")) > NAME_MAX for s in segs):
+        raise HttpError(404, "path segment longer than 255 bytes", close=False)
     return segs
+
+
+_SCHEME = re.compile(r"(https?)://", re.IGNORECASE)
+_REG_NAME = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})+")
+_ZONE = re.compile(r"(?:[A-Za-z0-9\-._~]|%[0-9A-Fa-f]{2})+")
+
+
+def check_authority(auth: str, what: str = "authority") -> None:
+    """Raise HttpError(400) unless ``auth`` is ``host[:port]`` (RFC 3986 3.2, RFC 9110 4.2.1 and 4.2.4):
+    host a reg-name, an IPv4 address or a bracketed IPv6 literal (zone ID allowed, RFC 6874); port empty or
+    decimal up to 65535; no userinfo; not empty."""
+    if "@" in auth:
+        raise HttpError(400, f"userinfo in the {what}")
+    if auth.startswith("["):
+        end = auth.find("]")
+        if end < 0:
+            raise HttpError(400, f"unterminated IPv6 literal in the {what}")
+        addr, pct, zone = auth[1:end].partition("%")
+        if pct and not _ZONE.fullmatch(zone):     # "%25eth0" (RFC 6874) or the common raw "%eth0"
+            raise HttpError(400, f"bad IPv6 zone ID in the {what}")
+        try:
+            ipaddress.IPv6Address(addr)
+        except ValueError:
+            raise HttpError(400, f"bad IPv6 literal in the {what}") from None
+        rest = auth[end + 1:]
+        if rest and not rest.startswith(":"):
+            raise HttpError(400, f"bad {what}")
+        port = rest[1:]
+    else:
+        host, _, port = auth.partition(":")
+        if not _REG_NAME.fullmatch(host):
+            raise HttpError(400, f"bad or empty host in the {what}")
+    if port and (not (port.isascii() and port.isdigit()) or _digits(port) > 65535):
+        raise HttpError(400, f"bad port in the {what}")
+
+
+def split_target(target: str) -> str:
+    """The path of a request target (RFC 9112 3.2): origin form ``/p?q`` gives ``/p``, absolute form
+    ``http://authority/p?q`` gives ``/p`` (``/`` when there is no path) after :func:`check_authority`;
+    anything else (``*``, a relative path) comes back as it is, for the caller to refuse."""
+    path = target.split("?", 1)[0].split("#", 1)[0]
+    m = _SCHEME.match(target)
+    if m:
+        rest = target[m.end():]
+        cut = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+        check_authority(rest[:cut])
+        path = rest[cut:].split("?", 1)[0].split("#", 1)[0] or "/"
+    return path
 
 
 def _pct_decode(s: str) -> str:
@@ -155,6 +231,18 @@ def _pct_decode(s: str) -> str:
             out.append(c)
             i += 1
     return out.decode("utf-8")   # ValueError (UnicodeDecodeError) on bad UTF-8
+
+
+def _open_error(e: OSError) -> HttpError:
+    """The answer when opening a file under DIR fails: no such file (also: a path through a non-directory,
+    a name or path too long, a symlink loop) 404; permission 403; out of descriptors or memory 503; else 500."""
+    if e.errno in (errno.ENOENT, errno.ENOTDIR, errno.ENAMETOOLONG, errno.ELOOP):
+        return HttpError(404, "not found", close=False)
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return HttpError(403, "permission denied", close=False)
+    if e.errno in (errno.EMFILE, errno.ENFILE, errno.ENOMEM):
+        return HttpError(503, "out of file descriptors", close=False, headers=[("Retry-After", "1")])
+    return HttpError(500, f"cannot open: {e.strerror}", close=False)
 
 
 def resolve_path(root_real: str, segs: list[str]) -> str:
@@ -235,8 +323,8 @@ def synthetic_mpd(video: dict) -> bytes:
     return buf.getvalue() + b"\n"
 
 
-_VARIANT = re.compile(r"s(\d{1,9})-n(\d{1,6})")
-_RUNG = re.compile(r"(0|[1-9]\d{0,3})\.mp4")
+_VARIANT = re.compile(r"s([0-9]{1,9})-n([0-9]{1,6})")     # ASCII digits only: no "s١-n٤" aliases
+_RUNG = re.compile(r"(0|[1-9][0-9]{0,3})\.mp4")
 
 
 def _synthetic(segs: list[str]):
@@ -356,10 +444,14 @@ def get_cc(sock: socket.socket) -> str:
 # The server
 
 class _Conn:
-    __slots__ = ("id", "sock", "peer", "cc", "opened")
+    """One connection. ``req``: ``[method, target, range, t0]`` of the request being answered (None between
+    requests); ``status``: the status of the response being sent (None before its head); ``sent``: body
+    bytes handed to the kernel so far. A connection that fails mid-request is logged from these."""
+    __slots__ = ("id", "sock", "peer", "cc", "opened", "req", "status", "sent")
 
     def __init__(self, cid, sock, peer):
         self.id, self.sock, self.peer, self.cc, self.opened = cid, sock, peer, None, time.monotonic()
+        self.req, self.status, self.sent = None, None, 0
 
 
 class Server:
@@ -482,10 +574,17 @@ class Server:
         t = threading.Thread(target=self._serve_conn, args=(conn,), name=f"qoelab-serve-{conn.id}", daemon=True)
         try:
             t.start()
-        except RuntimeError:     # no more threads: drop this connection, keep accepting
+        except RuntimeError:     # no more threads: refuse it like a connection over the limit, keep accepting
             with self._lock:
                 self.conns.pop(conn.id, None)
+            try:
+                sock.settimeout(1.0)
+                sock.sendall(self._head(503, [("Content-Length", "0"), ("Connection", "close"),
+                                              ("Retry-After", "1")]))
+            except OSError:
+                pass
             sock.close()
+            self._log_line(peer, "-", "-", "-", 503, 0, 0.0, note="cannot start a thread")
 
     def _serve_conn(self, conn: _Conn) -> None:
         sock = conn.sock
@@ -495,15 +594,19 @@ class Server:
             while not self._stop.is_set():
                 head = self._read_head(sock, buf)
                 if head is None:
+                    if buf.strip(b"\r\n"):      # EOF inside a request head
+                        self._log_line(conn.peer, "-", "-", None, "-", 0, 0.0,
+                                       note=f"incomplete request head ({len(buf)} bytes) at EOF")
                     return
                 t0 = time.monotonic()
                 keep = self._handle(conn, head, buf, t0)
                 if not keep:
                     return
-        except (OSError, ValueError):   # reset, timeout, broken pipe: the connection just ends
+        except OSError as e:            # reset, timeout, broken pipe: the connection just ends ...
+            self._log_failure(conn, buf, f"connection error {type(e).__name__}: {e}")   # ... logged if mid-request
             return
-        except Exception as e:          # a bug: say so in the log, end this connection, keep serving
-            self._log_line(conn.peer, "-", "-", None, 500, 0, 0.0, note=f"internal error {type(e).__name__}: {e}")
+        except Exception as e:          # a bug: a 500 if nothing was sent yet, a log line, end this connection
+            self._internal_error(conn, e)
             return
         finally:
             if self._info_file is not None:
@@ -538,14 +641,49 @@ class Server:
                 return None
             buf += data
 
+    def _log_failure(self, conn: _Conn, buf: bytearray, note: str) -> None:
+        """Log a connection that ended with an OSError: mid-request (with what was sent) or inside a request
+        head. Between requests (idle timeout, the client closing or resetting) it is an ordinary end: no line."""
+        if conn.req is not None:
+            method, target, rng, t0 = conn.req
+            status = conn.status if conn.status is not None else "-"
+            self._log_line(conn.peer, method, target, rng, status, conn.sent, time.monotonic() - t0, note=note)
+        elif buf.strip(b"\r\n"):
+            self._log_line(conn.peer, "-", "-", None, "-", 0, 0.0,
+                           note=f"incomplete request head ({len(buf)} bytes): {note}")
+
+    def _internal_error(self, conn: _Conn, e: Exception) -> None:
+        method, target, rng, t0 = conn.req if conn.req is not None else ("-", "-", None, time.monotonic())
+        status = conn.status if conn.req is not None else None     # (a finished request's status is stale)
+        if status is None:       # no response started: tell the client
+            status = 500
+            body = b"500 Internal Server Error: internal error\n"
+            hdrs = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body))),
+                    ("Connection", "close")]
+            try:
+                conn.sock.sendall(self._head(500, hdrs) + (b"" if method == "HEAD" else body))
+            except OSError:
+                pass
+        self._log_line(conn.peer, method, target, rng, status, conn.sent, time.monotonic() - t0,
+                       note=f"internal error {type(e).__name__}: {e}")
+
     # -- one request
     def _handle(self, conn: _Conn, head, buf: bytearray, t0: float) -> bool:
+        """Answer one request; True if the connection goes on. An exception leaves ``conn.req`` set, so the
+        caller can log the request that failed."""
+        conn.req, conn.status, conn.sent = ["-", "-", None, t0], None, 0
+        keep = self._handle_request(conn, head, buf, t0)
+        conn.req = None
+        return keep
+
+    def _handle_request(self, conn: _Conn, head, buf: bytearray, t0: float) -> bool:
         method, target, rng, keep = "-", "-", None, False
         try:
             if isinstance(head, HttpError):
                 raise head
             method, target, version, headers = self._parse_head(head)
             rng = headers.get("range")
+            conn.req = [method, target, rng, t0]
             self._skip_body(conn.sock, buf, headers)
             keep = self._keep_alive(version, headers)
             self._check_method(method)
@@ -558,12 +696,16 @@ class Server:
             hdrs = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))] + e.headers
             if close:
                 hdrs.append(("Connection", "close"))
+            conn.status = e.status
             conn.sock.sendall(self._head(e.status, hdrs) + (b"" if method == "HEAD" else body))
             self._log_line(conn.peer, method, target, rng, e.status, 0, time.monotonic() - t0)
             return not close
 
     def _parse_head(self, head: bytes):
         lines = re.split(rb"\r?\n", head)
+        if b"\r" in head.replace(b"\r\n", b""):
+            # RFC 9112 2.2: a bare CR must be treated as invalid or replaced with SP; rejected, like NUL
+            raise HttpError(400, "bare CR in the request head")
         try:
             reqline = lines[0].decode("ascii")
         except UnicodeDecodeError:
@@ -601,6 +743,8 @@ class Server:
             raise HttpError(400, "HTTP/1.1 request needs exactly one Host header")
         if counts.get("host", 0) > 1:
             raise HttpError(400, "more than one Host header")
+        if headers.get("host"):        # RFC 9112 3.2: an invalid Host field value is a 400 (empty is allowed)
+            check_authority(headers["host"], "Host header")
         return method, target, version, headers
 
     @staticmethod
@@ -641,14 +785,12 @@ class Server:
         return True
 
     def _respond(self, conn: _Conn, method: str, target: str, headers: dict, keep: bool, t0: float) -> bool:
-        path = target.split("?", 1)[0].split("#", 1)[0]
-        if path.startswith(("http://", "https://")):   # absolute-form (RFC 9112 3.2.2)
-            rest = path.split("://", 1)[1]
-            path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+        path = split_target(target)     # absolute form (RFC 9112 3.2.2): the authority checked, then dropped
         if method == "OPTIONS":
             hdrs = [("Allow", ALLOWED), ("Access-Control-Allow-Methods", ALLOWED),
                     ("Access-Control-Allow-Headers", "Range"), ("Access-Control-Max-Age", "86400"),
                     ("Content-Length", "0")]
+            conn.status = 204
             conn.sock.sendall(self._head(204, hdrs, keep))
             self._log_line(conn.peer, method, target, headers.get("range"), 204, 0, time.monotonic() - t0)
             return True
@@ -670,10 +812,8 @@ class Server:
             real = resolve_path(self.root, segs)
             try:
                 fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-            except FileNotFoundError:
-                raise HttpError(404, "not found", close=False) from None
-            except OSError:
-                raise HttpError(403, "cannot open", close=False) from None
+            except OSError as e:
+                raise _open_error(e) from None
             f = os.fdopen(fd, "rb")
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -729,7 +869,7 @@ class Server:
             hdrs = [("Content-Type", f"multipart/byteranges; boundary={boundary}"), ("Content-Length", str(length))]
         body_len = sum((len(p[0]) if p[0] else 0) + p[2] for p in pieces)
         head = self._head(status, hdrs + common, keep)
-        sent = 0
+        conn.status = status
         if method == "HEAD" or body_len == 0:
             sock.sendall(head)
         else:
@@ -738,20 +878,23 @@ class Server:
                 if pre:
                     sock.sendall(pre, socket.MSG_MORE)
                 if n:
-                    self._send_body(sock, src, off, n)
-                    sent += n
-        self._log_line(conn.peer, method, target, headers.get("range"), status, sent, time.monotonic() - t0)
+                    self._send_body(conn, src, off, n)
+        self._log_line(conn.peer, method, target, headers.get("range"), status, conn.sent, time.monotonic() - t0)
         return True
 
     @staticmethod
-    def _send_body(sock, src, off: int, n: int) -> None:
+    def _send_body(conn: _Conn, src, off: int, n: int) -> None:
+        """Send ``n`` bytes of ``src`` from ``off``, counting them in ``conn.sent``."""
+        sock = conn.sock
         kind, obj = src
         if kind == "file":
             done = sock.sendfile(obj, off, n)
+            conn.sent += done
             if done != n:   # the file shrank under us: the framing is broken, close
                 raise OSError("short file")
         elif kind == "bytes":
             sock.sendall(memoryview(obj)[off:off + n])
+            conn.sent += n
         elif kind == "media":
             from qoelab.video.playable import rung_bytes
             video, r, (ladder, variant) = obj
@@ -761,6 +904,7 @@ class Server:
             while n > 0:
                 k = min(n, 4 * CHUNK)
                 sock.sendall(rung_bytes(video, r, off, k, segment=seg))
+                conn.sent += k
                 off += k
                 n -= k
         else:
@@ -768,6 +912,7 @@ class Server:
                 k = min(n, CHUNK)
                 s = off % _PERIOD
                 sock.sendall(memoryview(_PATTERN)[s:s + k])
+                conn.sent += k
                 off += k
                 n -= k
 
@@ -789,6 +934,8 @@ class Server:
         tgt = target if len(target) <= 200 else target[:200] + "..."
         tgt = tgt.encode("unicode_escape").decode("ascii").replace(" ", "%20")
         r = (rng or "-").replace(" ", "")[:100].encode("unicode_escape").decode("ascii")
+        if note:    # exception texts may quote request bytes: one line, printable, bounded
+            note = note[:300].encode("unicode_escape").decode("ascii")
         line = (f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {who} {method} {tgt} range={r} {status} {nbytes} "
                 f"{dur_s * 1000:.1f}ms{' ' + note if note else ''}\n")
         with self._log_lock:
@@ -851,16 +998,16 @@ def add_parser(sub) -> None:
 
 def _port(s):
     import argparse
-    if not s.isdigit() or int(s) > 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, found {s!r}")
-    return int(s)
+    if not (s.isascii() and s.isdigit()) or _digits(s) > 65535:     # isdigit() alone accepts "²", "٣"
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, found {s[:40]!r}")
+    return _digits(s)
 
 
 def _pos_int(s):
     import argparse
-    if not s.isdigit() or int(s) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, found {s!r}")
-    return int(s)
+    if not (s.isascii() and s.isdigit()) or _digits(s) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, found {s[:40]!r}")
+    return _digits(s)
 
 
 def _interval(s):
