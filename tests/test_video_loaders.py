@@ -78,6 +78,13 @@ def test_sabre_movie_round_trip(tmp_path):
     ('{"segment_duration_ms": 3000, "bitrates_kbps": [100]}', "segment_sizes_bits", "key segment_sizes_bits"),
     ('{"segment_duration_ms": 3000,\n "bitrates_kbps": [100] "x": 1}', "2:", "valid JSON"),
     ('[1, 2]', "1", "a JSON object"),
+    # values whose conversion to ns, bit/s or bytes overflowed (internal errors before)
+    ('{"segment_duration_ms": 1e308, "bitrates_kbps": [100], "segment_sizes_bits": [[1]]}',
+     "1:segment_duration_ms", "<= 3600000"),
+    ('{"segment_duration_ms": 3000, "bitrates_kbps": [100, 1e308], "segment_sizes_bits": [[1, 2]]}',
+     "1:bitrates_kbps[1]", "<= 1000000000"),
+    ('{"segment_duration_ms": 3000, "bitrates_kbps": [100], "segment_sizes_bits": [[1e300]]}',
+     "1:segment_sizes_bits[0][0]", "<= 8000000000000"),
 ])
 def test_sabre_movie_errors(tmp_path, doc, where, needle):
     p = write(tmp_path, "m.json", doc)

@@ -118,14 +118,16 @@ def load_sabre_movie(path: str, name: str | None = None) -> dict:
         if key not in doc:
             raise InputError(path, key, f"key {key}", "nothing")
     d = doc["segment_duration_ms"]
-    if not _is_num(d) or d <= 0:
-        raise InputError(path, where("segment_duration_ms"), "a number of ms > 0", json.dumps(d))
+    if not _is_num(d) or d <= 0 or d * NS_PER_MS > MAX_SEGMENT_NS:
+        raise InputError(path, where("segment_duration_ms"), f"a number of ms > 0 and <= {MAX_SEGMENT_NS // NS_PER_MS}",
+                         json.dumps(d))
     br = doc["bitrates_kbps"]
     if not isinstance(br, list) or not br:
         raise InputError(path, where("bitrates_kbps"), "a non-empty list of kbit/s", json.dumps(br)[:40])
     for i, x in enumerate(br):
-        if not _is_num(x) or x <= 0:
-            raise InputError(path, where("bitrates_kbps", f"[{i}]"), "a number of kbit/s > 0", json.dumps(x))
+        if not _is_num(x) or x <= 0 or x * 1000 > MAX_BITRATE_BPS:
+            raise InputError(path, where("bitrates_kbps", f"[{i}]"),
+                             f"a number of kbit/s > 0 and <= {MAX_BITRATE_BPS // 1000}", json.dumps(x))
         if i and x <= br[i - 1]:
             raise InputError(path, where("bitrates_kbps", f"[{i}]"),
                              f"strictly ascending bitrates (> {br[i - 1]})", json.dumps(x))
@@ -141,9 +143,9 @@ def load_sabre_movie(path: str, name: str | None = None) -> dict:
                              f"{len(br)} sizes (one per bitrate)", str(n))
         out = []
         for j, x in enumerate(row):
-            if not _is_num(x) or x < 0:
-                raise InputError(path, where("segment_sizes_bits", f"[{i}][{j}]"), "a number of bits >= 0",
-                                 json.dumps(x))
+            if not _is_num(x) or x < 0 or x > 8 * MAX_SEGMENT_BYTES:
+                raise InputError(path, where("segment_sizes_bits", f"[{i}][{j}]"),
+                                 f"a number of bits >= 0 and <= {8 * MAX_SEGMENT_BYTES}", json.dumps(x))
             out.append(math.ceil(x / 8))
         sizes.append(out)
     video = make_video(name or _stem(path), round(d * NS_PER_MS), [round(x * 1000) for x in br], sizes)
