@@ -96,3 +96,203 @@ def test_trace_mode_with_trace_file_needs_no_rate_up(tmp_path):
     s = _run(tmp_path, text)
     (c,) = s["clients"]
     assert c["segments"] > 0
+
+
+# --- limits of memory and run time (docs/scenario-format.md, "Limits"): each is checked when the
+# scenario loads, so `validate` refuses what `run` could not finish; nothing here runs a simulation.
+
+import os  # noqa: E402
+
+import pytest  # noqa: E402
+
+from qoelab import scenario  # noqa: E402
+from qoelab.errors import InputError  # noqa: E402
+
+BASE = """
+[scenario]
+duration = "{dur}"
+[topology]
+rate = "{rate}"
+{topo}
+"""
+
+
+def _scn(dur="10s", rate="10Mbps", topo="", body=""):
+    return BASE.format(dur=dur, rate=rate, topo=topo) + body
+
+
+def _err(tmp_path, text, files=None):
+    """The one-line error of loading `text` (as `qoelab validate` does), or None if it loads."""
+    for name, content in (files or {}).items():
+        (tmp_path / name).write_text(content)
+    p = tmp_path / "s.toml"
+    p.write_text(text)
+    try:
+        scenario.load(str(p), standalone=True)
+    except InputError as e:
+        line = str(e)
+        assert "\n" not in line and len(line) < 700, line
+        assert line.startswith(f"{p}:"), line
+        return line[len(str(p)) + 1:]
+    return None
+
+
+def _where(err):
+    return err.split(": ", 1)[0]
+
+
+def test_cbr_rate_the_clock_cannot_honour(tmp_path):
+    topo = 'access_rate = "100000Gbps"\nrtt = "1ms"'
+    for rate in ("100000Gbps", "10000Gbps"):  # 0.12 ns per packet; 1.2 ns rounded up to 2 ns (6 Tbit/s)
+        e = _err(tmp_path, _scn("10ms", "100000Gbps", topo, f'[[flow]]\nkind = "cbr"\nrate = "{rate}"\n'))
+        assert _where(e) == "flow[0].rate" and "1 ns" in e and "12000Gbps" in e, e
+    # exactly 1 ns per 1500-byte packet, and a 28-byte packet every 2 ns
+    assert _err(tmp_path, _scn("10ms", "100000Gbps", topo, '[[flow]]\nkind = "cbr"\nrate = "12000Gbps"\n')) is None
+    assert _err(tmp_path, _scn("10ms", "100000Gbps", topo,
+                               '[[flow]]\nkind = "cbr"\nrate = "112Gbps"\npacket_size = 28\n')) is None
+
+
+def test_packets_in_flight_on_a_link(tmp_path):
+    big = 'access_rate = "100000Gbps"'
+    bulk = '[[flow]]\nkind = "bulk"\n'
+    # the probe's 100 Tbit/s with the default 40 ms RTT: 2 x 10^7 packets on the access link
+    e = _err(tmp_path, _scn("1s", "100000Gbps", big, bulk))
+    assert _where(e) == "topology.access_rate" and "packets in flight" in e and "8,000,000" in e, e
+    e = _err(tmp_path, _scn("1s", "100000Gbps", big + '\nrtt = "60s"', bulk))
+    assert _where(e) == "topology.rtt", e
+    e = _err(tmp_path, _scn("1s", "100000Gbps", big, bulk + 'rtt = "2s"\n'))
+    assert _where(e) == "flow[0].rtt", e
+    e = _err(tmp_path, _scn("1s", "100000Gbps", 'delay = "1s"\nrtt = "2s"', bulk))
+    assert _where(e) == "topology.delay", e
+    # a slow CBR of small packets over a long path is counted at its own rate
+    assert _err(tmp_path, _scn("1s", "1Gbps", 'rtt = "60s"',
+                               '[[flow]]\nkind = "cbr"\nrate = "1Mbps"\npacket_size = 28\n')) is None
+
+
+def test_cbr_and_onoff_work_per_run(tmp_path):
+    # 1 Gbit/s of CBR for a week: 5 x 10^10 packets
+    e = _err(tmp_path, _scn("168h", "1Gbps", "", '[[flow]]\nkind = "cbr"\nrate = "1Gbps"\n[output]\ntables = []\n'))
+    assert _where(e) == "flow[0].rate" and "1,000,000,000 CBR packets" in e, e
+    onoff = '[[flow]]\nkind = "onoff"\nsize = "1B"\nperiod = "{}"\n'
+    e = _err(tmp_path, _scn(body=onoff.format("1ns")))
+    assert _where(e) == "flow[0].period" and "100,000,000 writes" in e, e
+    assert _err(tmp_path, _scn(body=onoff.format("1ms"))) is None
+    # the total over entries: the second crosses it
+    e = _err(tmp_path, _scn(body=onoff.format("150ns") + onoff.format("150ns")))
+    assert _where(e) == "flow[1].period", e
+
+
+@pytest.mark.parametrize("body,key", [
+    ('[[flow]]\nkind = "bulk"\ncount = 16000\n', "flow[0].count"),
+    ('[[page]]\nhandcrafted = "mixed"\ncount = 32000\n', "page[0].count"),
+    ('[[client]]\ncount = 7500\n', "client[0].count"),
+    ('[[flow]]\nkind = "cbr"\nrate = "1Mbps"\ncount = 7000\n[[flow]]\nkind = "cbr"\nrate = "1Mbps"\ncount = 500\n',
+     "flow[1].count"),
+])
+def test_node_count_bounds_the_routing_table(tmp_path, body, key):
+    e = _err(tmp_path, _scn(body=body))
+    assert _where(e) == key and "15,000 nodes" in e and "square of the nodes" in e, e
+
+
+def test_node_count_of_many_entries_and_hops(tmp_path):
+    e = _err(tmp_path, _scn("1s", body='[[flow]]\nkind = "cbr"\nrate = "1Mbps"\n' * 7500))
+    assert _where(e) == "flow[7499]" and "15,002" in e, e
+    chain = '[scenario]\nduration = "1s"\n[topology]\nkind = "chain"\n' + '[[topology.hop]]\nrate = "1Mbps"\n' * 15000
+    e = _err(tmp_path, chain + '[[flow]]\nkind = "bulk"\n')
+    assert _where(e) == "topology.hop", e
+
+
+def test_web_flows_and_sessions_over_the_run(tmp_path):
+    web = '[[flow]]\nkind = "web"\narrival_rate = {}\n'
+    assert _err(tmp_path, _scn("1s", body=web.format(200000.0))) is None
+    e = _err(tmp_path, _scn("1s", body=web.format(200001.0)))
+    assert _where(e) == "flow[0].arrival_rate" and "200,000 web flows" in e, e
+    e = _err(tmp_path, _scn("1s", body=web.format(150000.0) + web.format(150000.0)))
+    assert _where(e) == "flow[1].arrival_rate", e
+    e = _err(tmp_path, _scn("1s", body=web.format(150000.0) + "count = 2\n"))
+    assert _where(e) == "flow[0].arrival_rate", e
+    e = _err(tmp_path, _scn("10s", body="[[client]]\narrival_rate = 9990.0\n"))
+    assert _where(e) == "client[0].arrival_rate" and "10,000 video sessions" in e, e
+    assert _err(tmp_path, _scn("10s", body="[[client]]\narrival_rate = 999.0\n")) is None
+
+
+def test_client_video_copies(tmp_path):
+    # every client and session holds its own copy of its video: 200 x 100,000 segments x 8 rungs
+    e = _err(tmp_path, _scn(body='[[client]]\ncount = 200\nvideo_duration = "200000s"\n'))
+    assert _where(e) == "client[0].count" and "30,000,000 video values" in e, e
+    e = _err(tmp_path, _scn(body='[[client]]\narrival_rate = 100.0\nvideo_duration = "20000s"\n'))
+    assert _where(e) == "client[0].arrival_rate" and "video values" in e, e
+
+
+def test_page_objects_over_all_copies(tmp_path):
+    entries = ",".join('{"startedDateTime": "2015-12-07T10:00:00.%06d+00:00", "time": 1.0, '
+                       '"request": {"url": "http://h.example/o%d"}, "response": {"bodySize": 1000}}' % (i, i)
+                       for i in range(2000))
+    e = _err(tmp_path, _scn(body='[[page]]\nhar = "p.har"\ncount = 501\n'), {"p.har": '{"log": {"entries": [%s]}}'
+                                                                              % entries})
+    assert _where(e) == "page[0].count" and "1,000,000 page objects" in e, e
+
+
+def test_pcap_size(tmp_path):
+    pcap = '[[flow]]\nkind = "bulk"\n[output]\npcap = "bottleneck"\n'
+    e = _err(tmp_path, _scn("600s", "10Gbps", "", pcap))
+    assert _where(e) == "output.pcap" and "1 GiB" in e, e
+    assert _err(tmp_path, _scn("60s", "100Mbps", "", pcap)) is None
+
+
+def test_sampled_rows(tmp_path):
+    e = _err(tmp_path, _scn("12h", body='[[flow]]\nkind = "bulk"\ncount = 4\n'))
+    assert _where(e) == "scenario.duration" and "2,500,000 rows" in e, e
+    assert _err(tmp_path, _scn("1h", body='[[flow]]\nkind = "bulk"\ncount = 4\n')) is None
+
+
+def test_error_lines_stay_short(tmp_path):
+    e = _err(tmp_path, _scn(topo='buffer = "1e300bdp"', body="[[flow]]\n"))
+    assert _where(e) == "topology.buffer" and "1e300bdp" in e and "e+301" in e and len(e) < 150, e
+    e = _err(tmp_path, _scn(body='[[client]]\n[client.data_plane]\nkind = "sprint"\neps = 1e300\n'))
+    assert _where(e) == "client[0].data_plane.eps" and "1.00e+300" in e and len(e) < 150, e
+    e = _err(tmp_path, _scn(rate="9" * 5000 + "Mbps", body="[[flow]]\n"))
+    assert _where(e) == "topology.rate" and len(e) < 300, e
+    e = _err(tmp_path, _scn(body="[[flow]]\ncount = 1" + "0" * 300 + "\n"))
+    assert _where(e) == "flow[0].count" and len(e) < 200, e
+    e = _err(tmp_path, _scn(body='[[flow]]\nkind = "' + "x" * 5000 + '"\n'))
+    assert _where(e) == "flow[0].kind" and len(e) < 300, e
+
+
+@pytest.mark.parametrize("body,key", [
+    ('[[flow]]\nname = "a"\n[[flow]]\nname = "a"\n', "flow[1].name"),
+    ('[[flow]]\nname = "a"\ncount = 2\n[[flow]]\nname = "a"\n', "flow[1].name"),
+    ('[[flow]]\nname = "a"\ncount = 2\n[[flow]]\nname = "a-1"\n', "flow[1].name"),
+    ('[[client]]\nname = "a"\ncount = 2\n[[client]]\nname = "a-1"\n', "client[1].name"),
+    ('[[client]]\nname = "a"\ncount = 2\n[[client]]\nname = "a"\n', "client[1].name"),
+    ('[[flow]]\nname = "a"\n[[client]]\nname = "a"\n', "client[0].name"),
+    ('[[page]]\nname = "a"\nhandcrafted = "mixed"\n[[page]]\nname = "a"\nhandcrafted = "mixed"\n', "page[1].name"),
+    ('[[flow]]\nname = "router"\n', "flow[0].name"),  # the dumbbell's router-server / router-client
+])
+def test_duplicate_names(tmp_path, body, key):
+    e = _err(tmp_path, _scn(body=body))
+    assert _where(e) == key, e
+
+
+def test_distinct_names_and_default_names_load(tmp_path):
+    body = ('[[flow]]\ncount = 2\n[[flow]]\nkind = "cbr"\nrate = "1Mbps"\n[[flow]]\nname = "a"\ncount = 2\n'
+            '[[client]]\ncount = 2\n[[client]]\nname = "b"\n[[page]]\nhandcrafted = "mixed"\n')
+    assert _err(tmp_path, _scn(body=body)) is None
+
+
+def test_scenario_file_must_be_a_small_regular_file(tmp_path):
+    for argv in (["validate", "/dev/zero"], ["run", "/dev/zero", "--out", str(tmp_path / "o")],
+                 ["validate", str(tmp_path)]):
+        r = qoelab_cli(*argv)
+        assert r.returncode == 2, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert argv[1] in line and "a regular file" in line, line
+    assert not (tmp_path / "o").exists()
+    p = tmp_path / "big.toml"
+    p.write_text(_scn(body="[[flow]]\n") + "#" * (16 * 2**20) + "\n")
+    with pytest.raises(InputError) as e:
+        scenario.load(str(p))
+    assert "at most 16 MiB" in str(e.value) and str(p) in str(e.value)
+    p.write_text(_scn(body="[[flow]]\n") + "#" * (2**20) + "\n")  # a long comment is fine
+    assert scenario.load(str(p)).config["duration"] == 10**10
+    assert os.path.getsize(p) > 2**20

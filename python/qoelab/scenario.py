@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 
@@ -28,10 +29,39 @@ MAX_DELAY_NS = 60 * 10**9                     # RTTs, propagation delays
 MIN_LINK_RATE_BPS = 1_000                     # below this one 1500-byte packet takes 12 s
 MIN_SAMPLE_INTERVAL_NS = 1_000_000
 MAX_SAMPLES = 10_000_000                      # duration / sample_interval
-MAX_NODES = 65_535
+# The routing table holds 4 bytes per (node, node) pair (compute_routes in the core): 15,000
+# nodes are 0.9 GB (`validate` of 16,002 nodes measured 1.1 GB of RSS, 32,002 nodes aborted at 4 GB).
+MAX_NODES = 15_000
 MAX_SEGMENTS = 100_000                        # segments of one video
-MAX_WEB_ARRIVALS = 1_000_000                  # expected web flows of one [[flow]] over the run
-MAX_SESSIONS = 100_000                        # expected video sessions of one [[client]]
+# Web flows keep their state to the end of the run: 2 x 10^5 flows in 1 s measured 1.0 GB of RSS
+# (10^5: 0.58 GB; 10^6 aborted at 3.2 GB).
+MAX_WEB_ARRIVALS = 200_000                    # expected web flows of all [[flow]] kind = "web" over the run
+# Every session (and client) holds its own copy of the video: 10^4 sessions of the default 300 x 8 video
+# measured 1.29 GB (~60 KB + ~26 bytes per segment and rung of the video each; 200 clients of a
+# 100,000-segment video aborted `validate` at 4 GB).
+MAX_SESSIONS = 10_000                         # expected video sessions of all [[client]] arrival_rate
+# 10^4 sessions of a 500 x 8 video (4 x 10^7 values) measured 1.56 GB; the default video (300 x 8) fits
+# 10^4 sessions.
+MAX_CLIENT_VIDEO_VALUES = 30_000_000          # segments x rungs of the videos of all clients and sessions
+# Total page objects over all [[page]] copies: 10^6 objects (50 x a 20,000-object HAR) measured
+# 1.14 GB of RSS in `run` (0.43 GB in `validate`).
+MAX_PAGE_OBJECTS_TOTAL = 1_000_000
+# A packet in a link's delay line is 96 bytes (the 88-byte Packet and its exit time) in a VecDeque
+# that doubles: 8 x 10^6 packets in flight are a 0.8 GB buffer (1.2 GB while it grows; a 12 Tbit/s
+# CBR flow over an 8 ms access link, exactly at the limit, measured 0.82 GB of RSS; 100 Tbit/s
+# over 30 s aborted at 6 GiB). The engine's clock is 1 ns: a link sends at most one packet per ns.
+MAX_PACKETS_IN_FLIGHT = 8_000_000             # rate x delay / packet size of each link
+MAX_PACKETS_PER_NS = 1                        # packets a link can serialize per ns (tx_time >= 1 ns)
+# A pcap is built in memory (a Vec that doubles) and copied once into Python: a 1 GiB file needs
+# up to ~2.5 GB (at the limit, 1 Gbit/s both ways for 94 s, the estimate's data + ACK records give
+# a 0.53 GB file and 1.06 GB of RSS; 40 Gbit/s for 600 s aborted). Records are 16 (header) + 20 (IP)
+# + 8 (UDP) or 32 (TCP with timestamps) bytes, up to 28 more with SACK blocks; payload is not captured.
+MAX_PCAP_BYTES = 2**30
+PCAP_RECORD_BYTES = 68                        # header + IP + TCP with the timestamp option
+# Writes of onoff flows (one engine event and one TCP write each, ~0.5 us of CPU): 10^8 is ~1 min.
+MAX_ONOFF_WRITES = 100_000_000
+# Packets of CBR flows: 2 x 10^7 packets of a 12 Tbit/s CBR flow took 2.3 s; 10^9 are ~2 min.
+MAX_CBR_PACKETS = 1_000_000_000
 U64_MAX = 2**64 - 1
 I64_MAX = 2**63 - 1
 
@@ -82,6 +112,9 @@ class _Section:
             return conv(v)
         except (ValueError, TypeError, OverflowError) as e:
             msg = str(e)
+            if isinstance(v, str) and len(v) > MAX_SHOWN:  # a parser's message quoting the whole value
+                msg = msg.replace(repr(v), _show(v)).replace(json.dumps(v), _show(v))
+            msg = _compact(msg)
             raise InputError(self.src, self.key(k), message=msg[0].lower() + msg[1:] if msg else "invalid") from None
 
     def str(self, k, default=None, required=False, choices=None):
@@ -149,12 +182,54 @@ def _did_you_mean(k, known) -> str:
 
 def _show(v) -> str:
     if isinstance(v, str):
-        return json.dumps(v)
+        if len(v) <= MAX_SHOWN:
+            return json.dumps(v)
+        head = v[:MAX_SHOWN - 20]
+        m = re.search(r"\d{16}", head)
+        if m:  # shown as typed, not shortened again as a long number
+            head = head[:m.start() + 15]
+        return json.dumps(head) + f"... ({len(v):,} characters)"
     if isinstance(v, dict):
         return "a table"
     if isinstance(v, list):
         return "a list"
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**15:
+        return _sci(str(v))
     return json.dumps(v) if isinstance(v, (bool, int, float)) else repr(v)
+
+
+# Error lines stay short whatever the input holds: values are shown with at most MAX_SHOWN
+# characters, numbers of more than 15 digits in scientific notation (`1e300bdp` is not echoed as
+# its 300 digits of packets).
+MAX_SHOWN = 80
+MAX_ERROR_PART = 1000
+
+
+def _sci(digits: str) -> str:
+    """A long run of digits (an integer, or one with a fraction) as `d.dde+N`."""
+    sign = "-" if digits.startswith("-") else ""
+    whole = digits.lstrip("-").split(".")[0].lstrip("0") or "0"
+    if len(whole) <= 15:
+        return digits
+    return f"{sign}{whole[0]}.{whole[1:3]}e+{len(whole) - 1}"
+
+
+def _compact(text):
+    """`text` with long numbers in scientific notation and at most MAX_ERROR_PART characters."""
+    if not isinstance(text, str):
+        return text
+    text = re.sub(r"-?\d{16,}(?:\.\d+)?", lambda m: _sci(m.group()), text)
+    if len(text) > MAX_ERROR_PART:
+        text = text[:MAX_ERROR_PART - 20] + f"... ({len(text):,} characters)"
+    return text
+
+
+def _compact_error(e: InputError) -> InputError:
+    parts = (e.where, e.expected, e.found, e.message)
+    short = tuple(_compact(x) for x in parts)
+    if short == parts:
+        return e
+    return InputError(e.path, *short)
 
 
 def _link_rate(v) -> int:
@@ -240,11 +315,7 @@ class Scenario:
 def load(path: str, standalone: bool = False, real: bool = False) -> Scenario:
     """Read and validate a scenario TOML file. `standalone` (the CLI): no ABR classes will be
     given at run time, so a bare `python:<name>` ABR is an error now rather than at run time."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
+    raw = _read_scenario_file(path)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -268,12 +339,47 @@ def load(path: str, standalone: bool = False, real: bool = False) -> Scenario:
         raise InputError(path, None, message="values nested too deeply") from None
 
 
+#: Largest scenario file (a scenario is a few KB; this refuses /dev/zero and mistaken data files
+#: before they are read into memory).
+MAX_SCENARIO_FILE_BYTES = 16 * 2**20
+
+
+def _read_scenario_file(path: str) -> bytes:
+    """The bytes of scenario file `path`: a regular file of at most MAX_SCENARIO_FILE_BYTES (not a
+    folder, a device such as /dev/zero or a FIFO, which could be endless)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
+        raise InputError(path, None, "a regular file (a scenario TOML file)", what)
+    expected = "a scenario file of at most 16 MiB"
+    if st.st_size > MAX_SCENARIO_FILE_BYTES:
+        raise InputError(path, None, expected, f"{st.st_size:,} bytes")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_SCENARIO_FILE_BYTES + 1)
+    except OSError as e:
+        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
+    if len(raw) > MAX_SCENARIO_FILE_BYTES:  # grew while being read
+        raise InputError(path, None, expected, "more than 16 MiB")
+    return raw
+
+
 def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True,
               standalone: bool = False, real: bool = False) -> Scenario:
     """Validate a scenario given as a dict (the parsed TOML). `seed` overrides the scenario's
     seed. With `check`, the core also builds the simulation from the config (without running
     it), so that a scenario that loads is one that runs. `real`: for `qoelab run --real`, which also
     runs clients of player "dashjs" (refused otherwise)."""
+    try:
+        return _from_dict(data, src, seed, check, standalone, real)
+    except InputError as e:
+        raise _compact_error(e) from None
+
+
+def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: bool, real: bool) -> Scenario:
     base_dir = os.path.dirname(os.path.abspath(src)) if os.path.exists(src) else os.getcwd()
     top = _Section(src, "", data)
     sc = top.sub("scenario")
@@ -378,6 +484,10 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
             builder.links[names.index(pcap)]["pcap"] = True
         out.finish()
     _check_table_sizes(src, builder, output, duration, out)
+    if builder.cbr_over is not None:
+        raise builder.cbr_over
+    if network == "packet":
+        _check_links(src, builder, duration, out)
     top.finish()
     config = {
         "name": name,
@@ -414,7 +524,11 @@ def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, chec
     return result
 
 
-MAX_SAMPLE_ROWS = 50_000_000     # rows of the sampled tables (flows, tcp, queues) of one run
+# Rows of the sampled tables (flows, tcp, queues) of one run, counted as duration / sample_interval x
+# (flows + clients + monitored links). Measured per row, the Rust table and its Python copy: flows
+# 63 B, tcp 407 B (two strings), queues 103 B; 5 x 10^6 counted rows (1 flow, 2 links, all tables)
+# took 1.35 GB of RSS, so 2.5 x 10^6 stay within ~1.2 GB whatever the mix.
+MAX_SAMPLE_ROWS = 2_500_000
 MAX_PACKET_EVENTS = 50_000_000   # rows of the packet log
 
 
@@ -438,6 +552,55 @@ def _check_table_sizes(src, b, output, duration, out) -> None:
             msg = (f"expected at most {MAX_PACKET_EVENTS:,} packet-log rows, found ~{pkts:,.0f} (link rate x duration); "
                    "shorten the run or turn the packet log off")
             raise where("packet_log" if out is not None and "packet_log" in out.data else "loss_phases")
+
+
+def _link_packet_rates(b) -> list[float]:
+    """Upper estimates of the packets per second each link serializes: its rate in MTU packets (or a
+    CBR flow's own rate in its packets on the flow's access links; CBR flows of smaller packets add
+    theirs on the hops they cross), at most one packet per ns."""
+    pps = []
+    for l in b.links:
+        rate = max(l["rate_bps"], _trace_peak(l.get("trace")))
+        pps.append(rate / (8 * MTU))
+    for c in b.cbrs:
+        for i in c["links"]:
+            pps[i] = c["rate"] / (8 * c["size"])
+        if c["size"] < MTU:
+            first, last = c["hops"]
+            for h in b.hops[first:last]:
+                for i in (h["down"], h["up"]):
+                    rate = max(b.links[i]["rate_bps"], _trace_peak(b.links[i].get("trace")))
+                    pps[i] += min(c["rate"], rate) / (8 * c["size"])
+    return [min(x, MAX_PACKETS_PER_NS * 1e9) for x in pps]
+
+
+def _check_links(src, b, duration, out) -> None:
+    """Refuse links whose packets in flight (rate x delay / packet size) or pcap would not fit in
+    memory."""
+    pps = _link_packet_rates(b)
+    for i, l in enumerate(b.links):
+        inflight = pps[i] * l["delay"] / 1e9
+        if inflight > MAX_PACKETS_IN_FLIGHT:
+            rate_key, delay_key = b.link_keys.get(i, ("topology", None))
+            rate = max(l["rate_bps"], _trace_peak(l.get("trace")))
+            raise InputError(src, delay_key or rate_key, message=(
+                f"expected at most {MAX_PACKETS_IN_FLIGHT:,} packets in flight on a link (rate x delay / packet size; "
+                f"each takes ~100 bytes of memory until it arrives), found ~{inflight:.3g} on link {l['name']} "
+                f"({units.fmt_rate(rate)} x {units.fmt_duration(l['delay'])}); lower the rate or the delay"))
+    reverse = {(l["from"], l["to"]): i for i, l in enumerate(b.links)}
+    for i, l in enumerate(b.links):
+        if not l.get("pcap"):
+            continue
+        # data packets on the link, and the ACKs of data sent the other way
+        j = reverse.get((l["to"], l["from"]))
+        acks = 0 if j is None else max(b.links[j]["rate_bps"], _trace_peak(b.links[j].get("trace"))) / (8 * MTU)
+        records = min(pps[i] + acks, MAX_PACKETS_PER_NS * 1e9) * duration / 1e9
+        size = records * PCAP_RECORD_BYTES
+        if size > MAX_PCAP_BYTES:
+            raise InputError(src, "output.pcap", message=(
+                f"expected a pcap of at most 1 GiB (it is built in memory), found ~{size / 2**30:,.1f} GiB "
+                f"(~{records:.3g} packets of link {l['name']} x {PCAP_RECORD_BYTES} bytes: link rate x duration / "
+                "packet size); shorten the run or capture a slower link"))
 
 
 class _StubAbr:
@@ -571,10 +734,39 @@ class _Builder:
         self.link_origin: dict[int, tuple] = {}
         self.seed = 1
         self.network = "packet"
+        self.node_names: set[str] = set()
+        #: link index -> (scenario key of its rate, of its delay or None when the delay is a default)
+        self.link_keys: dict[int, tuple] = {}
+        self.topo_rtt_key = None  # "topology.rtt" when the file sets it
+        #: CBR flow instances: {"links": its access links, "hops": (first, last), "rate", "size"}
+        self.cbrs: list[dict] = []
+        # running totals of the memory / run-time limits (over all entries)
+        self.web_flows = 0.0
+        self.sessions = 0.0
+        self.video_values = 0.0
+        self.onoff_writes = 0.0
+        self.cbr_packets = 0.0
+        self.cbr_over = None  # the error of the CBR flow that crossed MAX_CBR_PACKETS
+        self.page_objects = 0
+        self.entry_names = {"flow": set(), "page": set()}
 
     def node(self, name):
         self.nodes.append(name)
+        self.node_names.add(name)
         return len(self.nodes) - 1
+
+    def check_count(self, sec: _Section, count: int):
+        """Each instance of an entry adds two hosts; the routing table grows with the square of the
+        nodes (MAX_NODES)."""
+        n = len(self.nodes) + 2 * count
+        if n > MAX_NODES and "count" not in sec.data:  # too many entries
+            raise InputError(self.src, sec.path, message=f"expected at most {MAX_NODES:,} nodes in the scenario (each "
+                             "flow, client or page copy adds two hosts; the routing table grows with the square of "
+                             f"the nodes), found {n:,} with this entry")
+        if n > MAX_NODES:
+            raise sec.err("count", f"a count that keeps the scenario within {MAX_NODES:,} nodes (each copy adds two "
+                          f"hosts; the routing table grows with the square of the nodes), found {count:,} "
+                          f"({n:,} nodes)")
 
     def link(self, name, a, b, rate, delay, origin=("topology", "", False), **kw):
         d = {"name": name, "from": a, "to": b, "rate_bps": rate, "delay": delay}
@@ -675,6 +867,7 @@ class _Builder:
             rate_up = max(MIN_LINK_RATE_BPS, _trace_mean(trace))  # trace mode does not use the upstream
         delay = t.get("delay", _delay, 0)
         self.default_rtt = t.get("rtt", _delay, 40_000_000)
+        self.topo_rtt_key = t.key("rtt") if "rtt" in t.data else None
         bdp_rtt = t.get("bdp_rtt", _delay, self.default_rtt)
         self.access_rate = t.get("access_rate", _link_rate, 1_000_000_000)
         nominal = rate or _trace_mean(trace)
@@ -691,6 +884,10 @@ class _Builder:
             self.links[down]["trace"] = trace
         if trace_up is not None:
             self.links[up]["trace"] = trace_up
+        rate_key = next((t.key(k) for k in ("rate", "trace", "rate_profile") if k in t.data), t.key("rate"))
+        self.link_keys[down] = (rate_key, t.key("delay"))
+        self.link_keys[up] = (next((t.key(k) for k in ("rate_up", "trace_up") if k in t.data), rate_key),
+                              t.key("delay"))
         for li, k in ((down, "loss"), (up, "loss_up")):
             loss = self._loss(t, k)
             if loss:
@@ -701,6 +898,7 @@ class _Builder:
 
     def chain(self, t: _Section):
         self.default_rtt = t.get("rtt", _delay, 40_000_000)
+        self.topo_rtt_key = t.key("rtt") if "rtt" in t.data else None
         bdp_rtt = t.get("bdp_rtt", _delay, self.default_rtt)
         self.access_rate = t.get("access_rate", _link_rate, 1_000_000_000)
         hops = t.data.get("hop")
@@ -708,6 +906,9 @@ class _Builder:
         t.asked.add("hop")
         if not isinstance(hops, list) or not hops:
             raise InputError(self.src, t.key("hop"), message="expected at least one [[topology.hop]]")
+        if len(hops) + 1 > MAX_NODES:
+            raise InputError(self.src, t.key("hop"), f"at most {MAX_NODES - 1:,} hops (the routing table grows with "
+                             "the square of the nodes)", f"{len(hops):,}")
         self.routers = [self.node("router-0")]
         for i, h in enumerate(hops):
             hs = _Section(self.src, t.key(f"hop[{i}]"), h)
@@ -723,6 +924,8 @@ class _Builder:
             loss = self._loss(hs, "loss")
             if loss:
                 self.links[down]["loss"] = loss
+            self.link_keys[down] = (hs.key("rate"), hs.key("delay"))
+            self.link_keys[up] = (hs.key("rate_up") if "rate_up" in hs.data else hs.key("rate"), hs.key("delay"))
             hs.finish()
             self.routers.append(r)
             self.hops.append({"down": down, "up": up, "delay": delay})
@@ -747,21 +950,32 @@ class _Builder:
         if access < 0:
             raise sec.err("rtt", f"an RTT >= 2 x the path's propagation delay ({2 * path_delay / 1e6:g} ms)",
                           units.fmt_duration(rtt))
+        if len(self.nodes) + 2 > MAX_NODES:
+            raise InputError(self.src, sec.path, message=f"expected at most {MAX_NODES:,} nodes in the scenario (each "
+                             "flow, client or page copy adds two hosts; the routing table grows with the square of "
+                             "the nodes)")
+        for host in (f"{label}-server", f"{label}-client"):
+            if host in self.node_names:
+                raise sec.err("name", "a name of its own (flows, clients and pages name their hosts and links: "
+                              f"host \"{host}\" exists already)", label)
         s = self.node(f"{label}-server")
         c = self.node(f"{label}-client")
         ra, rb = self.routers[first], self.routers[last]
         big = {"aqm": "pfifo", "aqm_params": {}, "buffer_packets": 10_000}
         o = (sec.path, "", True)
-        self.link(f"{label}-server-up", s, ra, self.access_rate, access, origin=o, **big)
-        self.link(f"{label}-server-down", ra, s, self.access_rate, access, origin=o, **big)
-        self.link(f"{label}-client-down", rb, c, self.access_rate, 0, origin=o, **big)
-        self.link(f"{label}-client-up", c, rb, self.access_rate, 0, origin=o, **big)
+        keys = ("topology.access_rate", sec.key("rtt") if "rtt" in sec.data else self.topo_rtt_key)
+        for name, a, b, d in ((f"{label}-server-up", s, ra, access), (f"{label}-server-down", ra, s, access),
+                              (f"{label}-client-down", rb, c, 0), (f"{label}-client-up", c, rb, 0)):
+            self.link_keys[self.link(name, a, b, self.access_rate, d, origin=o, **big)] = keys
         return s, c
 
     def flow(self, f: _Section):
         kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web", "onoff"])
         name = f.str("name", default=f"{kind}{len(self.flows)}")
-        count = f.int("count", default=1, minimum=1, maximum=self.max_count())
+        if name in self.entry_names["flow"]:
+            raise f.err("name", "a name not used by another [[flow]] entry", name)
+        self.entry_names["flow"].add(name)
+        count = f.int("count", default=1, minimum=1)
         rtt = f.get("rtt", _delay, self.default_rtt)
         direction = f.str("direction", default="down", choices=["down", "up"])
         first = f.int("from_hop", default=0, minimum=0, maximum=len(self.hops) - 1)
@@ -776,6 +990,7 @@ class _Builder:
         common = {}
         if kind in ("bulk", "web", "onoff"):
             common["tcp"], common["cc"], common["cc_params"] = _tcp_cc(self, f)
+        span = max(0, min(stop if stop is not None else self.duration, self.duration) - start)
         if kind == "bulk":
             transport = f.str("transport", default="tcp", choices=["tcp", "quic"])
             if transport == "quic":
@@ -817,20 +1032,24 @@ class _Builder:
                 raise f.err("rate", f"a rate <= the access links' {units.fmt_rate(self.access_rate)} "
                             "(topology.access_rate)", f.data["rate"])
             common["packet_size"] = f.int("packet_size", default=MTU, minimum=28, maximum=65_535)
+            _check_cbr_interval(f, common["rate_bps"], common["packet_size"])
         else:
             ar = f.num("arrival_rate", required=True, minimum=0)
-            span = (stop if stop is not None else self.duration) - start
-            if ar <= 0 or ar * max(span, 0) / 1e9 > MAX_WEB_ARRIVALS:
-                raise f.err("arrival_rate", f"flows per second > 0 and at most {MAX_WEB_ARRIVALS:,} expected flows "
-                            "over the run", ar)
+            if ar <= 0:
+                raise f.err("arrival_rate", "flows per second > 0", ar)
             common["arrival_rate"] = ar
             common["sizes"] = _load_sizes(f, self.base_dir)
         if start + (count - 1) * stagger > units.MAX_DURATION_NS:
             raise f.err("stagger", "start + (count - 1) x stagger of at most 100 years", f.data.get("stagger"))
+        self.check_count(f, count)
+        self._check_flow_work(f, kind, count, span, common)
         f.finish()
         for k in range(count):
             label = name if count == 1 else f"{name}-{k}"
             s, c = self.hostpair(label, rtt, first, last, f)
+            if kind == "cbr":
+                self.cbrs.append({"links": range(len(self.links) - 4, len(self.links)), "hops": (first, last),
+                                  "rate": common["rate_bps"], "size": common["packet_size"]})
             src, dst = (s, c) if direction == "down" else (c, s)
             d = {"kind": kind, "name": label, "src": src, "dst": dst, "start": start + k * stagger}
             if stop is not None:
@@ -840,12 +1059,45 @@ class _Builder:
             self.flows.append(d)
 
 
-def _max_count(self) -> int:
-    """Largest `count` the remaining node budget allows (each instance adds two hosts)."""
-    return max(1, (MAX_NODES - len(self.nodes)) // 2)
+def _check_flow_work(self, f: _Section, kind: str, count: int, span: int, common: dict) -> None:
+    """Totals over all flow entries of what grows with the run: web flows (each keeps its state to
+    the end), onoff writes and CBR packets (CPU time). The CBR total is reported after the table
+    sizes (`cbr_over`): a run with too many sample rows is told that first."""
+    if kind == "onoff":
+        # one engine event and one TCP write per period (1 B every 1 ns for 10 s never ends)
+        self.onoff_writes += count * span / common["period"]
+        if self.onoff_writes > MAX_ONOFF_WRITES:
+            raise f.err("period", f"a period that keeps the onoff flows at most {MAX_ONOFF_WRITES:,} writes per run "
+                        f"(count x (stop - start) / period, over all onoff flows), found {_show(f.data['period'])} "
+                        f"(~{self.onoff_writes:,.0f} writes)")
+    elif kind == "web":
+        self.web_flows += count * common["arrival_rate"] * span / 1e9
+        if self.web_flows > MAX_WEB_ARRIVALS:
+            raise f.err("arrival_rate", f"at most {MAX_WEB_ARRIVALS:,} web flows expected over the run (count x "
+                        "arrival_rate x (stop - start), over all web flows: each keeps its state to the end), "
+                        f"found {_show(common['arrival_rate'])} per second (~{self.web_flows:,.0f} flows)")
+    elif kind == "cbr":
+        self.cbr_packets += count * common["rate_bps"] * span / 1e9 / (8 * common["packet_size"])
+        if self.cbr_packets > MAX_CBR_PACKETS and self.cbr_over is None:
+            self.cbr_over = f.err("rate", f"at most {MAX_CBR_PACKETS:,} CBR packets per run (count x rate x (stop - "
+                                  f"start) / packet size, over all CBR flows), found {_show(f.data['rate'])} "
+                                  f"(~{self.cbr_packets:.3g} packets); lower the rate or shorten the run")
 
 
-_Builder.max_count = _max_count
+_Builder._check_flow_work = _check_flow_work
+
+
+def _check_cbr_interval(f: _Section, rate: int, size: int) -> None:
+    """A CBR source sends a packet every ceil(size x 8 / rate) ns (the engine's clock is 1 ns): refuse
+    rates that interval cannot honour within 1% (above size x 8 Gbit/s it would be clamped to 1 ns,
+    and e.g. 10 Tbit/s of 1500-byte packets, 1.2 ns, would run at 6 Tbit/s)."""
+    interval = size * 8e9 / rate
+    if interval < 1 or math.ceil(interval - 1e-9) > interval * 1.01:
+        best = size * 8e9 / max(1, math.ceil(interval - 1e-9))
+        raise f.err("rate", f"a rate whose packet interval (packet_size x 8 / rate) is at least 1 ns and within 1% "
+                    f"of a whole number of ns, the engine's clock: at most {units.fmt_rate(size * 8e9)} for "
+                    f"{size}-byte packets, found {_show(f.data['rate'])} ({interval:.3g} ns; it would run at "
+                    f"{units.fmt_rate(min(best, size * 8e9))})")
 
 
 MAX_INPUT_FILE_BYTES = 256 * 2**20
@@ -913,6 +1165,15 @@ def _describe_tcp():
     if hasattr(_core, "describe_tcp"):
         return json.loads(_core.describe_tcp())
     return []
+
+
+def _trace_peak(trace) -> int:
+    """The highest rate of a trace (the mean rate of an opportunity trace)."""
+    if trace is None:
+        return 0
+    if trace["kind"] == "opportunities":
+        return _trace_mean(trace)
+    return max((r for _, r, _ in trace["segments"]), default=0)
 
 
 def _trace_mean(trace) -> int:
@@ -1067,7 +1328,9 @@ def _client(b, c: _Section):
     if b.abrs is None:
         b.abrs = _describe_abr()
     name = c.str("name", default=f"client{len(b.clients)}")
-    count = c.int("count", default=1, minimum=1, maximum=b.max_count())
+    if name in b.client_groups:
+        raise c.err("name", "a name not used by another [[client]] entry (providers name clients by it)", name)
+    count = c.int("count", default=1, minimum=1)
     abr = c.str("abr", default="dynamic")
     kind, ps = "qoelab", None
     if isinstance(c.data.get("player"), str):
@@ -1160,15 +1423,34 @@ def _client(b, c: _Section):
     last = c.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
     arrival_rate = c.num("arrival_rate", default=None, minimum=0)
     stop = c.get("stop", units.duration, None)
+    copies = count
     if arrival_rate is not None:
-        span = (stop if stop is not None else b.duration) - start
-        if arrival_rate <= 0 or arrival_rate * max(span, 0) / 1e9 > MAX_SESSIONS:
-            raise c.err("arrival_rate", f"sessions per second > 0 and at most {MAX_SESSIONS:,} expected sessions "
-                        "over the run", arrival_rate)
+        span = max(0, min(stop if stop is not None else b.duration, b.duration) - start)
+        if arrival_rate <= 0:
+            raise c.err("arrival_rate", "sessions per second > 0", arrival_rate)
+        b.sessions += arrival_rate * span / 1e9
+        if b.sessions > MAX_SESSIONS:
+            raise c.err("arrival_rate", f"at most {MAX_SESSIONS:,} video sessions expected over the run "
+                        "(arrival_rate x (stop - start), over all clients: each session keeps its state and a copy "
+                        "of the video), "
+                        f"found {_show(arrival_rate)} per second (~{b.sessions:,.0f} sessions)")
         if count != 1:
             raise c.err("count", "1 when arrival_rate is set (sessions share the entry's hosts)", count)
+        copies = math.ceil(arrival_rate * span / 1e9)
     if start + (count - 1) * stagger > units.MAX_DURATION_NS:
         raise c.err("stagger", "start + (count - 1) x stagger of at most 100 years", c.data.get("stagger"))
+    b.check_count(c, count)
+    # each client and session holds its own copy of the video (~26 bytes per segment and rung)
+    v = b.videos[vid]
+    values = len(v["sizes"]) * max((len(r) for r in v["sizes"][:1]), default=1) * (1 + len(v.get("quality") or {}))
+    b.video_values += copies * values
+    if b.video_values > MAX_CLIENT_VIDEO_VALUES:
+        k = ("arrival_rate" if arrival_rate is not None else "count" if count > 1
+             else "video_duration" if "video_duration" in c.data else "video")
+        raise c.err(k, f"at most {MAX_CLIENT_VIDEO_VALUES:,} video values held by all clients and sessions (copies x "
+                    "segments x rungs x (1 + quality tables): each client and session holds its own copy of its "
+                    f"video), found ~{b.video_values:,.0f} ({copies:,} copies of a video of "
+                    f"{len(v['sizes']):,} segments)")
     c.finish()
     b.client_groups.setdefault(name, []).extend(name if count == 1 else f"{name}-{k}" for k in range(count))
     for k in range(count):
@@ -1330,7 +1612,10 @@ def _page(b, p: _Section):
     from one server host, `count` times (each copy on its own hosts)."""
     from qoelab.pageload import cli as plcli
     name = p.str("name", default=f"page{len(b.pages)}")
-    count = p.int("count", default=1, minimum=1, maximum=b.max_count())
+    if name in b.entry_names["page"]:
+        raise p.err("name", "a name not used by another [[page]] entry", name)
+    b.entry_names["page"].add(name)
+    count = p.int("count", default=1, minimum=1)
     if ("har" in p.data) == ("handcrafted" in p.data):
         raise InputError(p.src, p.key("har"), message="expected exactly one of har = \"FILE.har\" or "
                          "handcrafted = \"NAME\" (e.g. \"mixed\", \"8x100KB\")")
@@ -1379,6 +1664,12 @@ def _page(b, p: _Section):
     last = p.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
     if start + (count - 1) * stagger > units.MAX_DURATION_NS:
         raise p.err("stagger", "start + (count - 1) x stagger of at most 100 years", p.data.get("stagger"))
+    b.check_count(p, count)
+    b.page_objects += count * len(page.objects)
+    if b.page_objects > MAX_PAGE_OBJECTS_TOTAL:
+        raise p.err("count" if count > 1 else "har" if "har" in p.data else "handcrafted",
+                    f"at most {MAX_PAGE_OBJECTS_TOTAL:,} page objects over all page loads (count x objects of the "
+                    f"page), found ~{b.page_objects:,} ({count:,} x {len(page.objects):,} objects)")
     p.finish()
     sizes, origins, tlss, parents = page.core_tuple()
     objects = [{"size": sz, "origin": o, "tls": t, "parent": None if q < 0 else q}
