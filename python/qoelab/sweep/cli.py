@@ -16,7 +16,9 @@ def _log(msg: str) -> None:
 
 def _cmd_sweep(args) -> int:
     from qoelab.sweep import runner, spec
-    sw = spec.load(args.spec)
+    # a large sweep takes a while to expand (every run's scenario is built and keyed): a progress
+    # line every few seconds on stderr
+    sw = spec.load(args.spec, progress=None if args.quiet else _log)
     if args.dry_run:
         print(f"sweep {sw.name}: {len(sw.runs)} runs ({len({r.index for r in sw.runs})} points x "
               f"{sw.repetitions} repetitions); columns: {', '.join(sw.columns) or 'none'}")
@@ -103,7 +105,7 @@ def add_parser(sub) -> None:
                    help="replace DIR if it holds a different sweep (or one written by another core version)")
     s.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
     s.add_argument("--dry-run", action="store_true", help="expand and check the sweep, list its runs, run nothing")
-    s.add_argument("--quiet", action="store_true", help="no progress line")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(func=_cmd_sweep, dry_run_show=20)
 
     q = sub.add_parser(

@@ -14,13 +14,23 @@ import itertools
 import json
 import os
 import re
+import time
 import tomllib
 from dataclasses import dataclass, field
 
 from qoelab.errors import InputError
 from qoelab.sweep import expr
 
-MAX_RUNS = 10_000_000
+# Expansion builds and keys (normalizes) every run's scenario before anything runs: for
+# scenarios/video-two-clients-fqcodel.toml on a busy 2-CPU machine, 0.74 ms of CPU and ~2 KB per run
+# (100,000 runs: 74 s, 176 MB peak RSS; docs/sweeps.md); most of it is scenario.from_dict. A
+# combination that where or [[exclude]] drops costs ~7 us (1,000,000: 7.5 s).
+MAX_RUNS = 100_000
+MAX_POINTS = 1_000_000          # combinations of the axes' values, before the filters
+# Seeds of sweep runs: the scenario takes 0..2^64 - 1, but the store keeps a run's seed as a signed
+# 64-bit integer (its records and Parquet views: qoelab.sweep.store.check_record), so a sweep's seeds
+# are at most 2^63 - 1.
+SEED_MAX = 2 ** 63 - 1
 _COL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SWEEP_KEYS = ("name", "base", "repetitions", "seeds", "seed", "where", "tables", "extract", "description")
 RESERVED = {"key", "index", "rep", "seed", "status", "error", "wall_s", "client", "flow", "link", "row"}
@@ -90,12 +100,26 @@ def _parts(key: str) -> list:
     return [p for p in key.split(".")]
 
 
-def set_key(data: dict, key: str, value) -> None:
+def set_key(data: dict, key: str, value, fresh: set | None = None) -> None:
     """Set dotted ``key`` (``topology.aqm``, ``client.0.abr``, ``client.*.abr``) in ``data``; missing
-    tables on the way are created, list indices must exist. Raises KeyError with a reason."""
+    tables on the way are created, list indices must exist. Raises KeyError with a reason.
+
+    ``fresh`` (copy on write): the ids of the tables and lists that belong to ``data`` alone (``data``
+    itself included); any other table or list on the way is shared with other scenarios and is
+    replaced by a shallow copy (whose id is added) before it changes. The runs of a sweep so share
+    every part of the base scenario that no axis changes, instead of each holding a deep copy."""
     parts = _parts(key)
     if any(p == "" for p in parts):
         raise KeyError(f"empty component in key {key!r}")
+
+    def own(parent, k, child):
+        """``parent[k]`` (a table or list), copied first if it is shared."""
+        if fresh is None or id(child) in fresh or not isinstance(child, (dict, list)):
+            return child
+        child = dict(child) if isinstance(child, dict) else list(child)
+        parent[k] = child
+        fresh.add(id(child))
+        return child
 
     def walk(node, i, path):
         p = parts[i]
@@ -115,7 +139,7 @@ def set_key(data: dict, key: str, value) -> None:
                 if last:
                     node[j] = copy.deepcopy(value)
                 else:
-                    walk(node[j], i + 1, path + [str(j)])
+                    walk(own(node, j, node[j]), i + 1, path + [str(j)])
             return
         if not isinstance(node, dict):
             raise KeyError(f"{'.'.join(path)} is a value, not a table")
@@ -126,7 +150,9 @@ def set_key(data: dict, key: str, value) -> None:
             return
         if p not in node:
             node[p] = {}
-        walk(node[p], i + 1, path + [p])
+            if fresh is not None:
+                fresh.add(id(node[p]))
+        walk(own(node, p, node[p]), i + 1, path + [p])
     walk(data, 0, [])
 
 
@@ -240,7 +266,7 @@ def _load_base(path: str, sw: dict, data: dict) -> tuple[dict, str]:
         raise InputError(full, None, message=f"invalid TOML: {e}") from None
 
 
-def load(path: str, check: bool = True) -> Sweep:
+def load(path: str, check: bool = True, progress=None) -> Sweep:
     """Read a sweep file and expand it (see :func:`from_dict`)."""
     try:
         with open(path, "rb") as f:
@@ -251,14 +277,18 @@ def load(path: str, check: bool = True) -> Sweep:
         raise InputError(path, None, "UTF-8 text", "binary data") from None
     except tomllib.TOMLDecodeError as e:
         raise InputError(path, None, message=f"invalid TOML: {e}") from None
-    return from_dict(data, path, check=check)
+    return from_dict(data, path, check=check, progress=progress)
 
 
-def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
+def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=None) -> Sweep:
     """Expand a sweep (the parsed TOML): the product of ``[axes]`` and ``[zip.*]`` groups, derived
     values, filters, repetitions; each run's scenario is built and keyed. With ``check`` the
     scenarios of a covering subset (the first run and one run per axis value) are also built by
-    the core, so that a bad value is reported now, naming the axis, rather than as failed runs."""
+    the core, so that a bad value is reported now, naming the axis, rather than as failed runs.
+    ``progress``: a function given a line of progress every few seconds of a long expansion.
+
+    The runs' scenario dicts share the tables of the base scenario that no axis changes (copy on
+    write): treat them as read-only."""
     from qoelab import scenario as scn
     known_top = {"sweep", "base", "set", "axes", "zip", "derived", "exclude", "report"}
     for k in data:
@@ -287,19 +317,34 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
         raise InputError(path, "sweep.repetitions", "an integer in 1..100000", repr(reps))
     seeds = sw.get("seeds")
     if seeds is not None:
-        if (not isinstance(seeds, list) or not seeds or
-                not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2 ** 63 for s in seeds)):
-            raise InputError(path, "sweep.seeds", "a non-empty list of integers >= 0", repr(seeds))
+        if not isinstance(seeds, list) or not seeds:
+            raise InputError(path, "sweep.seeds", f"a non-empty list of integers in 0..{SEED_MAX}", _short(seeds))
+        for i, sd in enumerate(seeds):
+            if isinstance(sd, bool) or not isinstance(sd, int) or not 0 <= sd <= SEED_MAX:
+                raise InputError(path, f"sweep.seeds.{i}", f"an integer in 0..{SEED_MAX}", _short(sd),
+                                 message="a sweep store keeps seeds as signed 64-bit integers")
         if "repetitions" in sw and reps != len(seeds):
             raise InputError(path, "sweep.seeds", f"{reps} seeds (sweep.repetitions)", f"{len(seeds)} seeds")
         if len(set(seeds)) != len(seeds):
-            raise InputError(path, "sweep.seeds", "distinct seeds", repr(seeds))
+            dup = next(sd for i, sd in enumerate(seeds) if sd in seeds[:i])
+            raise InputError(path, "sweep.seeds", "distinct seeds", f"{dup} twice")
         reps = len(seeds)
     else:
-        s0 = sw.get("seed", (base.get("scenario") or {}).get("seed", 1) if isinstance(base.get("scenario"), dict)
-                    else 1)
-        if isinstance(s0, bool) or not isinstance(s0, int) or not 0 <= s0 < 2 ** 63 - reps:
-            raise InputError(path, "sweep.seed", "an integer >= 0", repr(s0))
+        # seeds s0, s0 + 1, ..., s0 + reps - 1: s0 from sweep.seed, else the base scenario's seed, else 1
+        top = SEED_MAX - (reps - 1)
+        why = "a sweep store keeps seeds as signed 64-bit integers" + \
+            (f" and the {reps} repetitions use seeds seed..seed + {reps - 1}" if reps > 1 else "")
+        if "seed" in sw:
+            s0, src, where = sw["seed"], path, "sweep.seed"
+        else:
+            sec = base.get("scenario")
+            s0 = sec.get("seed", 1) if isinstance(sec, dict) else 1
+            src, where = _base_seed_source(path, base_src, fixed, data)
+            why = f"the sweep's seeds start here, and {why} (or set sweep.seed or sweep.seeds)"
+        if isinstance(s0, bool) or not isinstance(s0, int):
+            raise InputError(src, where, "an integer", _short(s0))
+        if not 0 <= s0 <= top:
+            raise InputError(src, where, f"an integer in 0..{top}", str(s0), message=why)
         seeds = [s0 + r for r in range(reps)]
     tables = sw.get("tables")
     if tables is not None and (not isinstance(tables, list) or not all(isinstance(t, str) for t in tables)):
@@ -384,26 +429,36 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
 
     # expand
     sizes = [len(d[0].values) for d in dims]
-    total = reps
+    points = 1
     for s in sizes:
-        total *= s
-    if total > MAX_RUNS:
-        raise InputError(path, "axes", f"at most {MAX_RUNS:,} runs", f"{total:,}")
+        points *= s
+    filtered = where_tree is not None or bool(excludes)
+    if points > MAX_POINTS:
+        raise InputError(path, "axes", f"at most {MAX_POINTS:,} combinations of the axes' values"
+                         + (" (before where and [[exclude]])" if filtered else ""), f"{points:,}")
+    if points * reps > MAX_RUNS and not filtered:
+        raise InputError(path, "axes", f"at most {MAX_RUNS:,} runs (combinations x repetitions)",
+                         f"{points:,} x {reps:,} = {points * reps:,}")
     core_version = _core_version()
     runs: list[Run] = []
     index = 0
     first_of_value: dict = {}
-    for combo in itertools.product(*[range(s) for s in sizes]):
+    prog = _Progress(progress, name)
+    for n, combo in enumerate(itertools.product(*[range(s) for s in sizes])):
+        if not n & 1023:
+            prog.show("expanding the axes' combinations", n, points)
         point, sets = {}, []
         for d, i in zip(dims, combo):
             for ax in d:
                 point[ax.name] = ax.values[i]
                 sets.append((ax, i))
-        scen = copy.deepcopy(base)
+        # copy on write: the run's scenario shares with the base every table that no axis changes
+        scen = dict(base)
+        fresh = {id(scen)}
         for ax, i in sets:
             for k, v in ax.settings[i].items():
                 try:
-                    set_key(scen, k, v)
+                    set_key(scen, k, v, fresh)
                 except KeyError as e:
                     raise InputError(path, ax.where, message=f"cannot set {k!r}: {e.args[0]}") from None
         for dv in derived:
@@ -417,11 +472,11 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
             if dv.unit:
                 val = f"{val}{dv.unit}"
             if not _scalar(val):
-                raise InputError(path, dv.where, "a string, number or boolean", repr(val))
+                raise InputError(path, dv.where, "a string, number or boolean", _short(val))
             point[dv.name] = val
             if dv.key:
                 try:
-                    set_key(scen, dv.key, val)
+                    set_key(scen, dv.key, val, fresh)
                 except KeyError as e:
                     raise InputError(path, dv.where, message=f"cannot set {dv.key!r}: {e.args[0]}") from None
         if where_tree is not None:
@@ -434,28 +489,35 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
                 continue
         if any(all(point.get(c) == v for c, v in e.items()) for e in excludes):
             continue
+        sec = scen.get("scenario", {})
+        if not isinstance(sec, dict):
+            raise InputError(base_src, "scenario", "a table", type(sec).__name__)
         for rep, seed in enumerate(seeds):
-            sc_dict = copy.deepcopy(scen) if rep < len(seeds) - 1 else scen
-            sec = sc_dict.setdefault("scenario", {}) if isinstance(sc_dict.get("scenario", {}), dict) else None
-            if sec is None:
-                raise InputError(base_src, "scenario", "a table", type(sc_dict.get("scenario")).__name__)
-            sec["seed"] = seed
+            # each repetition: its own top level and [scenario] table (the seed), the rest shared
+            sc_dict = {**scen, "scenario": {**sec, "seed": seed}}
             runs.append(Run(index, rep, seed, dict(point), sc_dict))
             for ax_name in point:
                 first_of_value.setdefault((ax_name, _hashable(point[ax_name])), len(runs) - 1)
         index += 1
+        if len(runs) > MAX_RUNS:
+            raise InputError(path, "axes", f"at most {MAX_RUNS:,} runs (combinations x repetitions) after where "
+                             "and [[exclude]]", f"more than {MAX_RUNS:,} after {n + 1:,} of the {points:,} "
+                             "combinations")
     if not runs:
         raise InputError(path, "axes", message="the sweep has no runs (every combination was filtered out)")
 
     # keys (normalized configs), and the core's check of a covering subset
     checked = set(first_of_value.values()) if check else set()
     for i, r in enumerate(runs):
+        if not i & 255:
+            prog.show("building and keying the runs' scenarios", i, len(runs))
         try:
             sc = scn.from_dict(r.scenario, base_src, check=i in checked)
         except InputError as e:
             raise InputError(path, _blame(dims, derived, e, r.point), message=f"with {_show_point(r.point)}: "
                                                                              f"{e}") from None
         r.key = run_key(sc.config, core_version)
+    prog.done(len(runs))
     seen_keys: dict = {}
     for r in runs:
         if r.key in seen_keys:
@@ -466,6 +528,43 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True) -> Sweep:
         seen_keys[r.key] = r
     return Sweep(path, name, base_src, columns, runs, tables, extract, report,
                  sw.get("description", "") if isinstance(sw.get("description", ""), str) else "", reps)
+
+
+class _Progress:
+    """Progress of a long expansion: a line every few seconds through ``log`` (nothing for a sweep
+    expanded within the first few seconds)."""
+
+    EVERY_S = 5.0
+
+    def __init__(self, log, name: str):
+        self.log, self.name = log, name
+        self.t0 = self.last = self.step_t0 = time.monotonic()
+        self.step = None
+        self.shown = False
+
+    def show(self, step: str, done: int, total: int) -> None:
+        if self.log is None:
+            return
+        now = time.monotonic()
+        if step != self.step:
+            self.step, self.step_t0 = step, now
+        if now - self.last < self.EVERY_S:
+            return
+        self.last, self.shown = now, True
+        left = ""
+        if done and now - self.step_t0 > 0.5:
+            left = f", about {_fmt_s((total - done) * (now - self.step_t0) / done)} left in this step"
+        self.log(f"sweep {self.name}: {step}: {done:,}/{total:,} ({100 * done // max(total, 1)}%), "
+                 f"{_fmt_s(now - self.t0)} elapsed{left}")
+
+    def done(self, runs: int) -> None:
+        if self.log is not None and self.shown:
+            self.log(f"sweep {self.name}: {runs:,} runs expanded and checked in {_fmt_s(time.monotonic() - self.t0)}")
+
+
+def _fmt_s(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 def _blame(dims, derived, err: InputError, point) -> str:
@@ -483,12 +582,32 @@ def _blame(dims, derived, err: InputError, point) -> str:
     return "axes"
 
 
+def _base_seed_source(path: str, base_src: str, fixed: dict, data: dict) -> tuple[str, str]:
+    """The file and key that gave the base scenario its seed: [set], an inline [base] or the base file."""
+    for k in ("scenario.seed", "scenario"):
+        if k in fixed:
+            return path, f"set.{k}"
+    if data.get("base") is not None:
+        return path, "base.scenario.seed"
+    return base_src, "scenario.seed"
+
+
+def _short(v, n: int = 60) -> str:
+    """repr(v) for a message, at most about 2n characters (a message is one line of reasonable length)."""
+    if isinstance(v, (str, list)) and len(v) > n:
+        return repr(v[:n])[:2 * n] + f"... ({len(v):,} {'characters' if isinstance(v, str) else 'items'})"
+    if isinstance(v, dict) and len(v) > n:
+        return f"a table of {len(v):,} keys"
+    r = repr(v)
+    return r if len(r) <= 2 * n else r[:2 * n] + "..."
+
+
 def _hashable(v):
     return (type(v).__name__, v)
 
 
 def _show_point(point: dict) -> str:
-    return ", ".join(f"{k} = {v!r}" for k, v in point.items()) or "the base scenario"
+    return ", ".join(f"{k} = {_short(v)}" for k, v in point.items()) or "the base scenario"
 
 
 def _core_version() -> str:
