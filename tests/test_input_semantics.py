@@ -296,3 +296,24 @@ def test_scenario_file_must_be_a_small_regular_file(tmp_path):
     p.write_text(_scn(body="[[flow]]\n") + "#" * (2**20) + "\n")  # a long comment is fine
     assert scenario.load(str(p)).config["duration"] == 10**10
     assert os.path.getsize(p) > 2**20
+
+
+def test_toml_integers_beyond_the_digit_limit_name_the_line(tmp_path):
+    """tomllib converts integers with int(): more than 4,300 digits was an internal error in a
+    scenario, a sweep file and a sweep's base scenario."""
+    big = "9" * 5000
+    p = tmp_path / "s.toml"
+    p.write_text(_scn(body="[[flow]]\n").replace("[scenario]\n", f"[scenario]\nseed = {big}\n", 1))
+    sw = tmp_path / "sw.toml"
+    sw.write_text('[sweep]\nbase = "s.toml"\n[axes]\n"topology.rate" = ["1Mbps"]\n')
+    sw2 = tmp_path / "sw2.toml"
+    sw2.write_text(f"[sweep]\nseeds = [{big}]\n")
+    for argv, where in ((["validate", str(p)], f"{p}:3"),   # (BASE starts with an empty line)
+                        (["sweep", str(sw), "--out", str(tmp_path / "o"), "--dry-run"], f"{p}:3"),
+                        (["sweep", str(sw2), "--out", str(tmp_path / "o"), "--dry-run"], f"{sw2}:2"),
+                        (["sweep", "/dev/zero", "--out", str(tmp_path / "o"), "--dry-run"], "/dev/zero")):
+        r = qoelab_cli(*argv)
+        assert r.returncode == 2, r.stderr
+        (line,) = r.stderr.strip().splitlines()
+        assert f"{where}: expected" in line, line
+    assert not (tmp_path / "o").exists()

@@ -315,9 +315,20 @@ class Scenario:
 def load(path: str, standalone: bool = False, real: bool = False) -> Scenario:
     """Read and validate a scenario TOML file. `standalone` (the CLI): no ABR classes will be
     given at run time, so a bare `python:<name>` ABR is an error now rather than at run time."""
+    data = read_toml(path)
+    try:
+        return from_dict(data, path, standalone=standalone, real=real)
+    except RecursionError:
+        raise InputError(path, None, message="values nested too deeply") from None
+
+
+def read_toml(path: str) -> dict:
+    """The parsed TOML of a scenario (or sweep) file: a regular file of at most 16 MiB; invalid
+    UTF-8 or TOML, nesting too deep and integers of more digits than Python converts are
+    :class:`InputError` naming the file (and line:column where known)."""
     raw = _read_scenario_file(path)
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise InputError(path, None, "UTF-8 text", "binary data") from None
     except tomllib.TOMLDecodeError as e:
@@ -333,10 +344,14 @@ def load(path: str, standalone: bool = False, real: bool = False) -> Scenario:
         raise InputError(path, where, message=f"invalid TOML: {msg}") from None
     except RecursionError:
         raise InputError(path, None, message="invalid TOML: arrays or tables nested too deeply") from None
-    try:
-        return from_dict(data, path, standalone=standalone, real=real)
-    except RecursionError:
-        raise InputError(path, None, message="values nested too deeply") from None
+    except ValueError as e:   # tomllib's int(): "Exceeds the limit (4300 digits) ..."
+        from qoelab.errors import MAX_INT_DIGITS
+        text = raw.decode("utf-8")
+        d = re.search(r"[0-9_]{%d,}" % (MAX_INT_DIGITS + 1), text)
+        where = str(text.count("\n", 0, d.start()) + 1) if d else None
+        m = re.search(r"value has (\d+) digits", str(e))
+        raise InputError(path, where, f"integers of at most {MAX_INT_DIGITS} digits",
+                         f"an integer of {m.group(1)} digits" if m else str(e)) from None
 
 
 #: Largest scenario file (a scenario is a few KB; this refuses /dev/zero and mistaken data files
@@ -353,8 +368,8 @@ def _read_scenario_file(path: str) -> bytes:
         raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         what = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
-        raise InputError(path, None, "a regular file (a scenario TOML file)", what)
-    expected = "a scenario file of at most 16 MiB"
+        raise InputError(path, None, "a regular file (TOML)", what)
+    expected = "a TOML file of at most 16 MiB"
     if st.st_size > MAX_SCENARIO_FILE_BYTES:
         raise InputError(path, None, expected, f"{st.st_size:,} bytes")
     try:

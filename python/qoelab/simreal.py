@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import tomllib
 
 from qoelab.errors import InputError
 
@@ -40,13 +39,7 @@ def _why_not() -> str | None:
 def plan(path: str) -> dict:
     """Read and check the scenario; what to run for real."""
     from qoelab import scenario as scn
-    try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
-    except OSError as e:
-        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(path, None, message=f"invalid TOML: {e}") from None
+    raw = scn.read_toml(path)
     sc = scn.load(path)
     if raw.get("flow") or raw.get("flows"):
         raise InputError(path, "flow", message="flows are not played for real by sim-real yet (they need "

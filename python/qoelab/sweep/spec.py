@@ -15,7 +15,6 @@ import json
 import os
 import re
 import time
-import tomllib
 from dataclasses import dataclass, field
 
 from qoelab.errors import InputError
@@ -257,27 +256,22 @@ def _load_base(path: str, sw: dict, data: dict) -> tuple[dict, str]:
     if not isinstance(base, str) or not base:
         raise InputError(path, "sweep.base", "a path to a scenario file", repr(base))
     full = base if os.path.isabs(base) else os.path.join(os.path.dirname(os.path.abspath(path)), base)
+    from qoelab import scenario as scn
     try:
-        with open(full, "rb") as f:
-            return tomllib.load(f), full
+        os.stat(full)
     except OSError as e:
         raise InputError(path, "sweep.base", message=f"cannot read {full}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(full, None, message=f"invalid TOML: {e}") from None
+    return scn.read_toml(full), full
 
 
 def load(path: str, check: bool = True, progress=None) -> Sweep:
     """Read a sweep file and expand it (see :func:`from_dict`)."""
+    from qoelab import scenario as scn
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        os.stat(path)
     except OSError as e:
         raise InputError(path, None, message=f"cannot read sweep file: {e.strerror}") from None
-    except UnicodeDecodeError:
-        raise InputError(path, None, "UTF-8 text", "binary data") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(path, None, message=f"invalid TOML: {e}") from None
-    return from_dict(data, path, check=check, progress=progress)
+    return from_dict(scn.read_toml(path), path, check=check, progress=progress)
 
 
 def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=None) -> Sweep:
