@@ -318,3 +318,29 @@ def test_base_seed_cli_one_line(tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and f"{tmp_path / 'base.toml'}:scenario.seed:" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_progress_line_goes_on_while_runs_are_under_way(monkeypatch):
+    """A long run finishes nothing for minutes: the line is redrawn anyway (elapsed, ETA), every
+    30 s off a terminal, at most once a second on one; before, it stood still."""
+    import io
+
+    from qoelab.sweep import runner
+    now = [1000.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: now[0])
+    out = io.StringIO()
+    p = runner.Progress("s", 2, 0, stream=out)
+    now[0] += 1
+    p.update(False)                      # 1/2 (50%): a line (a new 10% step)
+    for _ in range(29):
+        now[0] += 1
+        p.tick()                         # within 30 s of the last line: nothing
+    now[0] += 1
+    p.tick()                             # 30 s: the line again, elapsed 31 s
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("sweep s: 1/2 runs (50%), 0 failed, 1s elapsed")
+    assert lines[1].startswith("sweep s: 1/2 runs (50%), 0 failed, 31s elapsed, ETA 31s")
+    now[0] += 5
+    p.update(False)                      # the last run: always drawn
+    assert out.getvalue().splitlines()[-1].startswith("sweep s: 2/2 runs (100%), 0 failed, 36s elapsed")

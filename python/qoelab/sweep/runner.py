@@ -109,15 +109,23 @@ class Progress:
     def update(self, failed: bool) -> None:
         self.done += 1
         self.failed += failed
+        self._draw(False)
+
+    def tick(self) -> None:
+        """While runs are under way and none finishes: redraw (elapsed time and ETA go on), at most
+        once a second on a terminal, every 30 s otherwise."""
+        self._draw(True)
+
+    def _draw(self, tick: bool) -> None:
         if self.quiet:
             return
         el = time.monotonic() - self.t0
         pct = int(100 * self.done / self.total) if self.total else 100
-        final = self.done == self.total
+        final = self.done == self.total and not tick
         if self.tty:
-            if el - self.last < 0.2 and not final:
+            if el - self.last < (1.0 if tick else 0.2) and not final:
                 return
-        elif not final and pct // 10 == self.last_pct // 10 and el - self.last < 30:
+        elif not final and (tick or pct // 10 == self.last_pct // 10) and el - self.last < 30:
             return
         self.last, self.last_pct = el, pct
         eta = el / self.done * (self.total - self.done) if self.done else float("nan")
@@ -197,12 +205,12 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
     try:
         if todo:
             if ray:
-                _run_ray(todo, ray, sink)
+                _run_ray(todo, ray, sink, prog.tick)
             elif sim is not None or jobs == 1 or len(todo) == 1:
                 for t in todo:
                     sink(*execute(t, sim))
             else:
-                _run_local(todo, jobs, sink)
+                _run_local(todo, jobs, sink, prog.tick)
     finally:
         prog.close()
     wall = time.perf_counter() - t0
@@ -212,12 +220,20 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
             "sim_wall_s": round(sim_wall, 3), "rows": counts, "out_dir": store.path}
 
 
-def _run_local(todo: list, jobs: int, sink) -> None:
+def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
     import multiprocessing as mp
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
     pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=_ignore_sigint)
     try:
-        for rec, tables in pool.imap_unordered(execute, todo, chunksize=1):
+        results = pool.imap_unordered(execute, todo, chunksize=1)
+        while True:
+            try:
+                rec, tables = results.next(timeout=1.0)
+            except mp.TimeoutError:   # runs under way, none finished this second: keep the line alive
+                tick()
+                continue
+            except StopIteration:
+                break
             sink(rec, tables)
         pool.close()
     except BaseException:
@@ -227,7 +243,7 @@ def _run_local(todo: list, jobs: int, sink) -> None:
         pool.join()
 
 
-def _run_ray(todo: list, address: str, sink) -> None:
+def _run_ray(todo: list, address: str, sink, tick=lambda: None) -> None:
     try:
         import ray
     except ImportError:
@@ -255,6 +271,8 @@ def _run_ray(todo: list, address: str, sink) -> None:
                 break
         while pending:
             ready, pending = ray.wait(pending, num_returns=1, timeout=0.5)
+            if not ready:
+                tick()
             for ref in ready:
                 sink(*ray.get(ref))
                 nxt = next(it, None)
