@@ -317,3 +317,20 @@ def test_toml_integers_beyond_the_digit_limit_name_the_line(tmp_path):
         (line,) = r.stderr.strip().splitlines()
         assert f"{where}: expected" in line, line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("topo,where", [
+    ('buffer = "8000001pkts"', "topology.buffer"),
+    ('buffer = "2GB"', "topology.buffer"),
+    ('buffer_up = "9000000pkts"', "topology.buffer_up"),
+    ('aqm = "fq_codel"\n[topology.aqm_params]\nlimit = 100000000', "topology.aqm_params.limit"),
+    ('aqm = "codel"\n[topology.aqm_params]\nlimit_bytes = 2000000000', "topology.aqm_params.limit_bytes"),
+    ('aqm = "red"\n[topology.aqm_params]\nlimit = 2000000000', "topology.aqm_params.limit"),
+])
+def test_queue_limits_bounded_by_memory(tmp_path, topo, where):
+    """A queue keeps ~100 bytes per packet up to its limit and TCP fills any limit: limits above
+    what memory holds were accepted (up to 10^9 packets) and aborted out of memory under load."""
+    err = _err(tmp_path, _scn(topo=topo, body="[[flow]]\n"))
+    assert err is not None and _where(err) == where, err
+    assert _err(tmp_path, _scn(topo='buffer = "8000000pkts"', body="[[flow]]\n")) is None
+    assert _err(tmp_path, _scn(topo='buffer = "1GiB"', body="[[flow]]\n")) is None

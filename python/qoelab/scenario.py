@@ -51,6 +51,11 @@ MAX_PAGE_OBJECTS_TOTAL = 1_000_000
 # CBR flow over an 8 ms access link, exactly at the limit, measured 0.82 GB of RSS; 100 Tbit/s
 # over 30 s aborted at 6 GiB). The engine's clock is 1 ns: a link sends at most one packet per ns.
 MAX_PACKETS_IN_FLIGHT = 8_000_000             # rate x delay / packet size of each link
+# A queue holds its packets (~100 bytes each, whatever their size) up to its limit, and TCP flows
+# fill whatever limit they are given: a limit is at most as many packets as may be in flight, and a
+# byte limit at most 1 GiB (16.8 x 10^6 packets if all were 64-byte ACKs, 1.7 GB).
+MAX_QUEUE_PACKETS = MAX_PACKETS_IN_FLIGHT
+MAX_QUEUE_BYTES = 2**30
 MAX_PACKETS_PER_NS = 1                        # packets a link can serialize per ns (tx_time >= 1 ns)
 # A pcap is built in memory (a Vec that doubles) and copied once into Python: a 1 GiB file needs
 # up to ~2.5 GB (at the limit, 1 Gbit/s both ways for 94 s, the estimate's data + ACK records give
@@ -805,6 +810,21 @@ class _Builder:
         buf = sec.get("buffer" + suffix, lambda v: units.buffer(v, rate or 10_000_000, rtt, MTU), None)
         if buf is None:
             buf = default_buffer
+        if buf and buf.get("packets", 0) > MAX_QUEUE_PACKETS:
+            raise sec.err("buffer" + suffix, f"a buffer of at most {MAX_QUEUE_PACKETS:,} packets (each queued packet "
+                          "takes ~100 bytes of memory)", buf["packets"])
+        if buf and buf.get("bytes", 0) > MAX_QUEUE_BYTES:
+            raise sec.err("buffer" + suffix, "a buffer of at most 1 GiB (a queue of small packets takes ~100 bytes "
+                          "of memory each)", buf["bytes"])
+        unit = {s["name"]: s.get("unit") for s in self.aqms[aqm]["params"]}
+        for name, v in params.items():
+            if name not in ("limit", "limit_bytes") or not isinstance(v, (int, float)):
+                continue
+            where = f"aqm_params{suffix}.{name}"
+            if unit.get(name) == "packets" and v > MAX_QUEUE_PACKETS:
+                raise sec.err(where, f"a limit of at most {MAX_QUEUE_PACKETS:,} packets", v)
+            if unit.get(name) == "bytes" and v > MAX_QUEUE_BYTES:
+                raise sec.err(where, "a limit of at most 1 GiB", v)
         q = {"aqm": aqm, "aqm_params": params}
         if buf:
             if "packets" in buf:
