@@ -334,3 +334,16 @@ def test_queue_limits_bounded_by_memory(tmp_path, topo, where):
     assert err is not None and _where(err) == where, err
     assert _err(tmp_path, _scn(topo='buffer = "8000000pkts"', body="[[flow]]\n")) is None
     assert _err(tmp_path, _scn(topo='buffer = "1GiB"', body="[[flow]]\n")) is None
+
+
+def test_tiled_byte_layout_beyond_2_64_names_video_duration(tmp_path):
+    """A Video JSON whose byte offsets end near 2^64, tiled by video_duration: the core's u64 offsets
+    overflowed ("s.toml: a value is out of range"); now the key that tiles it is named."""
+    big = 2**64 - 3000
+    v = {"name": "x", "segment_duration": 2_000_000_000, "bitrates_bps": [1_000_000], "sizes": [[1000], [1000]],
+         "byte_offsets": [[big - 2500], [big - 1500]]}
+    files = {"v.json": json.dumps(v)}
+    body = '[[client]]\nvideo = "v.json"\n'
+    assert _err(tmp_path, _scn(body=body), files) is None
+    err = _err(tmp_path, _scn(body=body + 'video_duration = "40s"\n'), files)
+    assert err is not None and _where(err) == "client[0].video_duration" and "2^64" in err, err

@@ -1333,6 +1333,10 @@ def _load_client_video(b, sec: _Section):
                 raise sec.err("video_duration", f"at most {MAX_SEGMENTS:,} segments of "
                               f"{v['segment_duration'] / 1e9:g} s", sec.data["video_duration"])
             v = _fit_duration(v, dur)
+            offs = v.get("byte_offsets")
+            if offs is not None and any(o + z >= 2**64 for o, z in zip(offs[-1], v["sizes"][-1])):
+                raise sec.err("video_duration", "a duration whose tiled byte layout (the video's file repeated) "
+                              "ends below 2^64 bytes", sec.data["video_duration"])
     b.videos.append(v)
     b.video_keys[key] = len(b.videos) - 1
     return len(b.videos) - 1
