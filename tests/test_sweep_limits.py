@@ -8,32 +8,13 @@ import os
 import pytest
 
 from conftest import qoelab_cli
+from test_sweep import BASE as SWEEP_BASE
 
 from qoelab.errors import InputError
 
-BASE = """
-[scenario]
-name = "tiny"
-duration = "5s"
-seed = 7
-
-[topology]
-rate = "4Mbps"
-rtt = "40ms"
-buffer = "1bdp"
-aqm = "fq_codel"
-
-[[client]]
-name = "dash"
-count = 2
-abr = "dynamic"
-video = "synthetic:has-testbed"
-video_duration = "4s"
-
-[[flow]]
-name = "bulk"
-start = "1s"
-"""
+# test_sweep's small scenario, shorter: expansion is what these tests exercise, not the runs
+BASE = (SWEEP_BASE.replace('duration = "20s"', 'duration = "5s"')
+        .replace('video_duration = "18s"', 'video_duration = "4s"').replace('start = "5s"', 'start = "1s"'))
 
 U64_MAX = 2 ** 64 - 1
 I64_MAX = 2 ** 63 - 1

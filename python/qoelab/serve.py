@@ -554,14 +554,7 @@ class Server:
             if not full:
                 self.conns[conn.id] = conn
         if full:
-            try:
-                sock.settimeout(1.0)
-                sock.sendall(self._head(503, [("Content-Length", "0"), ("Connection", "close"),
-                                              ("Retry-After", "1")]))
-            except OSError:
-                pass
-            sock.close()
-            self._log_line(peer, "-", "-", "-", 503, 0, 0.0)
+            self._refuse_503(sock, peer)
             return
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -577,14 +570,17 @@ class Server:
         except RuntimeError:     # no more threads: refuse it like a connection over the limit, keep accepting
             with self._lock:
                 self.conns.pop(conn.id, None)
-            try:
-                sock.settimeout(1.0)
-                sock.sendall(self._head(503, [("Content-Length", "0"), ("Connection", "close"),
-                                              ("Retry-After", "1")]))
-            except OSError:
-                pass
-            sock.close()
-            self._log_line(peer, "-", "-", "-", 503, 0, 0.0, note="cannot start a thread")
+            self._refuse_503(sock, peer, note="cannot start a thread")
+
+    def _refuse_503(self, sock, peer, note: str = "") -> None:
+        """A connection not served (over --max-connections, or no thread for it): 503, closed, logged."""
+        try:
+            sock.settimeout(1.0)
+            sock.sendall(self._head(503, [("Content-Length", "0"), ("Connection", "close"), ("Retry-After", "1")]))
+        except OSError:
+            pass
+        sock.close()
+        self._log_line(peer, "-", "-", "-", 503, 0, 0.0, note=note)
 
     def _serve_conn(self, conn: _Conn) -> None:
         sock = conn.sock
