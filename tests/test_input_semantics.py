@@ -142,27 +142,27 @@ def _where(err):
 
 
 def test_cbr_rate_the_clock_cannot_honour(tmp_path):
-    topo = 'access_rate = "100000Gbps"\nrtt = "1ms"'
+    topo = 'access_rate = "12000Gbps"\nrtt = "1ms"'   # (the fastest link rate: 1 ns per 1500 B)
     for rate in ("100000Gbps", "10000Gbps"):  # 0.12 ns per packet; 1.2 ns rounded up to 2 ns (6 Tbit/s)
-        e = _err(tmp_path, _scn("10ms", "100000Gbps", topo, f'[[flow]]\nkind = "cbr"\nrate = "{rate}"\n'))
+        e = _err(tmp_path, _scn("10ms", "12000Gbps", topo, f'[[flow]]\nkind = "cbr"\nrate = "{rate}"\n'))
         assert _where(e) == "flow[0].rate" and "1 ns" in e and "12000Gbps" in e, e
     # exactly 1 ns per 1500-byte packet, and a 28-byte packet every 2 ns
-    assert _err(tmp_path, _scn("10ms", "100000Gbps", topo, '[[flow]]\nkind = "cbr"\nrate = "12000Gbps"\n')) is None
-    assert _err(tmp_path, _scn("10ms", "100000Gbps", topo,
+    assert _err(tmp_path, _scn("10ms", "12000Gbps", topo, '[[flow]]\nkind = "cbr"\nrate = "12000Gbps"\n')) is None
+    assert _err(tmp_path, _scn("10ms", "12000Gbps", topo,
                                '[[flow]]\nkind = "cbr"\nrate = "112Gbps"\npacket_size = 28\n')) is None
 
 
 def test_packets_in_flight_on_a_link(tmp_path):
-    big = 'access_rate = "100000Gbps"'
+    big = 'access_rate = "12000Gbps"'
     bulk = '[[flow]]\nkind = "bulk"\n'
-    # the probe's 100 Tbit/s with the default 40 ms RTT: 2 x 10^7 packets on the access link
-    e = _err(tmp_path, _scn("1s", "100000Gbps", big, bulk))
+    # 12 Tbit/s with the default 40 ms RTT: 2 x 10^7 packets on the access link
+    e = _err(tmp_path, _scn("1s", "12000Gbps", big, bulk))
     assert _where(e) == "topology.access_rate" and "packets in flight" in e and "8,000,000" in e, e
-    e = _err(tmp_path, _scn("1s", "100000Gbps", big + '\nrtt = "60s"', bulk))
+    e = _err(tmp_path, _scn("1s", "12000Gbps", big + '\nrtt = "60s"', bulk))
     assert _where(e) == "topology.rtt", e
-    e = _err(tmp_path, _scn("1s", "100000Gbps", big, bulk + 'rtt = "2s"\n'))
+    e = _err(tmp_path, _scn("1s", "12000Gbps", big, bulk + 'rtt = "2s"\n'))
     assert _where(e) == "flow[0].rtt", e
-    e = _err(tmp_path, _scn("1s", "100000Gbps", 'delay = "1s"\nrtt = "2s"', bulk))
+    e = _err(tmp_path, _scn("1s", "12000Gbps", 'delay = "1s"\nrtt = "2s"', bulk))
     assert _where(e) == "topology.delay", e
     # a slow CBR of small packets over a long path is counted at its own rate
     assert _err(tmp_path, _scn("1s", "1Gbps", 'rtt = "60s"',
@@ -347,3 +347,15 @@ def test_tiled_byte_layout_beyond_2_64_names_video_duration(tmp_path):
     assert _err(tmp_path, _scn(body=body), files) is None
     err = _err(tmp_path, _scn(body=body + 'video_duration = "40s"\n'), files)
     assert err is not None and _where(err) == "client[0].video_duration" and "2^64" in err, err
+
+
+@pytest.mark.parametrize("rate,ok", [("100000Gbps", False), ("10000Gbps", False), ("7000Gbps", False),
+                                     ("6000Gbps", True), ("1100Gbps", True), ("400Gbps", True)])
+def test_link_rate_the_clock_cannot_honour(tmp_path, rate, ok):
+    """A 1500-byte packet's serialization is rounded up to whole ns: 100 Tbit/s ran as 12, 10 as 6,
+    7 as 6 (1.71 ns -> 2 ns); refused like CBR rates. 1.1 Tbit/s is 10.9 ns -> 11 (0.9%)."""
+    e = _err(tmp_path, _scn("10ms", rate, 'access_rate = "12000Gbps"\nrtt = "100us"', "[[flow]]\n"))
+    if ok:
+        assert e is None, e
+    else:
+        assert _where(e) == "topology.rate" and "whole number of ns" in e, e

@@ -245,6 +245,15 @@ def _link_rate(v) -> int:
     r = units.rate(v)
     if r < MIN_LINK_RATE_BPS:
         raise ValueError(f"expected a rate of at least 1kbps, found {_show(v)}")
+    # A link serializes a packet in ceil(bytes x 8 / rate) ns (the engine's clock is 1 ns): a rate
+    # at which a 1500-byte packet's time is under 1 ns, or rounds up by more than 1%, would run
+    # slower than asked (100 Tbit/s as 12, 10 Tbit/s as 6), so it is refused, as for CBR sources.
+    t = MTU * 8e9 / r
+    if t < 1 or math.ceil(t - 1e-9) > t * 1.01:
+        best = MTU * 8e9 / max(1, math.ceil(t - 1e-9))
+        raise ValueError(f"expected a rate at which a {MTU}-byte packet takes at least 1 ns and within 1% of a whole "
+                         f"number of ns (the engine's clock; at most {units.fmt_rate(MTU * 8e9)}), found {_show(v)} "
+                         f"({t:.3g} ns: it would run at {units.fmt_rate(best)})")
     return r
 
 
