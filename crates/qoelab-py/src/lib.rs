@@ -359,6 +359,24 @@ fn minerva_check_normalization(text: &str) -> PyResult<()> {
 }
 
 /// Error raised for a config the core rejects: args (path, message).
+/// Default memory limit of one run's growing state (see `World::heap_estimate`, which counts the
+/// results' later copies too), in MB.
+const RUN_MEMORY_MB: u64 = 2_000;
+
+/// The limit in bytes: `QOELAB_RUN_MEMORY_MB` if set (an integer >= 1), else `RUN_MEMORY_MB`.
+fn run_memory_limit() -> PyResult<usize> {
+    match std::env::var("QOELAB_RUN_MEMORY_MB") {
+        Err(_) => Ok((RUN_MEMORY_MB * 1_000_000) as usize),
+        Ok(v) => match v.trim().parse::<u64>() {
+            Ok(mb) if (1..=1 << 30).contains(&mb) => Ok((mb * 1_000_000) as usize),
+            _ => Err(config_error(
+                "QOELAB_RUN_MEMORY_MB",
+                &format!("expected an integer number of MB >= 1 (the environment variable), found {v:?}"),
+            )),
+        },
+    }
+}
+
 fn config_error(path: &str, msg: &str) -> PyErr {
     PyValueError::new_err((path.to_string(), msg.to_string()))
 }
@@ -415,7 +433,10 @@ fn run<'py>(
         Err(e) => return Err(take_interrupt().unwrap_or_else(|| config_error(&e.path, &e.msg))),
     };
     let end = w.duration();
-    let mut slice: u64 = 10_000_000; // 10 ms simulated to start with, then sized to ~50 ms wall
+    let mem_limit = run_memory_limit()?;
+    // 1 ms simulated to start with (a heavy scenario's first slice must not outgrow the memory
+    // limit by much before it is checked), then sized to ~50 ms wall
+    let mut slice: u64 = 1_000_000;
     let mut t: u64 = 0;
     loop {
         t = t.saturating_add(slice).min(end);
@@ -427,6 +448,22 @@ fn run<'py>(
         let wall = t0.elapsed().as_secs_f64();
         if let Some(e) = take_interrupt() {
             return Err(e);
+        }
+        let held = w.heap_estimate();
+        if held > mem_limit {
+            return Err(config_error(
+                "output",
+                &format!(
+                    "the run outgrew its memory limit: ~{:.2} GB held by queued and in-flight packets, sampled \
+                     tables, the packet log and captures at {:.3} s of {:.3} s simulated (limit {:.2} GB, \
+                     QOELAB_RUN_MEMORY_MB); raise output.sample_interval, record fewer tables, shorten the run \
+                     or lower the load",
+                    held as f64 / 1e9,
+                    w.now() as f64 / 1e9,
+                    end as f64 / 1e9,
+                    mem_limit as f64 / 1e9
+                ),
+            ));
         }
         py.check_signals()?;
         if let Some(cb) = &progress {

@@ -72,6 +72,15 @@ impl Driver {
         }
     }
 
+    /// [`World::heap_estimate`] of the packet driver; the trace driver holds nothing that grows
+    /// with the run beyond its per-segment logs (0).
+    pub fn heap_estimate(&self) -> usize {
+        match self {
+            Driver::Packet(w) => w.heap_estimate(),
+            Driver::Trace(_) => 0,
+        }
+    }
+
     pub fn run_until(&mut self, t: Ns) {
         match self {
             Driver::Packet(w) => {

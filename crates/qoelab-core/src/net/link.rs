@@ -156,6 +156,13 @@ pub struct Link<P> {
 }
 
 impl<P> Link<P> {
+    /// Heap bytes held for packets: the queue's slab, the delay line and the event buffer (their
+    /// capacity: what the link's busiest moment allocated).
+    pub fn heap_bytes(&self) -> usize {
+        self.slab.capacity() * std::mem::size_of::<Option<P>>()
+            + self.line.capacity() * std::mem::size_of::<(Ns, P)>()
+            + self.events.capacity() * std::mem::size_of::<LinkEvent<P>>()
+    }
     /// [`ser_time`] through the one-entry memo.
     #[inline(always)]
     fn ser(&self, bytes: u64, rate: u64) -> Ns {

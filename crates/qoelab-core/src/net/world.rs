@@ -1289,6 +1289,21 @@ impl World {
     }
 
     /// Captured pcaps: (link name, pcap file bytes).
+    /// Heap bytes held by what grows with the traffic and the run's length, estimated in
+    /// O(links + tables): packets held by links (queues, delay lines: their allocated capacity),
+    /// recorded tables and pcap captures. Tables and captures count three times: they are copied
+    /// when handed to the caller and again when written (measured: a 4.29 x 10^6-row packet log,
+    /// 343 MB of rows, peaked at 734 MB of RSS for the whole process; estimated 1.03 GB).
+    /// Drivers check it between slices against a memory limit.
+    pub fn heap_estimate(&self) -> usize {
+        let links: usize = self.links.iter().map(|l| l.link.heap_bytes()).sum();
+        let r = &self.rec;
+        let tables: usize =
+            [&r.flows, &r.tcp, &r.web, &r.queues, &r.packets].into_iter().flatten().map(|t| t.data_bytes()).sum();
+        let pcaps: usize = self.pcaps.iter().map(|(_, w)| w.buf.len()).sum();
+        links + 3 * (tables + pcaps)
+    }
+
     pub fn take_pcaps(&mut self) -> Vec<(String, Vec<u8>)> {
         std::mem::take(&mut self.pcaps).into_iter().map(|(i, w)| (self.links[i].name.clone(), w.buf)).collect()
     }

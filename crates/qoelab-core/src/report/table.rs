@@ -50,6 +50,19 @@ impl Table {
     pub fn rows(&self) -> usize {
         self.columns.first().map(|c| c.1.len()).unwrap_or(0)
     }
+    /// Bytes of the rows recorded, estimated in O(columns): 8 per number, a `String` and 16 bytes
+    /// of text per string (the tables' strings are names of a few characters). Resident memory
+    /// follows this rather than the vectors' capacity (a grown vector's unused tail is untouched).
+    pub fn data_bytes(&self) -> usize {
+        self.columns
+            .iter()
+            .map(|(_, c)| match c {
+                Column::I64(v) => v.len() * 8,
+                Column::F64(v) => v.len() * 8,
+                Column::Str(v) => v.len() * (std::mem::size_of::<String>() + 16),
+            })
+            .sum()
+    }
     #[inline]
     pub fn i(&mut self, col: usize, v: i64) {
         match &mut self.columns[col].1 {
