@@ -224,6 +224,8 @@ def test_long_expansion_reports_progress(tmp_path, monkeypatch):
     sw = spec.load(p, progress=lines.append)
     assert len(sw.runs) == 3 and lines
     assert any("building and keying" in x for x in lines) and "3 runs expanded and checked" in lines[-1]
+    # looked at before every run (it was every 256th: minutes without a line when runs build slowly)
+    assert sum("building and keying" in x for x in lines) == 3, lines
     monkeypatch.setattr(spec._Progress, "EVERY_S", 5.0)
     quiet = []
     spec.load(p, progress=quiet.append)       # a short expansion: no line

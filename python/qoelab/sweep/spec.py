@@ -503,8 +503,9 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
     # keys (normalized configs), and the core's check of a covering subset
     checked = set(first_of_value.values()) if check else set()
     for i, r in enumerate(runs):
-        if not i & 255:
-            prog.show("building and keying the runs' scenarios", i, len(runs))
+        # every run (a monotonic clock read): a base scenario can take a second to build (a probe's
+        # 200,000-step weight schedule), and every 256 runs left minutes without a line
+        prog.show("building and keying the runs' scenarios", i, len(runs))
         try:
             sc = scn.from_dict(r.scenario, base_src, check=i in checked)
         except InputError as e:
