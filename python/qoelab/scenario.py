@@ -818,7 +818,8 @@ class _Builder:
         if aqm not in self.aqms:
             raise sec.err("aqm" + suffix, "one of " + ", ".join(sorted(self.aqms)), aqm)
         params = convert_params(sec.sub("aqm_params" + suffix), self.aqms[aqm]["params"], f"aqm {aqm}")
-        buf = sec.get("buffer" + suffix, lambda v: units.buffer(v, rate or 10_000_000, rtt, MTU), None)
+        buf = sec.get("buffer" + suffix, lambda v: units.buffer(v, rate or 10_000_000, rtt, MTU, MAX_QUEUE_PACKETS),
+                      None)
         if buf is None:
             buf = default_buffer
         if buf and buf.get("packets", 0) > MAX_QUEUE_PACKETS:

@@ -113,17 +113,18 @@ def probability(text) -> float:
     return v
 
 
-def buffer(text, rate_bps: int, rtt_ns: int, mtu: int = 1500) -> dict:
+def buffer(text, rate_bps: int, rtt_ns: int, mtu: int = 1500, max_packets: int = MAX_PACKETS) -> dict:
     """Buffer size: "1.5bdp" (packets of `mtu` bytes: ceil(rate * rtt / 8 / mtu), at least 1),
-    "100pkts", or a byte size. Returns {"packets": n} or {"bytes": n}."""
+    "100pkts", or a byte size, of at most ``max_packets`` packets. Returns {"packets": n} or
+    {"bytes": n}."""
     if isinstance(text, str) and text.strip().lower().endswith("bdp"):
         v, _ = _split(text, BUFFER_EXAMPLE)
         if v <= 0:
             raise ValueError(f"expected a buffer > 0, found {text!r}")
         bdp_bytes = rate_bps * rtt_ns / 8e9
         n = max(1, math.ceil(v * bdp_bytes / mtu - 1e-9))
-        if n > MAX_PACKETS:
-            raise ValueError(f"expected a buffer of at most {MAX_PACKETS} packets, found {text!r} ({n} packets)")
+        if n > max_packets:
+            raise ValueError(f"expected a buffer of at most {max_packets:,} packets, found {text!r} ({n:.3g} packets)")
         return {"packets": n}
     try:
         n = packets(text)
@@ -134,6 +135,8 @@ def buffer(text, rate_bps: int, rtt_ns: int, mtu: int = 1500) -> dict:
     if n is not None:
         if n < 1:
             raise ValueError(f"expected a buffer of at least 1 packet, found {text!r}")
+        if n > max_packets:
+            raise ValueError(f"expected a buffer of at most {max_packets:,} packets, found {text!r}")
         return {"packets": n}
     try:
         b = size(text)
