@@ -386,3 +386,12 @@ def test_run_stops_at_its_memory_limit(tmp_path):
     r = run("lots")
     assert r.returncode == 2 and "QOELAB_RUN_MEMORY_MB" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_delay_longer_than_the_default_rtt_names_the_topology(tmp_path):
+    """topology.delay of 60 s with the default 40 ms RTT was blamed on flow[0].rtt, a key the file
+    does not set; a flow's own rtt is still named when it is the one too short."""
+    e = _err(tmp_path, _scn(topo='delay = "60s"', body="[[flow]]\n"))
+    assert _where(e) == "topology" and "60000 ms" in e, e
+    e = _err(tmp_path, _scn(topo='delay = "1s"\nrtt = "3s"', body='[[flow]]\nrtt = "1s"\n'))
+    assert _where(e) == "flow[0].rtt", e

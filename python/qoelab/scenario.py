@@ -999,6 +999,10 @@ class _Builder:
         path_delay = sum(h["delay"] for h in self.hops[first:last])
         access = rtt // 2 - path_delay
         if access < 0:
+            if not sec.has("rtt"):   # the RTT is the topology's (or its default): the delay is what is too long
+                raise InputError(self.src, "topology", f"a path propagation delay of at most half the RTT "
+                                 f"({units.fmt_duration(rtt)}: topology.rtt, or its default)",
+                                 f"{path_delay / 1e6:g} ms (topology.delay or the hops' delays)")
             raise sec.err("rtt", f"an RTT >= 2 x the path's propagation delay ({2 * path_delay / 1e6:g} ms)",
                           units.fmt_duration(rtt))
         if len(self.nodes) + 2 > MAX_NODES:
