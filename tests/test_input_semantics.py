@@ -236,7 +236,7 @@ def test_page_objects_over_all_copies(tmp_path):
 def test_pcap_size(tmp_path):
     pcap = '[[flow]]\nkind = "bulk"\n[output]\npcap = "bottleneck"\n'
     e = _err(tmp_path, _scn("600s", "10Gbps", "", pcap))
-    assert _where(e) == "output.pcap" and "512 MiB" in e, e
+    assert _where(e) == "output.pcap" and "1 GiB" in e, e
     assert _err(tmp_path, _scn("60s", "100Mbps", "", pcap)) is None
 
 

@@ -61,7 +61,7 @@ MAX_PACKETS_PER_NS = 1                        # packets a link can serialize per
 # up to ~2.5 GB (at the limit, 1 Gbit/s both ways for 94 s, the estimate's data + ACK records give
 # a 0.53 GB file and 1.06 GB of RSS; 40 Gbit/s for 600 s aborted). Records are 16 (header) + 20 (IP)
 # + 8 (UDP) or 32 (TCP with timestamps) bytes, up to 28 more with SACK blocks; payload is not captured.
-MAX_PCAP_BYTES = 2**29   # 512 MiB: the run's memory limit (docs/scenario-format.md) counts it 3 times
+MAX_PCAP_BYTES = 2**30
 PCAP_RECORD_BYTES = 68                        # header + IP + TCP with the timestamp option
 # Writes of onoff flows (one engine event and one TCP write each, ~0.5 us of CPU): 10^8 is ~1 min.
 MAX_ONOFF_WRITES = 100_000_000
@@ -562,9 +562,10 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
 # 63 B, tcp 407 B (two strings), queues 103 B; 5 x 10^6 counted rows (1 flow, 2 links, all tables)
 # took 1.35 GB of RSS, so 2.5 x 10^6 stay within ~1.2 GB whatever the mix.
 MAX_SAMPLE_ROWS = 2_500_000
-# Rows of the packet log: 80 bytes each, counted 3 times by the run's memory limit (2 GB by default:
-# ~8 x 10^6 rows; a 4.29 x 10^6-row log peaked at 734 MB of RSS)
-MAX_PACKET_EVENTS = 5_000_000
+# Rows of the packet log, estimated from the monitored links' rates (an upper bound: the livi
+# reproduction's runs estimate 1.2 x 10^7 and log a few thousand). What a run really logs is
+# bounded by the run's memory limit (80 bytes a row, counted 3 times; ~8 x 10^6 rows at 2 GB).
+MAX_PACKET_EVENTS = 50_000_000
 
 
 def _check_table_sizes(src, b, output, duration, out) -> None:
@@ -633,7 +634,7 @@ def _check_links(src, b, duration, out) -> None:
         size = records * PCAP_RECORD_BYTES
         if size > MAX_PCAP_BYTES:
             raise InputError(src, "output.pcap", message=(
-                f"expected a pcap of at most 512 MiB (it is built in memory), found ~{size / 2**30:,.1f} GiB "
+                f"expected a pcap of at most 1 GiB (it is built in memory), found ~{size / 2**30:,.1f} GiB "
                 f"(~{records:.3g} packets of link {l['name']} x {PCAP_RECORD_BYTES} bytes: link rate x duration / "
                 "packet size); shorten the run or capture a slower link"))
 
