@@ -471,6 +471,10 @@ def test_hls_errors(tmp_path):
     raises_at(lambda: load_hls(m4), f"{m4}:5:", "no such file")
     m5 = write(tmp_path, "m5.m3u8", MEDIA_RANGE)
     raises_at(lambda: load_hls(m5), f"{m5}:2:", "a master playlist")
+    # a duration whose ns overflowed (1e300 s: an internal error), and one over the hour a segment may last
+    for d in ("1" + "0" * 300, "3601"):
+        write(tmp_path, "hi/index.m3u8", MEDIA_SIZE.format(a=1, b=2, c=3).replace("#EXTINF:2.000,", f"#EXTINF:{d},", 1))
+        raises_at(lambda: load_hls(p), f"{hi}:", "#EXTINF:<seconds > 0 and <= 3600>")
 
 
 # ---------------------------------------------------------------------------------- ladders
@@ -721,3 +725,36 @@ def test_content_table_is_refused_with_a_hint(tmp_path):
                     "found a qoelab-content/1 table")
     assert f"qoelab video export {p} --format sabre" in msg
     raises_at(lambda: load_sabre_movie(p), f"{p}:2:format:", "qoelab-content/1 table")
+
+
+@pytest.mark.parametrize("body,line,needle", [
+    # text made loading quadratic in its size (2 MB: > 60 s)
+    ('<MPD mediaPresentationDuration="PT8S"><Period>' + "x\n" * 40_000 + "</Period></MPD>", "32769",
+     "at most 65,536 characters of text in <Period>"),
+    # nesting made every element's xpath as long as the depth (100,000 levels: MemoryError)
+    ('<MPD mediaPresentationDuration="PT8S">' + "<a>" * 100 + "</a>" * 100 + "</MPD>", "1", "nested at most 64 deep"),
+    # entity declarations ("billion laughs": > 60 s)
+    ('<?xml version="1.0"?><!DOCTYPE MPD [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;&a;">]>'
+     '<MPD mediaPresentationDuration="PT8S"><Period>&b;</Period></MPD>', "1", "without a DOCTYPE"),
+])
+def test_mpd_xml_bounds(tmp_path, body, line, needle):
+    p = write(tmp_path, "m.mpd", body)
+    raises_at(lambda: load_mpd(p), f"{p}:{line}: expected", needle)
+
+
+def test_mpd_element_count_bound(tmp_path, monkeypatch):
+    from qoelab.video import mpd
+    monkeypatch.setattr(mpd, "MAX_XML_ELEMENTS", 1000)
+    p = write(tmp_path, "m.mpd", '<MPD mediaPresentationDuration="PT8S">' + "<a/>" * 1000 + "</MPD>")
+    raises_at(lambda: load_mpd(p), f"{p}:1: expected at most 1,000 XML elements")
+
+
+def test_mpd_index_range_is_bounded(tmp_path):
+    """indexRange names the sidx box's bytes; a 6 GB range was read whole (MemoryError)."""
+    media = tmp_path / "v.mp4"
+    with open(media, "wb") as f:
+        f.truncate(64 * 2**20)   # sparse
+    p = write(tmp_path, "m.mpd", '<MPD mediaPresentationDuration="PT8S"><Period><AdaptationSet>'
+              '<Representation id="a" bandwidth="1000"><BaseURL>v.mp4</BaseURL>'
+              f'<SegmentBase indexRange="0-{32 * 2**20}"/></Representation></AdaptationSet></Period></MPD>')
+    raises_at(lambda: load_mpd(p), f"{p}:1:", "a range of at most 16 MiB (the sidx box)")

@@ -18,13 +18,12 @@ Errors name the playlist file and line.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from urllib.parse import unquote, urlparse
 
 from qoelab.errors import InputError, int_input
-from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, NS_PER_S, make_video, validate_video
+from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, NS_PER_S, make_video, validate_video
 from qoelab.video.mpd import MAX_FILE_BYTES, MAX_U32, _clip, _durations_to_nominal, _show
 
 __all__ = ["load_hls", "parse_attribute_list"]
@@ -90,8 +89,9 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
             raise InputError(path, str(i), "a media playlist (segments)", "#EXT-X-STREAM-INF (a master playlist)")
         if ln.startswith("#EXTINF:"):
             m = re.fullmatch(r"#EXTINF:\s*([0-9]+(?:\.[0-9]*)?)\s*(,.*)?", ln)
-            if not m or not 0 < float(m.group(1)) < math.inf:
-                raise InputError(path, str(i), "#EXTINF:<seconds > 0>,[title]", repr(ln)[:50])
+            if not m or not 0 < float(m.group(1)) <= MAX_SEGMENT_NS / NS_PER_S:
+                raise InputError(path, str(i), f"#EXTINF:<seconds > 0 and <= {MAX_SEGMENT_NS // NS_PER_S}>,[title]",
+                                 repr(ln)[:50])
             dur = round(float(m.group(1)) * NS_PER_S)
         elif ln.startswith("#EXT-X-SIZE:"):
             v = ln[len("#EXT-X-SIZE:"):].strip()

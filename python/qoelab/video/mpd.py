@@ -86,6 +86,20 @@ def _local(name: str) -> str:
     return name.rsplit(":", 1)[-1]
 
 
+# Bounds of the XML an MPD may be: a DASH MPD nests a few levels (MPD/Period/AdaptationSet/
+# Representation/SegmentList/SegmentURL), holds up to MAX_SEGMENTS x rungs elements, and its text is
+# URLs. Past them a file made expat's tree cost memory with depth^2 (xpaths) or count, or its text
+# time with size^2: one line naming the place instead.
+MAX_XML_DEPTH = 64
+MAX_INDEX_RANGE = 16 * 2**20    # bytes of SegmentBase@indexRange read to find the sidx box
+MAX_XML_ELEMENTS = 3_000_000
+MAX_XML_TEXT = 65_536          # characters of text in one element
+
+
+class _Refused(Exception):
+    """Raised from an expat handler: the InputError to report (expat passes it through Parse)."""
+
+
 def _parse_xml(path: str) -> _Node:
     try:
         with open(path, "rb") as f:
@@ -98,8 +112,20 @@ def _parse_xml(path: str) -> _Node:
     stack: list[_Node] = []
     root: list[_Node] = []
     counters: list[Counter] = [Counter()]
+    count = [0]
+
+    def refuse(expected, found):
+        raise _Refused(InputError(path, str(p.CurrentLineNumber), expected, found))
+
+    def doctype(*_):   # entity declarations could expand without bound ("billion laughs")
+        refuse("an MPD without a DOCTYPE (DASH uses none; entity declarations are not read)", "a DOCTYPE")
 
     def start(name, attrs):
+        count[0] += 1
+        if count[0] > MAX_XML_ELEMENTS:
+            refuse(f"at most {MAX_XML_ELEMENTS:,} XML elements", "more")
+        if len(stack) >= MAX_XML_DEPTH:
+            refuse(f"XML elements nested at most {MAX_XML_DEPTH} deep", "deeper")
         tag = _local(name)
         counters[-1][tag] += 1
         parent = stack[-1] if stack else None
@@ -118,13 +144,19 @@ def _parse_xml(path: str) -> _Node:
 
     def chars(data):
         if stack:
-            stack[-1].text += data
+            node = stack[-1]
+            if len(node.text) + len(data) > MAX_XML_TEXT:
+                refuse(f"at most {MAX_XML_TEXT:,} characters of text in <{node.tag}>", "more")
+            node.text += data
 
     p.StartElementHandler = start
     p.EndElementHandler = end
     p.CharacterDataHandler = chars
+    p.StartDoctypeDeclHandler = doctype
     try:
         p.Parse(data, True)
+    except _Refused as r:
+        raise r.args[0] from None
     except xml.parsers.expat.ExpatError as e:
         raise InputError(path, f"{e.lineno}:{e.offset + 1}", "well-formed XML",
                          xml.parsers.expat.ErrorString(e.code)) from None
@@ -692,6 +724,9 @@ def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
     fsize = os.path.getsize(f)
     if b >= fsize:  # before reading: the read would allocate the range's size
         raise InputError(f, f"byte {fsize}", f"indexRange {a}-{b} inside the file ({fsize} bytes)", "end of file")
+    if b - a + 1 > MAX_INDEX_RANGE:   # a sidx box of 100,000 references is 1.2 MB; reading 6 GB ran out of memory
+        raise _err(path, sb, "indexRange", f"a range of at most {MAX_INDEX_RANGE // 2**20} MiB (the sidx box)",
+                   f"{b - a + 1:,} bytes")
     with open(f, "rb") as fh:
         fh.seek(a)
         data = fh.read(b - a + 1)
