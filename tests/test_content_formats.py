@@ -1,6 +1,7 @@
 """Sabre movie JSON and Minerva .dat/.vmaf export and import."""
 
 import json
+import os
 
 import pytest
 
@@ -268,3 +269,16 @@ def test_corpus_clip_exports(tmp_path, capsys):
     assert main(["video", "export", "noise", "--format", "minerva", "--out", str(tmp_path / "n")]) == 0
     assert main(["video", "import", str(tmp_path / "n.dat"), "--format", "minerva", "--out", str(tmp_path / "t.json")]) == 0
     assert corpus.load_video(str(tmp_path / "t.json"))["sizes"] == corpus.load_video("noise")["sizes"]
+
+
+def test_import_reads_only_regular_files_of_bounded_size(tmp_path, monkeypatch):
+    """A FIFO blocked `video import` forever and a 120 MB movie ran out of memory while parsing."""
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"f\.json: expected a regular file \(a Sabre movie JSON\), found a device"):
+        formats.import_sabre(str(fifo))
+    monkeypatch.setattr(formats, "MAX_IMPORT_BYTES", 100)
+    big = tmp_path / "big.json"
+    big.write_text('{"segment_duration_ms": 4000, "bitrates_kbps": [1], "segment_sizes_bits": [' + "[8]," * 40 + "[8]]}")
+    with pytest.raises(InputError, match=r"big\.json: expected a Sabre movie JSON of at most 100 bytes, found 240 bytes"):
+        formats.import_sabre(str(big))

@@ -307,3 +307,17 @@ def test_batch_matches_single_runs_and_is_deterministic():
         assert one["plt_ns"] == r[0]
     with pytest.raises(ValueError, match="job 0: policy"):
         _core.pageload_batch(tuples, [(0, ifs, "nope", 1)])
+
+
+def test_flow_level_page_size_is_bounded(tmp_path):
+    """The flow-level run is one uninterruptible call: pages above 20,000 objects are refused before
+    it (400,000 ran for minutes and ignored SIGTERM)."""
+    from conftest import qoelab_cli
+    e = {"startedDateTime": "2015-12-07T10:00:00Z", "time": 1, "request": {"url": "http://h.com/"},
+         "response": {"bodySize": 1000, "headersSize": -1}}
+    p = tmp_path / "big.har"
+    p.write_text(json.dumps({"log": {"entries": [e] * 20_001}}))
+    r = qoelab_cli("pageload", str(p), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "at most 20,000 objects" in r.stderr and "found 20,001 objects" in r.stderr
+    assert not (tmp_path / "o").exists()

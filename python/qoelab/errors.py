@@ -87,3 +87,26 @@ def int_input(s: str, path: str | None, where: str | None, what: str = "an integ
     except ValueError:
         shown = s if len(s) <= 40 else f"{s[:40]}... ({len(s)} characters)"
         raise InputError(path, where, what, repr(shown)) from None
+
+
+def read_input(path: str, what: str, max_bytes: int = 256 * 2**20) -> bytes:
+    """The bytes of input file ``path``: a regular file (a FIFO would block forever, /dev/zero never
+    end) of at most ``max_bytes``; anything else is an :class:`InputError` naming ``path``."""
+    import os
+    import stat
+
+    limit = f"{max_bytes // 2**20} MiB" if max_bytes % 2**20 == 0 else f"{max_bytes:,} bytes"
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            found = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
+            raise InputError(path, None, f"a regular file ({what})", found)
+        if st.st_size > max_bytes:
+            raise InputError(path, None, f"{what} of at most {limit}", f"{st.st_size:,} bytes")
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise InputError(path, None, message=f"cannot read {what}: {e.strerror or e}") from None
+    if len(data) > max_bytes:   # grew while being read
+        raise InputError(path, None, f"{what} of at most {limit}", "more")
+    return data

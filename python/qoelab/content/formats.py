@@ -32,7 +32,7 @@ import json
 import math
 import os
 
-from qoelab.errors import InputError, json_input
+from qoelab.errors import InputError, json_input, read_input
 from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, MAX_SEGMENTS, validate_video
 
 NS = 1_000_000_000
@@ -141,12 +141,14 @@ def export_sabre(video: dict, path: str, source: str | None = None) -> None:
     _atomic_write(path, text + "\n")
 
 
+# Files `video import` reads: a Sabre movie or Minerva .dat of 100,000 segments x 20 rungs is ~20 MB;
+# a probe's 120 MB movie ran out of memory while parsing.
+MAX_IMPORT_BYTES = 64 * 2**20
+
+
 def import_sabre(path: str, name: str | None = None) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InputError(path, None, "a readable Sabre movie JSON", e.strerror) from None
+        text = read_input(path, "a Sabre movie JSON", MAX_IMPORT_BYTES).decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(path, None, "a UTF-8 Sabre movie JSON", str(e)) from None
     doc = json_input(text, path)
@@ -242,10 +244,8 @@ def export_minerva(video: dict, path: str, source: str | None = None) -> list[st
 def _read_lines(path: str, what: str) -> list[tuple[int, list[str]]]:
     """(line number, tokens) of the non-blank lines of ``path``."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return [(i, ln.split()) for i, ln in enumerate(f, start=1) if ln.strip()]
-    except OSError as e:
-        raise InputError(path, None, f"a readable {what}", e.strerror) from None
+        text = read_input(path, what, MAX_IMPORT_BYTES).decode("utf-8")
+        return [(i, ln.split()) for i, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
     except UnicodeDecodeError as e:
         raise InputError(path, None, f"a UTF-8 text {what}", str(e)) from None
 

@@ -26,7 +26,7 @@ import json
 import os
 from urllib.parse import urlsplit
 
-from qoelab.errors import InputError, int_input, json_input
+from qoelab.errors import InputError, int_input, json_input, read_input
 from qoelab.pageload.page import Obj, Page
 from qoelab.units import MAX_DURATION_NS
 
@@ -143,11 +143,7 @@ def dependencies(starts: list[int], finishes: list[int]) -> list[int | None]:
 
 def load_har(path: str, name: str | None = None) -> Page:
     """Read a HAR file into a :class:`Page` (objects sorted by start, parents set)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise InputError(path, None, message=f"cannot read: {e.strerror or e}") from None
+    raw = read_input(path, "a HAR file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
