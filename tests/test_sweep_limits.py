@@ -327,3 +327,22 @@ def test_progress_line_goes_on_while_runs_are_under_way(monkeypatch):
     now[0] += 5
     p.update(False)                      # the last run: always drawn
     assert out.getvalue().splitlines()[-1].startswith("sweep s: 2/2 runs (100%), 0 failed, 36s elapsed")
+
+
+def test_views_never_replace_the_run_identity_or_the_axes():
+    """An axis named like a summary field (`events`) showed the summary's value in `runs`; a record
+    whose summary held `key` replaced the run's key. Identity and axes win; the summary's value
+    is kept beside them."""
+    from qoelab.sweep.store import Store
+    rec = {"key": "abc", "index": 0, "rep": 0, "seed": 1, "point": {"events": 2, "aqm": "codel"},
+           "status": "ok", "error": None, "wall_s": 0.1,
+           "summary": {"events": 6377, "key": 1, "aqm": "zzz", "duration_s": 5.0,
+                       "clients": [{"name": "c0", "events": 9, "qoe": 3.5}], "flows": [], "links": []},
+           "metrics": {"run": {"aqm": "m"}, "clients": [{"qoe": 4.0}]}}
+    rows = Store._rows(None, rec, ["events", "aqm"])
+    run = rows["runs"][0]
+    assert (run["key"], run["events"], run["aqm"]) == ("abc", 2, "codel")
+    assert (run["summary_events"], run["summary_key"], run["summary_aqm"], run["metrics_aqm"]) == (6377, 1, "zzz", "m")
+    assert run["duration_s"] == 5.0
+    c = rows["clients"][0]
+    assert (c["events"], c["summary_events"], c["qoe"], c["client"]) == (2, 9, 4.0, "c0")

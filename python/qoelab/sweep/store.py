@@ -312,27 +312,39 @@ class Store:
                 and m.get("columns") == self.meta.get("columns", []) and all(map(os.path.isfile, files)))
 
     def _rows(self, rec: dict, columns: list) -> dict:
-        """One record's rows of each view (``rec`` checked by :func:`check_record`)."""
+        """One record's rows of each view (``rec`` checked by :func:`check_record`). The run's
+        identity and the sweep's columns come first and are never replaced: a summary field named
+        like one of them (an axis called ``events``) is kept as ``summary_<name>``, an extract
+        metric as ``metrics_<name>``."""
         ids = {"key": rec["key"], "index": rec["index"], "rep": rec["rep"], "seed": rec["seed"]}
         point = {c: (rec.get("point") or {}).get(c) for c in columns}
         s = rec.get("summary") or {}
+
+        def add(row: dict, fields: dict, protected: set, prefix: str) -> None:
+            for k, v in fields.items():
+                if k not in protected:
+                    row[k] = v
+                elif row[k] != v:       # (the summary's own seed equals the run's: nothing to keep)
+                    row[f"{prefix}_{k}"] = v
+
         run = {**ids, **point, "status": rec.get("status"), "error": rec.get("error"), "wall_s": rec.get("wall_s")}
-        run.update(_flatten({k: v for k, v in s.items() if k not in ("flows", "links", "clients")}))
+        fixed = set(run)
+        add(run, _flatten({k: v for k, v in s.items() if k not in ("flows", "links", "clients")}), fixed, "summary")
         m = rec.get("metrics") or {}
-        run.update({k: v for k, v in _flatten(m.get("run") if isinstance(m.get("run"), dict) else {}).items()
-                    if k not in ids and k not in ("status", "error", "wall_s")})
+        add(run, _flatten(m.get("run") if isinstance(m.get("run"), dict) else {}), fixed, "metrics")
         out = {"runs": [run], "clients": [], "flows": [], "links": []}
         cm = m.get("clients") if isinstance(m.get("clients"), list) else []
         for i, c in enumerate(s.get("clients") or []):
-            row = {**ids, **point, "client": c.get("name"), **_flatten(c)}
-            row.pop("name", None)
+            row = {**ids, **point, "client": c.get("name")}
+            fixed = set(row)
+            add(row, {k: v for k, v in _flatten(c).items() if k != "name"}, fixed, "summary")
             if i < len(cm) and isinstance(cm[i], dict):
-                row.update(_flatten(cm[i]))     # an extract metric named like a summary key replaces it
+                add(row, _flatten(cm[i]), fixed, "metrics")   # a metric named like a summary field replaces it
             out["clients"].append(row)
         for view, items, idcol in (("flows", s.get("flows"), "flow"), ("links", s.get("links"), "link")):
             for f in items or []:
-                row = {**ids, **point, idcol: f.get("name"), **_flatten(f)}
-                row.pop("name", None)
+                row = {**ids, **point, idcol: f.get("name")}
+                add(row, {k: v for k, v in _flatten(f).items() if k != "name"}, set(row), "summary")
                 out[view].append(row)
         return out
 
