@@ -730,3 +730,20 @@ def test_other_http_versions_and_options(server):
     for target in ("/manifest.mpd", "*"):
         st, h, _ = raw(server.port, f"OPTIONS {target} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
         assert st == 204 and "HEAD" in h["allow"] and "Range" in h["access-control-allow-headers"]
+
+
+def test_synthetic_caches_are_bounded_by_size():
+    """Caches bounded by count (32 videos of 100,000 segments x 20 rungs) held GBs; by weight, the
+    least recently used go first and an entry heavier than the budget is not kept."""
+    c = serve._WeightedCache(10)
+    built = []
+
+    def build(k):
+        built.append(k)
+        return k
+    for k in ("a", "b", "c"):
+        assert c.get(k, lambda k=k: build(k), lambda v: 4) == k
+    assert list(c.entries) == ["b", "c"] and c.used == 8          # "a" evicted
+    assert c.get("b", lambda: build("x"), lambda v: 4) == "b" and built == ["a", "b", "c"]   # a hit
+    assert c.get("big", lambda: build("big"), lambda v: 11) == "big" and "big" not in c.entries
+    assert list(c.entries) == ["c", "b"]

@@ -275,11 +275,45 @@ def pattern_bytes(offset: int, n: int) -> bytes:
     return bytes(out)
 
 
-@functools.lru_cache(maxsize=32)
+class _WeightedCache:
+    """A least-recently-used cache bounded by the summed weight of its entries (an entry heavier
+    than the budget is built but not kept), built under one lock: synthetic videos of 100,000
+    segments x 20 rungs weigh ~150 MB each as Python lists, and their MPD ~1 GB while it is built;
+    32 of them by count, built by several connections at once, ran a server out of memory."""
+
+    def __init__(self, budget: int):
+        import collections
+        self.budget, self.used = budget, 0
+        self.entries: collections.OrderedDict = collections.OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key, build, weigh):
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key][0]
+            value = build()
+            w = weigh(value)
+            if w <= self.budget:
+                self.entries[key] = (value, w)
+                self.used += w
+                while self.used > self.budget:
+                    _, (_, old) = self.entries.popitem(last=False)
+                    self.used -= old
+            return value
+
+
+_LAYOUTS = _WeightedCache(4_000_000)       # segment x rung values (~300 MB)
+_MPDS = _WeightedCache(256 * 2**20)         # bytes
+
+
 def synthetic_layout(ladder: str, seed: int = 0, n_segments: int = 300) -> dict:
-    """The synthetic video served under ``/synthetic/<ladder>/[s<seed>-n<n>/]``: its Video dict."""
+    """The synthetic video served under ``/synthetic/<ladder>/[s<seed>-n<n>/]``: its Video dict
+    (cached; treat it as read-only)."""
     from qoelab.video.synthetic import synthetic_video
-    return synthetic_video(ladder, n_segments=n_segments, seed=seed)
+    return _LAYOUTS.get((ladder, seed, n_segments),
+                        lambda: synthetic_video(ladder, n_segments=n_segments, seed=seed),
+                        lambda v: len(v["sizes"]) * len(v["bitrates_bps"]))
 
 
 def _rung_total(video: dict, r: int) -> int:
@@ -378,9 +412,8 @@ def _playable_segment(ladder: str, seed: int, n: int, r: int, t: int) -> bytes:
     return media_segment(t, video["sizes"][t][r], video["segment_duration"] // 1_000_000)
 
 
-@functools.lru_cache(maxsize=32)
 def _synthetic_mpd_cached(ladder: str, seed: int, n: int) -> bytes:
-    return synthetic_mpd(synthetic_layout(ladder, seed, n))
+    return _MPDS.get((ladder, seed, n), lambda: synthetic_mpd(synthetic_layout(ladder, seed, n)), len)
 
 
 # ----------------------------------------------------------------------------------------------------------
