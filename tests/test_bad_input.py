@@ -75,7 +75,11 @@ def test_unknown_aqm(tmp_path):
 
 
 def test_flow_rtt_too_small_for_path(tmp_path):
+    # the flow takes the topology's RTT: the topology's keys are named
     text = GOOD.replace('rtt = "20ms"', 'rtt = "20ms"\ndelay = "30ms"')
+    check_error(tmp_path, text, ":topology: expected a path propagation delay of at most half the RTT", "30 ms")
+    # a flow's own rtt too short for the path is named
+    text = GOOD.replace('rtt = "20ms"', 'rtt = "80ms"\ndelay = "30ms"').replace("[[flow]]", '[[flow]]\nrtt = "20ms"', 1)
     check_error(tmp_path, text, "flow[0].rtt")
 
 
