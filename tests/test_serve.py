@@ -747,3 +747,16 @@ def test_synthetic_caches_are_bounded_by_size():
     assert c.get("b", lambda: build("x"), lambda v: 4) == "b" and built == ["a", "b", "c"]   # a hit
     assert c.get("big", lambda: build("big"), lambda v: 11) == "big" and "big" not in c.entries
     assert list(c.entries) == ["c", "b"]
+
+
+def test_synthetic_mpd_text_reads_back_as_the_layout(tmp_path):
+    """The MPD is written as text (an XML tree of a large video took ~2 GB): qoelab's MPD loader
+    reads it back as the same video, resolutions included (the chunklets ladder has them)."""
+    from qoelab.video import load_mpd
+    v = serve.synthetic_layout("chunklets", 3, 12)
+    p = tmp_path / "m.mpd"
+    p.write_bytes(serve.synthetic_mpd(v))
+    got = load_mpd(str(p))
+    for k in ("bitrates_bps", "sizes", "byte_offsets", "resolutions", "segment_duration"):
+        assert got[k] == v[k], k
+    ET.fromstring(p.read_bytes())   # well-formed

@@ -31,7 +31,6 @@ import struct
 import sys
 import threading
 import time
-import xml.etree.ElementTree as ET
 import zlib
 from email.utils import formatdate
 
@@ -322,39 +321,32 @@ def _rung_total(video: dict, r: int) -> int:
 
 
 def synthetic_mpd(video: dict) -> bytes:
-    """A static DASH MPD (SegmentList, ``Initialization@range``, ``SegmentURL@mediaRange``) for ``video``."""
+    """A static DASH MPD (SegmentList, ``Initialization@range``, ``SegmentURL@mediaRange``) for ``video``.
+    Written as text, line by line (an XML tree of a 100,000-segment, 20-rung video took ~2 GB while
+    it was built; the text is 121 MB); the same bytes as ElementTree's indented output."""
     from qoelab.video.synthetic import INIT_BYTES
-    ns = "urn:mpeg:dash:schema:mpd:2011"
-    ET.register_namespace("", ns)
     dur_ms = video["segment_duration"] // 1_000_000
     n = len(video["sizes"])
     total_s = n * video["segment_duration"] / 1e9
-    mpd = ET.Element(f"{{{ns}}}MPD", {
-        "profiles": "urn:mpeg:dash:profile:full:2011", "type": "static",
-        "mediaPresentationDuration": f"PT{total_s:.3f}S", "minBufferTime": "PT2.000S"})
-    period = ET.SubElement(mpd, f"{{{ns}}}Period", {"id": "0", "start": "PT0S"})
-    aset = ET.SubElement(period, f"{{{ns}}}AdaptationSet", {
-        "id": "0", "contentType": "video", "mimeType": "video/mp4", "segmentAlignment": "true",
-        "startWithSAP": "1"})
+    out = ["<?xml version='1.0' encoding='utf-8'?>\n",
+           '<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:full:2011" type="static" '
+           f'mediaPresentationDuration="PT{total_s:.3f}S" minBufferTime="PT2.000S">\n',
+           '  <Period id="0" start="PT0S">\n',
+           '    <AdaptationSet id="0" contentType="video" mimeType="video/mp4" segmentAlignment="true" '
+           'startWithSAP="1">\n']
     res = video.get("resolutions")
+    offs, sizes = video["byte_offsets"], video["sizes"]
     for r, bw in enumerate(video["bitrates_bps"]):
-        attrs = {"id": str(r), "bandwidth": str(int(bw)), "codecs": "avc1.64001f"}
-        if res:
-            attrs["width"], attrs["height"] = str(res[r][0]), str(res[r][1])
-        rep = ET.SubElement(aset, f"{{{ns}}}Representation", attrs)
-        ET.SubElement(rep, f"{{{ns}}}BaseURL").text = f"{r}.mp4"
-        sl = ET.SubElement(rep, f"{{{ns}}}SegmentList", {"timescale": "1000", "duration": str(dur_ms)})
-        ET.SubElement(sl, f"{{{ns}}}Initialization", {"range": f"0-{INIT_BYTES - 1}"})
-        for t in range(n):
-            a = video["byte_offsets"][t][r]
-            ET.SubElement(sl, f"{{{ns}}}SegmentURL",
-                          {"mediaRange": f"{a}-{a + video['sizes'][t][r] - 1}"})
-    tree = ET.ElementTree(mpd)
-    ET.indent(tree)
-    import io
-    buf = io.BytesIO()
-    tree.write(buf, xml_declaration=True, encoding="utf-8")
-    return buf.getvalue() + b"\n"
+        wh = f' width="{res[r][0]}" height="{res[r][1]}"' if res else ""
+        out.append(f'      <Representation id="{r}" bandwidth="{int(bw)}" codecs="avc1.64001f"{wh}>\n'
+                   f'        <BaseURL>{r}.mp4</BaseURL>\n'
+                   f'        <SegmentList timescale="1000" duration="{dur_ms}">\n'
+                   f'          <Initialization range="0-{INIT_BYTES - 1}" />\n')
+        out.extend(f'          <SegmentURL mediaRange="{offs[t][r]}-{offs[t][r] + sizes[t][r] - 1}" />\n'
+                   for t in range(n))
+        out.append("        </SegmentList>\n      </Representation>\n")
+    out.append("    </AdaptationSet>\n  </Period>\n</MPD>\n")
+    return "".join(out).encode()
 
 
 _VARIANT = re.compile(r"s([0-9]{1,9})-n([0-9]{1,6})")     # ASCII digits only: no "s١-n٤" aliases
