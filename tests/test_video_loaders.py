@@ -83,6 +83,9 @@ def test_sabre_movie_round_trip(tmp_path):
      "1:segment_duration_ms", "<= 3600000"),
     ('{"segment_duration_ms": 3000, "bitrates_kbps": [100, 1e308], "segment_sizes_bits": [[1, 2]]}',
      "1:bitrates_kbps[1]", "<= 1000000000"),
+    # rounds to 0 bit/s: was reported as the Video's bitrates_bps[0], a key not in the file
+    ('{"segment_duration_ms": 3000, "bitrates_kbps": [0.0001, 700], "segment_sizes_bits": [[1, 2]]}',
+     "1:bitrates_kbps[0]", ">= 0.001"),
     ('{"segment_duration_ms": 3000, "bitrates_kbps": [100], "segment_sizes_bits": [[1e300]]}',
      "1:segment_sizes_bits[0][0]", "<= 8000000000000"),
 ])
@@ -758,3 +761,13 @@ def test_mpd_index_range_is_bounded(tmp_path):
               '<Representation id="a" bandwidth="1000"><BaseURL>v.mp4</BaseURL>'
               f'<SegmentBase indexRange="0-{32 * 2**20}"/></Representation></AdaptationSet></Period></MPD>')
     raises_at(lambda: load_mpd(p), f"{p}:1:", "a range of at most 16 MiB (the sidx box)")
+
+
+def test_mpd_segment_over_the_size_bound_names_its_segment_url(tmp_path):
+    """A mediaRange of 10^14 bytes was reported as the Video's `sizes[1][0]`, a key not in the file."""
+    p = write(tmp_path, "m.mpd", '<MPD mediaPresentationDuration="PT4S"><Period><AdaptationSet>'
+              '<Representation id="a" bandwidth="1000"><BaseURL>v.mp4</BaseURL>'
+              '<SegmentList duration="2" timescale="1"><SegmentURL mediaRange="0-99"/>'
+              '<SegmentURL mediaRange="1800-99999999999999"/></SegmentList>'
+              "</Representation></AdaptationSet></Period></MPD>")
+    raises_at(lambda: load_mpd(p), f"{p}:1:", "SegmentURL[2]@mediaRange: expected a segment of at most")

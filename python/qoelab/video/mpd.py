@@ -35,7 +35,8 @@ from collections import Counter
 from urllib.parse import unquote, urlparse
 
 from qoelab.errors import InputError, int_input, json_input
-from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_NS, MAX_SEGMENTS, NS_PER_S, make_video, validate_video
+from qoelab.video.model import (MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, MAX_SEGMENTS, NS_PER_S, make_video,
+                                 validate_video)
 
 __all__ = ["load_mpd", "parse_sidx", "parse_sidx_layout", "parse_iso_duration"]
 
@@ -686,6 +687,9 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
             if one_file and prev is not None and a <= prev[0]:
                 raise _err(path, su, "mediaRange", f"a byte range after {prev[1]} (first > {prev[0]}: segments "
                            "in file order, not overlapping)", repr(su.attrib["mediaRange"]))
+            if b - a + 1 > MAX_SEGMENT_BYTES:   # (named here, not as the Video's sizes[i][r] later)
+                raise _err(path, su, "mediaRange", f"a segment of at most {MAX_SEGMENT_BYTES:,} bytes",
+                           f"{b - a + 1:,} bytes")
             prev = (b, "the previous SegmentURL's range")
             out.append(b - a + 1)
             offsets.append(a)
