@@ -125,7 +125,7 @@ def load_sabre_movie(path: str, name: str | None = None) -> dict:
     if not isinstance(br, list) or not br:
         raise InputError(path, where("bitrates_kbps"), "a non-empty list of kbit/s", json.dumps(br)[:40])
     for i, x in enumerate(br):
-        if not _is_num(x) or round(x * 1000) < 1 or x * 1000 > MAX_BITRATE_BPS:   # (whole bit/s >= 1)
+        if not _is_num(x) or x * 1000 > MAX_BITRATE_BPS or round(x * 1000) < 1:   # (whole bit/s >= 1)
             raise InputError(path, where("bitrates_kbps", f"[{i}]"),
                              f"a number of kbit/s >= 0.001 and <= {MAX_BITRATE_BPS // 1000}", json.dumps(x))
         if i and x <= br[i - 1]:
