@@ -93,6 +93,8 @@ def _media_playlist(path: str, media_dir: str | None) -> tuple[list[int], list[i
                 raise InputError(path, str(i), f"#EXTINF:<seconds > 0 and <= {MAX_SEGMENT_NS // NS_PER_S}>,[title]",
                                  repr(ln)[:50])
             dur = round(float(m.group(1)) * NS_PER_S)
+            if dur < 1:   # (1e-10 s rounds to 0 ns: named here, not as the Video's last_segment_duration)
+                raise InputError(path, str(i), "#EXTINF:<seconds> of at least 1 ns", repr(ln)[:50])
         elif ln.startswith("#EXT-X-SIZE:"):
             v = ln[len("#EXT-X-SIZE:"):].strip()
             what = "#EXT-X-SIZE:<bytes> (an integer <= 1e12)"

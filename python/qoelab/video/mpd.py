@@ -792,9 +792,10 @@ def _from_template(path, rep, st, attrs, media_dir, table, table_path, total_ns,
                              f"sizes for Representation@id {_show(rep_id)} ({rep.xpath})", "nothing")
         col = table[rep_id]
         if not isinstance(col, list) or not col or not all(
-                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in col):
-            raise InputError(table_path, _clip(rep_id, 40), "a non-empty list of byte counts (integers >= 0)",
-                             repr(col)[:40])
+                isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_SEGMENT_BYTES for x in col):
+            raise InputError(table_path, _clip(rep_id, 40),
+                             f"a non-empty list of byte counts (integers 0 .. {MAX_SEGMENT_BYTES:,})",
+                             _clip(repr(col), 40))
         n = len(col)
         sizes = list(col)
     else:
