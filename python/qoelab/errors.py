@@ -67,16 +67,23 @@ def json_input(text: str, path: str | None, what: str = "valid JSON"):
     except RecursionError:
         raise InputError(path, None, what, "lists or objects nested too deeply") from None
     except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
-        import re
+        raise digit_limit_error(e, text, path, "numbers", r"[0-9]", column=True) from None
 
-        m = re.search(r"value has (\d+) digits", str(e))
-        found = f"an integer of {m.group(1)} digits" if m else str(e)
-        where = None
-        d = re.search(r"[0-9]{%d,}" % (MAX_INT_DIGITS + 1), text)   # the number's line:column
-        if d:
-            line = text.count("\n", 0, d.start()) + 1
-            where = f"{line}:{d.start() - (text.rfind(chr(10), 0, d.start()) + 1) + 1}"
-        raise InputError(path, where, f"numbers of at most {MAX_INT_DIGITS} digits", found) from None
+def digit_limit_error(e: ValueError, text: str, path: str | None, what: str, digit: str,
+                      column: bool) -> InputError:
+    """The InputError for a parser's ``int()`` refusing more than :data:`MAX_INT_DIGITS` digits
+    (``e``), located in ``text`` at the first run of that many ``digit`` characters (line, or
+    line:column)."""
+    import re
+
+    m = re.search(r"value has (\d+) digits", str(e))
+    found = f"an integer of {m.group(1)} digits" if m else str(e)
+    where = None
+    d = re.search(f"{digit}{{{MAX_INT_DIGITS + 1},}}", text)
+    if d:
+        line = text.count("\n", 0, d.start()) + 1
+        where = f"{line}:{d.start() - (text.rfind(chr(10), 0, d.start()) + 1) + 1}" if column else str(line)
+    return InputError(path, where, f"{what} of at most {MAX_INT_DIGITS} digits", found)
 
 
 def int_input(s: str, path: str | None, where: str | None, what: str = "an integer") -> int:

@@ -13,12 +13,11 @@ import json
 import math
 import os
 import re
-import stat
 import tomllib
 from dataclasses import dataclass, field
 
 from qoelab import units
-from qoelab.errors import InputError
+from qoelab.errors import InputError, digit_limit_error, read_input
 
 MTU = 1500
 
@@ -241,6 +240,16 @@ def _compact_error(e: InputError) -> InputError:
     return InputError(e.path, *short)
 
 
+def _clock_cannot_honour(rate: float, size: int) -> tuple[float, float] | None:
+    """None if a packet of ``size`` bytes every ``size x 8 / rate`` ns is at least 1 ns and within 1%
+    of a whole number of ns (the engine's clock rounds it up); else (that time in ns, the rate that
+    would really run)."""
+    t = size * 8e9 / rate
+    if t >= 1 and math.ceil(t - 1e-9) <= t * 1.01:
+        return None
+    return t, size * 8e9 / max(1, math.ceil(t - 1e-9))
+
+
 def _link_rate(v) -> int:
     r = units.rate(v)
     if r < MIN_LINK_RATE_BPS:
@@ -248,9 +257,9 @@ def _link_rate(v) -> int:
     # A link serializes a packet in ceil(bytes x 8 / rate) ns (the engine's clock is 1 ns): a rate
     # at which a 1500-byte packet's time is under 1 ns, or rounds up by more than 1%, would run
     # slower than asked (100 Tbit/s as 12, 10 Tbit/s as 6), so it is refused, as for CBR sources.
-    t = MTU * 8e9 / r
-    if t < 1 or math.ceil(t - 1e-9) > t * 1.01:
-        best = MTU * 8e9 / max(1, math.ceil(t - 1e-9))
+    bad = _clock_cannot_honour(r, MTU)
+    if bad:
+        t, best = bad
         raise ValueError(f"expected a rate at which a {MTU}-byte packet takes at least 1 ns and within 1% of a whole "
                          f"number of ns (the engine's clock; at most {units.fmt_rate(MTU * 8e9)}), found {_show(v)} "
                          f"({t:.3g} ns: it would run at {units.fmt_rate(best)})")
@@ -363,13 +372,7 @@ def read_toml(path: str) -> dict:
     except RecursionError:
         raise InputError(path, None, message="invalid TOML: arrays or tables nested too deeply") from None
     except ValueError as e:   # tomllib's int(): "Exceeds the limit (4300 digits) ..."
-        from qoelab.errors import MAX_INT_DIGITS
-        text = raw.decode("utf-8")
-        d = re.search(r"[0-9_]{%d,}" % (MAX_INT_DIGITS + 1), text)
-        where = str(text.count("\n", 0, d.start()) + 1) if d else None
-        m = re.search(r"value has (\d+) digits", str(e))
-        raise InputError(path, where, f"integers of at most {MAX_INT_DIGITS} digits",
-                         f"an integer of {m.group(1)} digits" if m else str(e)) from None
+        raise digit_limit_error(e, raw.decode("utf-8"), path, "integers", "[0-9_]", column=False) from None
 
 
 #: Largest scenario file (a scenario is a few KB; this refuses /dev/zero and mistaken data files
@@ -380,24 +383,7 @@ MAX_SCENARIO_FILE_BYTES = 16 * 2**20
 def _read_scenario_file(path: str) -> bytes:
     """The bytes of scenario file `path`: a regular file of at most MAX_SCENARIO_FILE_BYTES (not a
     folder, a device such as /dev/zero or a FIFO, which could be endless)."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        what = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
-        raise InputError(path, None, "a regular file (TOML)", what)
-    expected = "a TOML file of at most 16 MiB"
-    if st.st_size > MAX_SCENARIO_FILE_BYTES:
-        raise InputError(path, None, expected, f"{st.st_size:,} bytes")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_SCENARIO_FILE_BYTES + 1)
-    except OSError as e:
-        raise InputError(path, None, message=f"cannot read scenario: {e.strerror}") from None
-    if len(raw) > MAX_SCENARIO_FILE_BYTES:  # grew while being read
-        raise InputError(path, None, expected, "more than 16 MiB")
-    return raw
+    return read_input(path, "a TOML file", MAX_SCENARIO_FILE_BYTES)
 
 
 def from_dict(data: dict, src: str = "<scenario>", seed: int | None = None, check: bool = True,
@@ -823,9 +809,6 @@ class _Builder:
                       None)
         if buf is None:
             buf = default_buffer
-        if buf and buf.get("packets", 0) > MAX_QUEUE_PACKETS:
-            raise sec.err("buffer" + suffix, f"a buffer of at most {MAX_QUEUE_PACKETS:,} packets (each queued packet "
-                          "takes ~100 bytes of memory)", buf["packets"])
         if buf and buf.get("bytes", 0) > MAX_QUEUE_BYTES:
             raise sec.err("buffer" + suffix, "a buffer of at most 1 GiB (a queue of small packets takes ~100 bytes "
                           "of memory each)", buf["bytes"])
@@ -1147,9 +1130,9 @@ def _check_cbr_interval(f: _Section, rate: int, size: int) -> None:
     """A CBR source sends a packet every ceil(size x 8 / rate) ns (the engine's clock is 1 ns): refuse
     rates that interval cannot honour within 1% (above size x 8 Gbit/s it would be clamped to 1 ns,
     and e.g. 10 Tbit/s of 1500-byte packets, 1.2 ns, would run at 6 Tbit/s)."""
-    interval = size * 8e9 / rate
-    if interval < 1 or math.ceil(interval - 1e-9) > interval * 1.01:
-        best = size * 8e9 / max(1, math.ceil(interval - 1e-9))
+    bad = _clock_cannot_honour(rate, size)
+    if bad:
+        interval, best = bad
         raise f.err("rate", f"a rate whose packet interval (packet_size x 8 / rate) is at least 1 ns and within 1% "
                     f"of a whole number of ns, the engine's clock: at most {units.fmt_rate(size * 8e9)} for "
                     f"{size}-byte packets, found {_show(f.data['rate'])} ({interval:.3g} ns; it would run at "
