@@ -22,7 +22,7 @@ import os
 import re
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError, int_input
+from qoelab.errors import InputError, int_input, read_input
 from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, NS_PER_S, make_video, validate_video
 from qoelab.video.mpd import MAX_FILE_BYTES, MAX_U32, _clip, _durations_to_nominal, _show
 
@@ -30,13 +30,9 @@ __all__ = ["load_hls", "parse_attribute_list"]
 
 
 def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputError(path, None, "an existing playlist file", "no such file") from None
-    except OSError as e:
-        raise InputError(path, None, "a readable playlist", e.strerror or str(e)) from None
+    if not os.path.exists(path):
+        raise InputError(path, None, "an existing playlist file", "no such file")
+    data = read_input(path, "a playlist")   # a regular file of at most 256 MiB
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

@@ -26,6 +26,7 @@ Errors name the MPD file, the line and the element path, e.g.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import re
@@ -34,7 +35,7 @@ import xml.parsers.expat
 from collections import Counter
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError, int_input, json_input
+from qoelab.errors import InputError, int_input, json_input, read_input
 from qoelab.video.model import (MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, MAX_SEGMENTS, NS_PER_S, make_video,
                                  validate_video)
 
@@ -61,16 +62,28 @@ def _clip(s: str, n: int = 200) -> str:
 
 
 class _Node:
-    __slots__ = ("tag", "attrib", "children", "line", "xpath", "text", "parent")
+    __slots__ = ("tag", "attrib", "children", "line", "index", "text", "parent", "counts")
 
-    def __init__(self, tag, attrib, line, xpath, parent):
+    def __init__(self, tag, attrib, line, index, parent):
         self.tag = tag
         self.attrib = attrib
         self.children = []
         self.line = line
-        self.xpath = xpath
+        self.index = index      # 1-based among the parent's children of this tag; 0 for the root
         self.text = ""
         self.parent = parent
+        self.counts = None      # children per tag while parsing
+
+    @property
+    def xpath(self) -> str:
+        """``/MPD/Period[1]/AdaptationSet[2]``: built when an error names the element (building it for
+        every element cost a third of the parse time of a large SegmentList)."""
+        parts = []
+        node = self
+        while node is not None:
+            parts.append(f"/{node.tag}[{node.index}]" if node.parent is not None else f"/{node.tag}")
+            node = node.parent
+        return "".join(reversed(parts))
 
     def find_all(self, tag):
         return [c for c in self.children if c.tag == tag]
@@ -83,8 +96,9 @@ class _Node:
 
 
 def _local(name: str) -> str:
-    name = name.rsplit(" ", 1)[-1]  # namespace-expanded names are not used, but be safe
-    return name.rsplit(":", 1)[-1]
+    if " " in name:
+        name = name.rsplit(" ", 1)[-1]  # namespace-expanded names are not used, but be safe
+    return name.rsplit(":", 1)[-1] if ":" in name else name
 
 
 # Bounds of the XML an MPD may be: a DASH MPD nests a few levels (MPD/Period/AdaptationSet/
@@ -102,17 +116,14 @@ class _Refused(Exception):
 
 
 def _parse_xml(path: str) -> _Node:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise InputError(path, None, "an existing MPD file", "no such file") from None
-    except OSError as e:
-        raise InputError(path, None, "a readable MPD file", e.strerror or str(e)) from None
+    if not os.path.exists(path):
+        raise InputError(path, None, "an existing MPD file", "no such file")
+    data = read_input(path, "an MPD file")   # a regular file of at most 256 MiB
+    if len(data) > 4 * MAX_XML_ELEMENTS:   # (<a/> is 4 bytes: a shorter file cannot hold too many elements)
+        _count_elements(path, data)        # 1.4 s to refuse 3 x 10^6 elements instead of 10 s and 1.5 GB of tree
     p = xml.parsers.expat.ParserCreate()
     stack: list[_Node] = []
     root: list[_Node] = []
-    counters: list[Counter] = [Counter()]
     count = [0]
 
     def refuse(expected, found):
@@ -128,20 +139,23 @@ def _parse_xml(path: str) -> _Node:
         if len(stack) >= MAX_XML_DEPTH:
             refuse(f"XML elements nested at most {MAX_XML_DEPTH} deep", "deeper")
         tag = _local(name)
-        counters[-1][tag] += 1
         parent = stack[-1] if stack else None
-        xpath = (parent.xpath if parent else "") + f"/{tag}" + (f"[{counters[-1][tag]}]" if parent else "")
-        node = _Node(tag, {_local(k): v for k, v in attrs.items()}, p.CurrentLineNumber, xpath, parent)
-        if parent:
+        index = 0
+        if parent is not None:
+            counts = parent.counts
+            if counts is None:
+                counts = parent.counts = {}
+            index = counts[tag] = counts.get(tag, 0) + 1
+        node = _Node(tag, {_local(k): v for k, v in attrs.items()} if attrs else {}, p.CurrentLineNumber, index,
+                     parent)
+        if parent is not None:
             parent.children.append(node)
         else:
             root.append(node)
         stack.append(node)
-        counters.append(Counter())
 
     def end(name):
-        stack.pop()
-        counters.pop()
+        stack.pop().counts = None
 
     def chars(data):
         if stack:
@@ -154,6 +168,17 @@ def _parse_xml(path: str) -> _Node:
     p.EndElementHandler = end
     p.CharacterDataHandler = chars
     p.StartDoctypeDeclHandler = doctype
+    gc_was_on = gc.isenabled()
+    gc.disable()   # millions of new nodes made the cyclic collector run over the growing tree again and again
+    try:
+        _parse(path, p, data)
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return root[0]
+
+
+def _parse(path: str, p, data: bytes) -> None:
     try:
         p.Parse(data, True)
     except _Refused as r:
@@ -161,7 +186,26 @@ def _parse_xml(path: str) -> _Node:
     except xml.parsers.expat.ExpatError as e:
         raise InputError(path, f"{e.lineno}:{e.offset + 1}", "well-formed XML",
                          xml.parsers.expat.ErrorString(e.code)) from None
-    return root[0]
+
+
+def _count_elements(path: str, data: bytes) -> None:
+    """Refuse a file of more than MAX_XML_ELEMENTS elements (or with a DOCTYPE) before building its tree."""
+    p = xml.parsers.expat.ParserCreate()
+    count = [0]
+
+    def start(_name, _attrs):
+        count[0] += 1
+        if count[0] > MAX_XML_ELEMENTS:
+            raise _Refused(InputError(path, str(p.CurrentLineNumber), f"at most {MAX_XML_ELEMENTS:,} XML elements",
+                                      "more"))
+
+    def doctype(*_):
+        raise _Refused(InputError(path, str(p.CurrentLineNumber), "an MPD without a DOCTYPE (DASH uses none; entity "
+                                  "declarations are not read)", "a DOCTYPE"))
+
+    p.StartElementHandler = start
+    p.StartDoctypeDeclHandler = doctype
+    _parse(path, p, data)
 
 
 def _where(node: _Node, attr: str | None) -> str:
@@ -742,8 +786,10 @@ def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
                    f"{first + sum(s for s, _ in refs) - 1} of {_clip(f)}, by its sidx)", _show(init.attrib["range"]))
     extra["sidx_timescale"] = timescale
     durs = [round(d * NS_PER_S / timescale) for _, d in refs]
-    if any(d <= 0 for d in durs):
-        raise InputError(f, f"byte {a}", "sidx subsegment durations > 0", "0")
+    for k, d in enumerate(durs):
+        if not 0 < d <= MAX_SEGMENT_NS:   # (named here, not as the Video's segment_duration later)
+            raise InputError(f, f"byte {a}", f"sidx subsegment durations > 0 and at most {MAX_SEGMENT_NS / NS_PER_S:g} s",
+                             f"{refs[k][1]}/{timescale} s (subsegment #{k})")
     sizes = [s for s, _ in refs]
     offsets = []
     for sz in sizes:
@@ -761,12 +807,11 @@ def _sizes_table(path, sizes):
     if isinstance(sizes, dict):
         return sizes, "sizes"
     sp = str(sizes)
+    if not os.path.exists(sp):
+        raise InputError(sp, None, "a sizes table file", "no such file")
     try:
-        with open(sp, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        raise InputError(sp, None, "a sizes table file", "no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_input(sp, "a sizes table").decode("utf-8")
+    except UnicodeDecodeError as e:
         raise InputError(sp, None, "a readable UTF-8 sizes table", str(e)) from None
     doc = json_input(text, sp)
     if not isinstance(doc, dict):
