@@ -177,3 +177,32 @@ def test_output_file_that_is_a_directory_is_refused_before_the_work(tmp_path):
         assert r.returncode == 2, r.stderr
         (line,) = r.stderr.strip().splitlines()
         assert "--out names a directory" in line, line
+
+
+def test_value_function_grid_is_bounded_and_interruptible(tmp_path):
+    """--rate-step 1bps ran out of memory (a Rust abort, exit 134) and a long computation ignored
+    Ctrl-C and SIGTERM (the core call held the main thread): a grid over 5 x 10^6 values is one line,
+    and a signal ends the command within a second, writing nothing."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from conftest import REPO, qoelab_cli
+    base = ["minerva", "value-function", "synthetic:has-testbed", "--metric", "bitrate", "--no-cache"]
+    for extra, needle in ((["--rate-step", "1bps"], "--rate-step/--buffer-step: expected a grid of at most 5,000,000"),
+                          (["--buffer-step", "1ns"], "80 rates x 40,000,000,001 buffers"),
+                          (["--rate-max", "1bps"], "--rate-max: expected a rate >= --rate-step")):
+        r = qoelab_cli(*base, "--out", str(tmp_path / "vf.json"), *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", *base, "--horizon", "8", "--rate-step", "10kbps",
+                              "--buffer-step", "0.1s", "--out", str(tmp_path / "vf.json")], cwd=REPO,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        assert p.poll() is None, "the computation ended before the signal"
+        p.send_signal(sig)
+        t0 = time.monotonic()
+        _, err = p.communicate(timeout=30)
+        assert time.monotonic() - t0 < 5.0 and p.returncode == code, (p.returncode, err)   # (was > 30 s)
+        assert err.count("\n") == 1 and ("interrupted" if code == 130 else "terminated") in err, err
+    assert os.listdir(tmp_path) == []

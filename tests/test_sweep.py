@@ -637,3 +637,74 @@ def test_batch_keys_equal_plain_keys_with_shared_objects():
         assert sspec._key_json(cfg, memo) == json.dumps(cfg, sort_keys=True, separators=(",", ":"))
         assert sspec.run_key(cfg, "v", memo) == sspec.run_key(cfg, "v")
     assert any(o is big for o, _ in memo.items.values()) and memo.size <= 400_000
+
+
+def test_query_of_nothing_and_report_out_that_cannot_be_made(finished_store, tmp_path):
+    """`query DIR ""` was an internal error (AttributeError); `report --out` under /proc or with a
+    name over 255 bytes failed after the report was built."""
+    from conftest import qoelab_cli
+    _, store = finished_store
+    for sql, needle in (("", "SQL: expected a query, found an empty string"),
+                        ("-- only a comment", "SQL: expected a statement that returns rows")):
+        r = qoelab_cli("query", str(store), sql)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    for out, needle in (("/proc/qoelab-no-such-dir", "cannot be created"),
+                        (str(tmp_path / ("x" * 300)), "a name of 300 bytes in the path (at most 255)")):
+        r = qoelab_cli("report", str(store), "--out", out)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    assert not os.path.exists(os.path.join(store, "report.html"))
+
+
+def test_refused_ray_and_uncreatable_out_leave_nothing(tmp_path):
+    """`--ray` without Ray installed made the store (sweep.json, store/) and printed a progress line
+    before refusing; `--out /proc/x` was an internal error."""
+    import importlib.util
+    from conftest import qoelab_cli
+    p = write_sweep(tmp_path, DAMAGE_SWEEP)
+    r = qoelab_cli("sweep", p, "--out", "/proc/qoelab-no-such-dir")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "cannot be created" in r.stderr, r.stderr
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed here: --ray is not refused")
+    r = qoelab_cli("sweep", p, "--out", str(tmp_path / "st"), "--ray", "bogus://x")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--ray: Ray is not installed" in r.stderr, r.stderr
+    assert not os.path.exists(tmp_path / "st")
+
+
+def test_interrupts_inside_duckdb_and_pyarrow_are_interrupts():
+    """Ctrl-C inside a DuckDB query surfaces as RuntimeError("Query interrupted") (an internal error,
+    exit 1, in `qoelab compare`); the CLI maps it, and pyarrow's ArrowCancelled, to exit 130."""
+    import signal
+    import threading
+
+    import duckdb
+    import pyarrow as pa
+    from qoelab import cli
+    from qoelab.errors import is_interrupt
+    con = duckdb.connect()
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        con.execute("SELECT count(*) FROM range(100000000000) a").fetchall()
+        caught = None
+    except BaseException as e:   # noqa: B036 (what DuckDB raises is the point)
+        caught = e
+    timer.join()
+    assert caught is not None and is_interrupt(caught), repr(caught)
+    assert is_interrupt(pa.ArrowCancelled("x")) and not is_interrupt(RuntimeError("other"))
+    for exc in (RuntimeError("Query interrupted"), pa.ArrowCancelled("Operation cancelled")):
+        def boom(args, exc=exc):
+            raise exc
+        parser_args = ["list", "aqm"]
+        orig = cli.build_parser
+
+        def patched():
+            p = orig()
+            p.set_defaults(func=boom)
+            for a in p._subparsers._group_actions[0].choices.values():
+                a.set_defaults(func=boom)
+            return p
+        cli.build_parser = patched
+        try:
+            assert cli.main(parser_args) == 130
+        finally:
+            cli.build_parser = orig

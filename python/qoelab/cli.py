@@ -15,7 +15,7 @@ import threading
 from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM
 from qoelab.cliutil import Parser as _Parser
 from qoelab.cliutil import int_at_least
-from qoelab.errors import InputError, Terminated
+from qoelab.errors import InputError, Terminated, is_interrupt
 
 
 def _cmd_run(args):
@@ -202,7 +202,7 @@ def build_parser():
     return p
 
 
-_pos_int = int_at_least(20)
+_pos_int = int_at_least(20, "a number of runs", 100_000)   # (the sweep engine runs at most 10^5)
 _nonneg_int = int_at_least(0)
 
 
@@ -243,6 +243,9 @@ def main(argv=None):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
+        if is_interrupt(e):   # Ctrl-C inside DuckDB or pyarrow, reported by them as an error of theirs
+            print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
+            return EXIT_SIGINT
         if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
             raise
         print(f"qoelab {args.cmd}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "

@@ -293,6 +293,14 @@ def _cmd(args) -> int:
     from qoelab import outdir
     if not args.mpd.startswith(("http://", "https://")):
         raise InputError(None, "MPD", "an http:// URL of a DASH manifest", repr(args.mpd))
+    from urllib.parse import urlsplit
+    try:
+        u = urlsplit(args.mpd)
+        ok = bool(u.hostname) and (u.port is None or u.port > 0)
+    except ValueError:   # a port that is not a number or out of range, a bad [IPv6] literal
+        ok = False
+    if not ok:
+        raise InputError(None, "MPD", "an http:// URL with a host (and a port 1-65535, if any)", repr(args.mpd[:200]))
     if not 0 < args.duration <= 86400:
         raise InputError(None, "--duration", "seconds in (0, 86400]", repr(args.duration))
     for opt, v in (("--buffer", args.buffer), ("--stable-buffer", args.stable_buffer)):

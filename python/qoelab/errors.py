@@ -49,6 +49,42 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+def is_interrupt(e: BaseException) -> bool:
+    """Ctrl-C, also as the libraries report it when it arrives inside them: DuckDB raises a
+    ``RuntimeError("Query interrupted")``, pyarrow an ``ArrowCancelled``."""
+    return isinstance(e, KeyboardInterrupt) or type(e).__name__ in ("ArrowCancelled", "InterruptException") or \
+        (isinstance(e, RuntimeError) and str(e).startswith("Query interrupted"))
+
+
+def reraise_interrupt(e: BaseException) -> None:
+    """In a handler that turns a library's error into an :class:`InputError`: raise
+    KeyboardInterrupt instead when the error is Ctrl-C (exit 130, not "bad input")."""
+    if is_interrupt(e):
+        raise KeyboardInterrupt from None
+
+
+def interruptible(fn, *args):
+    """``fn(*args)`` for a long call into the core that releases the GIL but cannot see signals: it
+    runs in a helper thread while this thread waits in slices of 0.1 s, so that Ctrl-C (and SIGTERM,
+    :class:`Terminated`) end the command within a second; the abandoned call ends with the process."""
+    import threading
+    box: list = []
+
+    def target():
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:   # handed to the caller's thread
+            box.append((False, e))
+    t = threading.Thread(target=target, name="qoelab-core-call", daemon=True)
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+    ok, v = box[0]
+    if not ok:
+        raise v
+    return v
+
+
 # Python refuses to convert a string of more than this many digits to an int (a guard against
 # quadratic-time conversion, `sys.get_int_max_str_digits()`); input holding such a number is bad
 # input, not a bug, and no quantity qoelab reads needs more than a few dozen digits.
@@ -103,6 +139,8 @@ def read_input(path: str, what: str, max_bytes: int = 256 * 2**20) -> bytes:
     import stat
 
     limit = f"{max_bytes // 2**20} MiB" if max_bytes % 2**20 == 0 else f"{max_bytes:,} bytes"
+    if not str(path).strip():   # (an unset shell variable)
+        raise InputError(None, None, f"the path of {what}", "an empty string")
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):

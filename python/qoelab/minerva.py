@@ -12,7 +12,7 @@ import math
 import os
 
 from qoelab import units
-from qoelab.errors import InputError
+from qoelab.errors import InputError, interruptible
 
 FORMAT = "qoelab.value_function"
 VERSION = 1
@@ -81,6 +81,12 @@ def load_video_spec(spec: str, base_dir: str = ".") -> dict:
     return vmod.load_video(path)
 
 
+# Largest value-function grid (rungs x rates x buffers): the default grid of an 8-rung video is
+# 8 x 80 x 81 = 51,840 values; a 10 kbit/s x 0.1 s grid 2.6 x 10^6. Each value is held as a Rust
+# float, in the JSON text and as a Python float (about 60 bytes in all).
+MAX_VF_VALUES = 5_000_000
+
+
 def _axis(lo: float, hi: float, step: float) -> list[float]:
     n = int(round((hi - lo) / step))
     return [lo + k * step for k in range(n + 1)]
@@ -94,13 +100,21 @@ def value_function(video: dict, metric="vmaf", horizon=5, rate_max_bps=8e6, rate
     if metric != "bitrate" and metric not in video.get("quality", {}):
         have = ", ".join(video.get("quality", {})) or "it has none"
         raise InputError(None, "--metric", f"a quality table of the video ({have}) or bitrate", metric)
+    n_rates = int(round((rate_max_bps - rate_step_bps) / rate_step_bps)) + 1
+    n_buffers = int(round(buffer_max_s / buffer_step_s)) + 1
+    if n_rates < 1:
+        raise InputError(None, "--rate-max", f"a rate >= --rate-step ({rate_step_bps:g} bit/s)", f"{rate_max_bps:g} bit/s")
+    n_values = len(video.get("bitrates_bps") or [1]) * n_rates * n_buffers
+    if n_values > MAX_VF_VALUES:   # (--rate-step 1bps ran out of memory; the values are held three times)
+        raise InputError(None, "--rate-step/--buffer-step", f"a grid of at most {MAX_VF_VALUES:,} values (rungs x "
+                         "rates x buffers)", f"{n_values:,} ({n_rates:,} rates x {n_buffers:,} buffers)")
     params = {"metric": metric, "horizon": horizon, "buffer_max_s": player_buffer_s,
               "rates_bps": _axis(rate_step_bps, rate_max_bps, rate_step_bps),
               "buffers_s": _axis(0.0, buffer_max_s, buffer_step_s)}
 
     def compute():
         try:
-            return json.loads(_core.minerva_value_function(json.dumps(video), json.dumps(params)))
+            return json.loads(interruptible(_core.minerva_value_function, json.dumps(video), json.dumps(params)))
         except ValueError as e:
             if len(e.args) == 2:
                 raise InputError(None, e.args[0], message=e.args[1]) from None
@@ -123,7 +137,7 @@ def normalization(videos: list[dict], popularity: list[float] | None = None, alp
 
     def compute():
         try:
-            return json.loads(_core.minerva_normalization(json.dumps(videos), json.dumps(params)))
+            return json.loads(interruptible(_core.minerva_normalization, json.dumps(videos), json.dumps(params)))
         except ValueError as e:
             if len(e.args) == 2:
                 raise InputError(None, e.args[0], message=e.args[1]) from None
@@ -216,8 +230,8 @@ def _cmd_normalize(args):
         if len(args.popularity) != len(videos):
             raise InputError(None, "--popularity", f"{len(videos)} weights (one per video)",
                              " ".join(f"{x:g}" for x in args.popularity))
-        if any(not (x >= 0 and x < float("inf")) for x in args.popularity) or sum(args.popularity) <= 0:
-            raise InputError(None, "--popularity", "non-negative weights with a positive sum",
+        if any(not (x >= 0 and x < float("inf")) for x in args.popularity) or not 0 < sum(args.popularity) < 1e300:
+            raise InputError(None, "--popularity", "non-negative weights with a positive sum below 1e300",
                              " ".join(f"{x:g}" for x in args.popularity))
     if not (args.alpha > 0 and args.alpha < float("inf")):
         raise InputError(None, "--alpha", "a number > 0", f"{args.alpha:g}")
@@ -467,8 +481,16 @@ def _cmd_fixed_rate_optimal(args):
         names = [e["name"] for e in json.loads(_core.describe("abr"))]
         if args.abr not in names:
             raise InputError(None, "--abr", "eq2 or a qoelab ABR (" + ", ".join(names) + ")", args.abr)
-    r = fixed_rate_optimal(videos, rate, abr=args.abr, abr_params=params, metric=args.metric, window_s=window,
-                           grid_points=args.grid, tol=args.tol, use_cache=not args.no_cache)
+    if not 1.0 <= window <= 86_400.0:
+        raise InputError(None, "--window", "a session of 1 s to 1 day (24h)", args.window)
+    try:
+        r = fixed_rate_optimal(videos, rate, abr=args.abr, abr_params=params, metric=args.metric, window_s=window,
+                               grid_points=args.grid, tol=args.tol, use_cache=not args.no_cache)
+    except InputError as e:   # the generated scenario's keys are these options
+        opt = {"topology.rate": "--rate (divided by --grid points)", "scenario.duration": "--window"}.get(e.where or "")
+        if e.path != "<scenario>" or opt is None:
+            raise
+        raise InputError(None, opt, e.expected, e.found, e.message) from None
     outdir.write_text(args.out, json.dumps(r, indent=1))
     per = ", ".join(f"{v['name']} {v['rate_bps'] / 1e6:.3f} Mbit/s QoE {v['qoe']:.2f}" for v in r["videos"])
     print(f"fixed-rate optimum at {rate / 1e6:g} Mbit/s ({args.abr}): min QoE {r['min_qoe']:.2f}; {per} -> {args.out}")

@@ -73,6 +73,7 @@ def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use 
 def creatable(path: str) -> None:
     """Refuse, before the work, an output path that cannot be created: under something that is not a
     directory (``--out afile/sub``), or where its nearest existing ancestor takes no new directory."""
+    _name_lengths(path)
     up = os.path.dirname(os.path.abspath(path))
     while not os.path.lexists(up):
         up = os.path.dirname(up)
@@ -82,6 +83,22 @@ def creatable(path: str) -> None:
         os.rmdir(tempfile.mkdtemp(prefix=tmp_prefix(), dir=up))
     except OSError as e:
         raise _cannot_create(path, e) from None
+
+
+def _name_lengths(path: str) -> None:
+    """Refuse a path the file system cannot name (a component over NAME_MAX bytes, the whole over
+    PATH_MAX): it failed only when the result was written, after the work."""
+    full = os.path.abspath(path)
+    if len(os.fsencode(full)) >= 4096:
+        raise InputError(_short(path), None, message="cannot be created: the path is longer than 4,095 bytes")
+    for part in full.split(os.sep):
+        if len(os.fsencode(part)) > 255:
+            raise InputError(_short(path), None, message=f"cannot be created: a name of {len(os.fsencode(part)):,} "
+                                                         "bytes in the path (at most 255)")
+
+
+def _short(path: str) -> str:
+    return path if len(path) <= 200 else f"{path[:200]}... ({len(path)} characters)"
 
 
 def _cannot_create(path: str, e: OSError) -> InputError:
@@ -177,12 +194,16 @@ def check_file(path: str, opt: str = "--out") -> str:
         raise InputError(None, opt, "a file path", "an empty string")
     if os.path.isdir(path):
         raise InputError(path, None, message=f"{opt} names a directory; expected a file path")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        # a device, pipe or socket would be replaced by the renamed temporary file (as root, /dev/zero was)
+        raise InputError(path, None, message=f"{opt} names a device, pipe or socket; expected a regular file path")
     creatable(path)
     return path
 
 
-def write_text(path: str, text: str) -> None:
-    """Write one text file atomically (temporary sibling renamed into place; removed on failure)."""
+def write_text(path: str, text: str | bytes) -> None:
+    """Write one text (or binary) file atomically (temporary sibling renamed into place; removed on
+    failure)."""
     check_file(path, "output")
     d = os.path.dirname(os.path.abspath(path))
     try:
@@ -191,7 +212,7 @@ def write_text(path: str, text: str) -> None:
     except OSError as e:
         raise _cannot_create(path, e) from None
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             f.write(text)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
@@ -199,3 +220,15 @@ def write_text(path: str, text: str) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def open_log(path: str, opt: str, mode: str = "a"):
+    """Open a log file given on the command line (appending; a device such as /dev/stderr is fine),
+    or one line naming ``opt`` when it cannot be opened (a folder, a missing parent, /proc)."""
+    if not str(path).strip():
+        raise InputError(None, opt, "a file path", "an empty string")
+    _name_lengths(path)
+    try:
+        return open(path, mode, buffering=1)
+    except OSError as e:
+        raise InputError(_short(path), None, message=f"{opt}: cannot open the log: {e.strerror or e}") from None

@@ -1049,7 +1049,10 @@ def _cmd_serve(args) -> int:
         raise InputError(args.dir, None, "a directory to serve", "not a directory")
     if args.cc is not None and not re.fullmatch(r"[a-z0-9_]{1,15}", args.cc):
         raise InputError(None, "--cc", "a congestion control name like cubic, reno or bbr", repr(args.cc))
-    log = open(args.log, "a", buffering=1) if args.log else sys.stderr
+    from qoelab import outdir
+    if args.tcp_info_log is not None:   # (opened by the server once it listens; checked before)
+        outdir.open_log(args.tcp_info_log, "--tcp-info-log", "a").close()
+    log = outdir.open_log(args.log, "--log") if args.log is not None else sys.stderr
     srv = Server(args.dir, bind=args.bind, port=args.port, cc=args.cc, tcp_info_log=args.tcp_info_log,
                  tcp_info_interval=args.tcp_info_interval, log=log, max_connections=args.max_connections,
                  idle_timeout=args.idle_timeout)

@@ -141,7 +141,7 @@ pub fn build_direction(o: &Options, uplink: bool) -> Result<Direction, String> {
     let rate = if uplink { o.uplink_rate_bps.unwrap_or(o.rate_bps) } else { o.rate_bps };
     let (service, rate_bps) = match (trace, uplink && o.uplink_rate_bps.is_some()) {
         (Some(path), false) => {
-            let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read trace {path}: {e}"))?;
+            let text = opts::read_trace(path)?;
             let opp = opts::parse_mahimahi(&text).map_err(|e| format!("trace {path}: {e}"))?;
             (Service::Opportunities(opp), 0)
         }

@@ -280,6 +280,37 @@ pub fn parse_loss(s: &str) -> Result<f64, String> {
 
 /// A Mahimahi packet-delivery trace: one millisecond timestamp per line, each an opportunity to
 /// deliver 1504 bytes; the trace repeats with a period of its last timestamp.
+/// Bounds of a Mahimahi trace, as `qoelab run` reads one (docs/formats.md): at most 10^7
+/// timestamps, each at most 10^11 ms (~3 years; ms x 10^6 overflowed 64 bits past 1.8 x 10^13 ms),
+/// in a regular file of at most 256 MiB (`read_trace`).
+pub const MAX_TRACE_LINES: usize = 10_000_000;
+pub const MAX_TRACE_MS: u64 = 100_000_000_000;
+pub const MAX_TRACE_BYTES: u64 = 256 << 20;
+
+/// The text of trace file `path`: a regular file (a FIFO would block, /dev/zero never end) of at
+/// most `MAX_TRACE_BYTES`.
+pub fn read_trace(path: &str) -> Result<String, String> {
+    let md = std::fs::metadata(path).map_err(|e| format!("cannot read trace {path}: {e}"))?;
+    if !md.is_file() {
+        return Err(format!(
+            "trace {path}: expected a regular file, found {}",
+            if md.is_dir() { "a folder" } else { "a device, pipe or socket" }
+        ));
+    }
+    if md.len() > MAX_TRACE_BYTES {
+        return Err(format!("trace {path}: expected a file of at most 256 MiB, found {} bytes", md.len()));
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read trace {path}: {e}"))
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() <= 40 {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(40).collect::<String>())
+    }
+}
+
 pub fn parse_mahimahi(text: &str) -> Result<Opportunities, String> {
     let mut times = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -287,8 +318,12 @@ pub fn parse_mahimahi(text: &str) -> Result<Opportunities, String> {
         if l.is_empty() {
             continue;
         }
-        let ms: u64 =
-            l.parse().map_err(|_| format!("line {}: expected a millisecond timestamp, found {l:?}", i + 1))?;
+        if times.len() >= MAX_TRACE_LINES {
+            return Err(format!("line {}: expected at most {MAX_TRACE_LINES} timestamps", i + 1));
+        }
+        let ms: u64 = l.parse().ok().filter(|ms| *ms <= MAX_TRACE_MS).ok_or_else(|| {
+            format!("line {}: expected a millisecond timestamp <= {MAX_TRACE_MS}, found {:?}", i + 1, short(l))
+        })?;
         if times.last().is_some_and(|&t| ms * MS < t) {
             return Err(format!("line {}: timestamps must not decrease", i + 1));
         }
@@ -474,6 +509,24 @@ mod tests {
         assert!(parse_mahimahi("0\n").is_err());
         assert!(parse_mahimahi("5\n3\n").is_err());
         assert!(parse_mahimahi("1\nx\n").unwrap_err().contains("line 2"));
+        // ms x 10^6 wrapped around 64 bits past 1.8 x 10^13 ms (a silent, wrong period)
+        let e = parse_mahimahi("1\n99999999999999999\n").unwrap_err();
+        assert!(e.contains("line 2: expected a millisecond timestamp <= 100000000000"), "{e}");
+        assert!(parse_mahimahi(&format!("{MAX_TRACE_MS}\n")).is_ok());
+    }
+
+    #[test]
+    fn trace_files_are_regular_and_bounded() {
+        // /dev/zero was read until memory ran out
+        let e = read_trace("/dev/zero").unwrap_err();
+        assert!(e.contains("expected a regular file, found a device, pipe or socket"), "{e}");
+        let dir = std::env::temp_dir();
+        let e = read_trace(dir.to_str().unwrap()).unwrap_err();
+        assert!(e.contains("found a folder"), "{e}");
+        let f = dir.join(format!("qoelab-net-trace-{}.txt", std::process::id()));
+        std::fs::write(&f, "1\n2\n").unwrap();
+        assert_eq!(read_trace(f.to_str().unwrap()).unwrap(), "1\n2\n");
+        std::fs::remove_file(&f).unwrap();
     }
 
     #[test]

@@ -26,9 +26,11 @@ def _segment(s: str) -> float:
 
 
 def _size(s: str) -> tuple[int, int]:
+    from qoelab.content.ladder import MAX_SIDE, MIN_SIDE
     m = re.fullmatch(r"(\d+)x(\d+)", s.strip())
-    if not m:
-        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, found {s!r}")
+    if not m or not all(MIN_SIDE <= int(g) <= MAX_SIDE for g in m.groups()):
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT from {MIN_SIDE} to {MAX_SIDE} pixels a side, "
+                                         f"found {s[:60]!r}")
     return int(m.group(1)) // 2 * 2, int(m.group(2)) // 2 * 2
 
 
@@ -79,7 +81,9 @@ def add_parser(subparsers) -> None:
                     help="use only the first SECONDS of SOURCE (default: all of a file; 60 s for gen: sources)")
     pr.add_argument("--vmaf-subsample", type=int_at_least(1, "an integer", 10000), default=1, metavar="N",
                     help="compute VMAF on every N-th frame only (default 1 = every frame); SSIM/PSNR use every frame")
-    pr.add_argument("--preset", default="medium", help="x264 preset (default medium)")
+    pr.add_argument("--preset", default="medium", metavar="PRESET",
+                    choices=["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
+                             "veryslow", "placebo"], help="x264 preset, ultrafast .. placebo (default medium)")
     pr.add_argument("--name", default=None, help="video name in the table (default: from SOURCE)")
     pr.add_argument("--bframes", type=int, default=0, metavar="N",
                     help="N B frames between anchors, no pyramid (VOXEL's droppable frames; default 0: I/P only)")
@@ -262,7 +266,12 @@ def cmd_corpus_plot(a) -> int:
 
     from qoelab.content import corpus
 
-    out = a.out or ("docs/img/corpus-vmaf.png" if a.cset == "sd" else f"docs/img/corpus-{a.cset}-vmaf.png")
+    from qoelab import outdir
+    out = a.out if a.out is not None else \
+        ("docs/img/corpus-vmaf.png" if a.cset == "sd" else f"docs/img/corpus-{a.cset}-vmaf.png")
+    outdir.check_file(out)
+    if not out.lower().endswith(".png"):
+        raise InputError(None, "--out", "a PNG file name ending in .png", repr(out[-60:]))
     sp = report.plot(out, _corpus_root(a))
     for name, (b, q) in sp["per_clip"].items():
         print(f"{name:16s} VMAF {q:6.2f} at {b / 1e6:.2f} Mbit/s")

@@ -324,8 +324,16 @@ def verify(clip: str, root: str | None = None, jobs: int = 0, nice: int = 0, ffm
     with tempfile.TemporaryDirectory(prefix="qoelab-verify-") as tmpc:
         p = corpus_params(jobs, nice, ffmpeg, cache or tmpc, cset)
         if rungs is not None:
+            n = len(p.ladder)
+            bad = next((r for r in rungs if not 0 <= r < n), None)
+            if bad is not None or not rungs or len(set(rungs)) != len(rungs):
+                raise InputError(None, "--rungs", f"distinct rung indices from 0 to {n - 1} ({clip} has {n} rungs)",
+                                 str(bad)[:40] if bad is not None else ",".join(map(str, rungs))[:60])
             p.ladder = [p.ladder[r] for r in rungs]
         if segments is not None:
+            n = len(committed["video"]["sizes"])
+            if segments >= n:
+                raise InputError(None, "--segments", f"fewer segments than the clip's {n}", str(segments)[:40])
             p.render_duration_s = p.duration_s
             p.duration_s = (segments + 1) * p.segment_s
         doc = pl.prepare(f"gen:{clip}", None, p, name=clip, progress=progress)

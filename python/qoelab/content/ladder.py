@@ -34,6 +34,14 @@ TABLE_6_2 = [(144, 0.16), (240, 0.23), (240, 0.37), (360, 0.56), (360, 0.75), (4
              (720, 2.35), (720, 3.0), (1080, 4.3), (1080, 5.8), (1440, 7.4), (2160, 10.0)]
 
 
+# Bounds of a hand-written ladder (ffmpeg failed with a ZeroDivisionError of ours at 0x0@0, or with a
+# line of its own that named no option at 100000x100000): 8K UHD is 7680x4320; libx264's smallest
+# useful frame is a macroblock or so.
+MIN_SIDE, MAX_SIDE = 16, 8192
+MIN_RATE, MAX_RATE = 10_000, 1_000_000_000
+MAX_RUNGS = 32
+
+
 def _even(x: int) -> int:
     return x + (x % 2)
 
@@ -83,10 +91,19 @@ def parse(spec: str) -> list[Rung]:
     else:
         rungs = []
         for part in spec.split(","):
-            m = re.fullmatch(r"\s*(\d+)x(\d+)@([0-9.]+[kKmM]?)\s*", part)
+            m = re.fullmatch(r"\s*(\d{1,9})x(\d{1,9})@(\d{1,12}(?:\.\d{1,9})?[kKmM]?)\s*", part)
             if not m:
                 raise InputError(None, "--ladder", "WxH@RATE[,WxH@RATE...] (e.g. 640x360@750k)", repr(part))
-            rungs.append(Rung(_even(int(m.group(1))), _even(int(m.group(2))), _rate(m.group(3))))
+            w, h, rate = int(m.group(1)), int(m.group(2)), _rate(m.group(3))
+            if not (MIN_SIDE <= w <= MAX_SIDE and MIN_SIDE <= h <= MAX_SIDE):
+                raise InputError(None, "--ladder", f"WIDTHxHEIGHT from {MIN_SIDE} to {MAX_SIDE} pixels a side",
+                                 repr(part.strip()[:60]))
+            if not MIN_RATE <= rate <= MAX_RATE:
+                raise InputError(None, "--ladder", f"a RATE from {MIN_RATE // 1000}k to {MAX_RATE // 10**6}M bit/s",
+                                 repr(part.strip()[:60]))
+            rungs.append(Rung(_even(w), _even(h), rate))
+            if len(rungs) > MAX_RUNGS:
+                raise InputError(None, "--ladder", f"at most {MAX_RUNGS} rungs", "more")
     if not rungs:
         raise InputError(None, "--ladder", "at least one rung", "none")
     rates = [r.bitrate for r in rungs]

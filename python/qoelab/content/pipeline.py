@@ -80,8 +80,18 @@ def _sha256_file(path: str) -> str:
 
 class Cache:
     def __init__(self, root: str):
+        from qoelab.errors import InputError
         self.root = root
-        os.makedirs(root, exist_ok=True)
+        try:
+            if os.path.exists(root) and not os.path.isdir(root):
+                raise NotADirectoryError(20, "it is not a directory")
+            os.makedirs(root, exist_ok=True)
+            if not os.access(root, os.W_OK | os.X_OK):
+                raise PermissionError(13, "not writable")
+        except OSError as e:   # a file, a device, /proc, a name too long: one line, before any work
+            raise InputError(root if len(root) <= 200 else root[:200] + "...", None,
+                             message=f"cannot use it as the content cache (--cache, $QOELAB_CACHE): "
+                                     f"{e.strerror or e}") from None
 
     def path(self, kind: str, key: str) -> str:
         return os.path.join(self.root, f"{kind}-{key}")

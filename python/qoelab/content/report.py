@@ -82,8 +82,12 @@ def plot(out_png: str, root: str | None = None) -> dict:
                       fontsize=10)
     axes[0].legend(fontsize=7, ncol=2)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(os.path.abspath(out_png)), exist_ok=True)
-    fig.savefig(out_png, dpi=90)
+    import io
+
+    from qoelab import outdir
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    outdir.write_text(out_png, buf.getvalue())
     plt.close(fig)
     return sp
 

@@ -72,6 +72,8 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
     try:
         write_report()
     except Exception as e:  # keep the runs: a plotting problem must not lose the simulations
+        from qoelab.errors import reraise_interrupt
+        reraise_interrupt(e)
         meta["report_error"] = f"{type(e).__name__}: {e}".splitlines()[0]
         with open(os.path.join(tmp, "report.html"), "w") as f:
             f.write(f"<!doctype html><p>report generation failed: {meta['report_error']}{data_note}</p>")

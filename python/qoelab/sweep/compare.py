@@ -131,7 +131,8 @@ def add_parser(sub) -> None:
     c.add_argument("--cross", choices=("bulk", "web", "both", "none"), default="bulk",
                    help="cross traffic: one Cubic bulk flow (default), Poisson web flows (2/s), both, none")
     c.add_argument("--duration", default="300s", help="run length (default 300s)")
-    c.add_argument("--seeds", type=_jobs, default=5, help="repetitions (seeds 1..N, default 5)")
+    c.add_argument("--seeds", type=int_at_least(1, "a number of seeds", 20_000), default=5,
+                   help="repetitions (seeds 1..N, default 5; at most 20000: 5 systems x N runs)")
     c.add_argument("--abr", default="dynamic", help="ABR of every client (default dynamic; qoelab list abr)")
     c.add_argument("--video", default="synthetic:sabre-bbb", help="video (default synthetic:sabre-bbb)")
     c.add_argument("--chunklets-n", type=_jobs, default=4, help="Chunklets' connections per client (default 4)")

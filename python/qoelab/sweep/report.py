@@ -276,8 +276,12 @@ def _pm(m, h) -> str:
 
 def write(dir_: str, out: str | None = None) -> str:
     """Write report.html for the sweep store ``dir_`` into ``out`` (default ``dir_``); its path."""
-    if out and os.path.exists(out) and not os.path.isdir(out):
-        raise InputError(out, None, message="--out names a file; expected a directory for report.html")
+    if out is not None:
+        from qoelab import outdir
+        outdir.given(out)
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise InputError(out, None, message="--out names a file; expected a directory for report.html")
+        outdir.creatable(out)   # before the report is built
     st = Store(dir_)
     check_meta(st)
     con = st.connect()

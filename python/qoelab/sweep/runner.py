@@ -176,6 +176,8 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
     (tests of interruption). ``sim`` (tests) replaces the simulator and runs everything in this
     process. Ctrl-C stops within a second; finished runs stay in the store."""
     log = log or (lambda m: None)
+    if ray:
+        _ray_module()   # refused before the store is made or anything is printed
     store = Store.create_or_open(out_dir, sweep, force=force)
     done = store.done_keys()
     wanted = {r.key for r in sweep.runs}
@@ -243,11 +245,16 @@ def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
         pool.join()
 
 
-def _run_ray(todo: list, address: str, sink, tick=lambda: None) -> None:
+def _ray_module():
     try:
         import ray
     except ImportError:
         raise InputError(None, "--ray", message="Ray is not installed (pip install 'qoelab[ray]')") from None
+    return ray
+
+
+def _run_ray(todo: list, address: str, sink, tick=lambda: None) -> None:
+    ray = _ray_module()
     started = False
     if not ray.is_initialized():
         kw = {"include_dashboard": False, "log_to_driver": False}

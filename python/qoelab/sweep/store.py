@@ -23,7 +23,7 @@ import shutil
 import tempfile
 
 from qoelab import outdir
-from qoelab.errors import InputError, json_input
+from qoelab.errors import InputError, json_input, reraise_interrupt
 
 STORE_FORMAT = 1
 VIEWS = ("runs", "clients", "flows", "links")
@@ -183,6 +183,7 @@ class Store:
         which replaces a previous sweep store (never another kind of directory)."""
         from qoelab import _core
         path = outdir.given(path)
+        outdir.creatable(path)
         core = _core.version()
         if os.path.lexists(path) and not os.path.isdir(path):
             raise InputError(path, None, message="output path exists and is not a directory")
@@ -512,6 +513,7 @@ class Store:
         try:
             return pq.read_schema(f)
         except (pa.ArrowException, OSError) as e:
+            reraise_interrupt(e)
             raise self._bad_part(key, f, e) from None
 
     def _part_table(self, key: str, f: str):
@@ -520,6 +522,7 @@ class Store:
         try:
             return pq.read_table(f)
         except (pa.ArrowException, OSError) as e:
+            reraise_interrupt(e)
             raise self._bad_part(key, f, e) from None
 
     def ensure_compacted(self) -> None:
@@ -543,6 +546,7 @@ class Store:
             try:
                 con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{_sql_str(f)}')")
             except duckdb.Error as e:
+                reraise_interrupt(e)
                 # store/ is a cache of the records; without it (and its manifest) it is rebuilt
                 raise InputError(f, None, message=f"not a Parquet file written by qoelab ({_first_line(e)}); "
                                                   f"delete {st} (rebuilt from the run records) and try again") from None
@@ -569,6 +573,7 @@ class Store:
                 if hasattr(rel, name):
                     return getattr(rel, name)()
         except duckdb.Error as e:
+            reraise_interrupt(e)
             raise InputError(None, "query", message=_first_line(e)) from None
         raise RuntimeError("this DuckDB has no Arrow export")  # pragma: no cover
 
@@ -580,12 +585,17 @@ class Store:
         (out of memory), is an :class:`InputError` about the query."""
         import duckdb
         vectors = max(1, min(64, -(-rows // 2048)))     # DuckDB fetches whole vectors of 2048 rows
+        if not query.strip():
+            raise InputError(None, "SQL", "a query", "an empty string")
         res = self._run(query)
+        if res is None:   # (DuckDB returns nothing for a statement of only comments)
+            raise InputError(None, "SQL", "a statement that returns rows", _first_line(query)[:60])
         first = True
         while True:
             try:
                 df = res.fetch_df_chunk(vectors)
             except duckdb.Error as e:
+                reraise_interrupt(e)
                 raise InputError(None, "query", message=_first_line(e)) from None
             except (MemoryError, OverflowError) as e:   # "Could not reserve memory block"
                 raise InputError(None, "query", message=f"its result could not be fetched ({type(e).__name__}: "
@@ -601,6 +611,7 @@ class Store:
         try:
             return con.execute(query)
         except duckdb.Error as e:
+            reraise_interrupt(e)
             raise InputError(None, "query", message=_first_line(e)) from None
 
 
@@ -639,6 +650,7 @@ def _cast(col, ty, path: str, name: str):
     try:
         return col.cast(ty)
     except (pa.ArrowException, ValueError, OverflowError) as e:
+        reraise_interrupt(e)
         raise InputError(path, name, f"a column convertible to {ty} (this column's type across the runs' tables)",
                          f"{col.type} ({_first_line(e)})") from None
 

@@ -1,0 +1,99 @@
+"""Output paths given on the command line: refused in one line (exit 2) before the work when they
+cannot be written, never replaced when they name a device, pipe or socket (as root, `--out
+/dev/zero` renamed a temporary file over the machine's /dev/zero), and hand-written ladders and
+corpus subsets bounded (they were internal errors)."""
+
+import os
+import stat
+
+import pytest
+
+from conftest import qoelab_cli
+
+
+def _one_line(r, needle, code=2):
+    assert r.returncode == code and r.stderr.count("\n") == 1 and needle in r.stderr, (r.returncode, r.stderr)
+
+
+@pytest.mark.parametrize("cmd", [
+    ["video", "export", "--format", "sabre", "talking-head", "--out"],
+    ["video", "export", "--format", "minerva", "talking-head", "--out"],
+    ["minerva", "value-function", "synthetic:has-testbed", "--metric", "bitrate", "--no-cache", "--out"],
+    ["pageload", "hand:mixed", "--json"],
+])
+def test_output_file_that_is_a_pipe_is_refused_and_kept(tmp_path, cmd):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    r = qoelab_cli(*cmd, str(fifo))
+    _one_line(r, "names a device, pipe or socket; expected a regular file path")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["fifo"]
+
+
+def test_names_longer_than_the_file_system_takes_are_refused_before_the_work(tmp_path):
+    """A 300-byte name in --out failed with "File name too long" after the whole run."""
+    long = tmp_path / ("b" * 300)
+    r = qoelab_cli("run", os.path.join(os.path.dirname(__file__), "..", "scenarios", "pie-vs-codel.toml"),
+                   "--out", str(long))
+    _one_line(r, "a name of 300 bytes in the path (at most 255)")
+    r = qoelab_cli("video", "export", "--format", "sabre", "talking-head", "--out", str(tmp_path / "a" / ("c" * 256)))
+    _one_line(r, "a name of 256 bytes in the path (at most 255)")
+    assert os.listdir(tmp_path) == []
+
+
+def test_serve_logs_that_cannot_be_opened(tmp_path):
+    (tmp_path / "f").write_text("x")
+    for opt in ("--log", "--tcp-info-log"):
+        for path, why in (("/proc/qoelab-no-such-dir/log", "No such file or directory"), (str(tmp_path), "Is a directory"),
+                          (str(tmp_path / "f" / "log"), "Not a directory")):
+            r = qoelab_cli("serve", str(tmp_path), "--port", "0", opt, path)
+            _one_line(r, f"{opt}: cannot open the log: {why}")
+
+
+def test_corpus_plot_out(tmp_path):
+    (tmp_path / "f").write_text("x")
+    for out, needle in ((str(tmp_path), "names a directory"), ("", "--out: expected a file path"),
+                        (str(tmp_path / "x.txt"), "a PNG file name ending in .png"),
+                        (str(tmp_path / "f" / "x.png"), "is not a directory")):
+        _one_line(qoelab_cli("video", "corpus", "plot", "--out", out), needle)
+    out = tmp_path / "sub" / "q.png"
+    r = qoelab_cli("video", "corpus", "plot", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(os.listdir(tmp_path)) == ["f", "sub"] and os.listdir(tmp_path / "sub") == ["q.png"]
+
+
+@pytest.mark.parametrize("spec,needle", [
+    ("0x0@0", "WIDTHxHEIGHT from 16 to 8192 pixels a side"),
+    ("100000x100000@1M", "WIDTHxHEIGHT from 16 to 8192 pixels a side"),
+    ("640x360@1", "a RATE from 10k to 1000M bit/s"),
+    ("640x360@1..2", "WxH@RATE"),
+    (",".join(f"640x360@{100 + i}k" for i in range(33)), "at most 32 rungs"),
+])
+def test_hand_written_ladders_are_bounded(spec, needle):
+    from qoelab.content import ladder
+    from qoelab.errors import InputError
+    with pytest.raises(InputError, match="--ladder") as e:
+        ladder.parse(spec)
+    assert needle in str(e.value)
+
+
+def test_display_and_cache_options(tmp_path):
+    r = qoelab_cli("video", "prepare", "gen:testsrc2", "--out", str(tmp_path / "o"), "--display", "0x0")
+    _one_line(r, "argument --display: expected WIDTHxHEIGHT from 16 to 8192 pixels a side")
+    (tmp_path / "f").write_text("x")
+    r = qoelab_cli("video", "prepare", "gen:testsrc2", "--out", str(tmp_path / "o"), "--duration", "1",
+                   "--cache", str(tmp_path / "f"))
+    _one_line(r, "cannot use it as the content cache (--cache, $QOELAB_CACHE): it is not a directory")
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+
+
+def test_corpus_verify_subsets_are_checked():
+    from qoelab.content import corpus
+    from qoelab.errors import InputError
+    for rungs, needle in (([99], "found 99"), ([-1], "found -1"), ([1, 1], "found 1,1")):
+        with pytest.raises(InputError, match="--rungs: expected distinct rung indices from 0 to 7") as e:
+            corpus.verify("talking-head", rungs=rungs, progress=False, segments=1)
+        assert needle in str(e.value)
+    with pytest.raises(InputError, match="--segments: expected fewer segments than the clip's"):
+        corpus.verify("talking-head", segments=10**29, progress=False)
