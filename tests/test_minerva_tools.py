@@ -182,7 +182,8 @@ def test_output_file_that_is_a_directory_is_refused_before_the_work(tmp_path):
 def test_value_function_grid_is_bounded_and_interruptible(tmp_path):
     """--rate-step 1bps ran out of memory (a Rust abort, exit 134) and a long computation ignored
     Ctrl-C and SIGTERM (the core call held the main thread): a grid over 5 x 10^6 values is one line,
-    and a signal ends the command within a second, writing nothing."""
+    and a signal ends the command within a second, writing nothing (515,200 values at horizon 8,
+    about 20 s of work)."""
     import signal
     import subprocess
     import sys
@@ -195,8 +196,8 @@ def test_value_function_grid_is_bounded_and_interruptible(tmp_path):
         r = qoelab_cli(*base, "--out", str(tmp_path / "vf.json"), *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
     for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
-        p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", *base, "--horizon", "8", "--rate-step", "10kbps",
-                              "--buffer-step", "0.1s", "--out", str(tmp_path / "vf.json")], cwd=REPO,
+        p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", *base, "--horizon", "8", "--rate-step", "20kbps",
+                              "--buffer-step", "0.25s", "--out", str(tmp_path / "vf.json")], cwd=REPO,
                              stderr=subprocess.PIPE, text=True)
         time.sleep(2.5)
         assert p.poll() is None, "the computation ended before the signal"
@@ -206,3 +207,57 @@ def test_value_function_grid_is_bounded_and_interruptible(tmp_path):
         assert time.monotonic() - t0 < 5.0 and p.returncode == code, (p.returncode, err)   # (was > 30 s)
         assert err.count("\n") == 1 and ("interrupted" if code == 130 else "terminated") in err, err
     assert os.listdir(tmp_path) == []
+
+
+def test_referenced_files_are_regular_and_their_keys_named(tmp_path):
+    """normalization_file and value_functions read a FIFO (blocked) or /dev/zero (filled memory); a
+    value-function file without `beta` was "a value is out of range" of the scenario."""
+    fifo = tmp_path / "f.json"
+    os.mkfifo(fifo)
+    for load in (mv.load_normalization, mv.load_value_function):
+        for p, needle in ((str(fifo), "found a device, pipe or socket"), ("/dev/zero", "found a device, pipe or socket"),
+                          (str(tmp_path), "found a folder")):
+            with pytest.raises(mv.InputError, match="provider\\[0\\].x") as e:
+                load(p, "provider[0].x")
+            assert needle in str(e.value) and "\n" not in str(e.value)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000)
+    with pytest.raises(mv.InputError, match="is not JSON: lists or objects nested too deeply"):
+        mv.load_value_function(str(deep), "provider[0].value_functions")
+    vf = mv.value_function(mv.load_video_spec("synthetic:has-testbed"), metric="bitrate", horizon=1,
+                           rate_step_bps=1e6, buffer_step_s=10.0, use_cache=False)
+    for key, val, needle in (("beta", None, "key beta: expected a finite number, found nothing"),
+                             ("horizon", 0, "key horizon: expected an integer from 1 to 8, found 0"),
+                             ("values", [[["x"]]], "key values: expected a list (rungs)"),
+                             ("video", 3, "key video: expected a string, found 3")):
+        doc = dict(vf)
+        if val is None:
+            del doc[key]
+        else:
+            doc[key] = val
+        p = tmp_path / f"vf-{key}.json"
+        p.write_text(json.dumps(doc))
+        with pytest.raises(mv.InputError) as e:
+            mv.load_value_function(str(p), "provider[0].value_functions")
+        assert f"provider[0].value_functions: {p}: {needle}" in str(e.value), str(e.value)
+
+
+def test_fixed_rate_optimal_tolerance_and_params(tmp_path):
+    """--tol 1e-300 never ended (the bisection stops narrowing one float step apart); 20,000 nested
+    brackets in --abr-params were an internal RecursionError; a 60-rung video at horizon 5 ran for
+    minutes in value-function."""
+    base = ["minerva", "fixed-rate-optimal", "--videos", "synthetic:has-testbed", "--metric", "bitrate",
+            "--rate", "4Mbps", "--out", str(tmp_path / "o.json"), "--no-cache"]
+    for extra, needle in ((["--tol", "1e-300"], "--tol: expected a tolerance >= 1e-09"),
+                          (["--abr-params", "[" * 20_000], "--abr-params: expected a JSON object, found lists or "
+                                                           "objects nested too deeply"),
+                          (["--window", "0s"], "--window: expected a session of 1 s to 1 day")):
+        r = qoelab_cli(*base, *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    video = mv.load_video_spec("synthetic:has-testbed")
+    wide = dict(video, bitrates_bps=[100_000 * (k + 1) for k in range(60)],
+                sizes=[[50_000 * (k + 1) for k in range(60)] for _ in video["sizes"]], quality={})
+    with pytest.raises(mv.InputError, match="--horizon: expected a search of at most 1e\\+13 rung sequences"):
+        mv.value_function(wide, metric="bitrate", horizon=5, use_cache=False)
+    assert mv.MIN_TOL == 1e-9
+    assert not os.path.exists(tmp_path / "o.json")

@@ -97,3 +97,23 @@ def test_corpus_verify_subsets_are_checked():
         assert needle in str(e.value)
     with pytest.raises(InputError, match="--segments: expected fewer segments than the clip's"):
         corpus.verify("talking-head", segments=10**29, progress=False)
+
+
+def test_python_abr_and_prepared_video_inputs_are_regular_files(tmp_path):
+    """A `python:` ABR module or a prepared video's table.json that is a FIFO blocked the command;
+    one that is /dev/zero filled memory (the import, or json.load)."""
+    from qoelab import abr
+    from qoelab.errors import InputError
+    os.mkfifo(tmp_path / "fifo.py")
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    for name in ("fifo.py", "zero.py"):
+        with pytest.raises(InputError, match="expected a regular Python file") as e:
+            abr.resolve(f"python:{name}:X", str(tmp_path), "s.toml", "client[0].abr")
+        assert "(a device, pipe or socket)" in str(e.value)
+    vx = tmp_path / "vx"
+    vx.mkdir()
+    os.mkfifo(vx / "table.json")
+    _one_line(qoelab_cli("video", "voxel", str(vx)), "table.json: expected a regular file (a prepared video's table)")
+    (vx / "table.json").unlink()
+    (vx / "table.json").write_text("[" * 100_000)
+    _one_line(qoelab_cli("video", "voxel", str(vx)), "table.json: expected valid JSON, found lists or objects nested")

@@ -708,3 +708,68 @@ def test_interrupts_inside_duckdb_and_pyarrow_are_interrupts():
             assert cli.main(parser_args) == 130
         finally:
             cli.build_parser = orig
+
+
+def test_store_files_that_are_not_regular_files(finished_store, tmp_path):
+    """A FIFO as a run record, sweep.json or a per-run part.parquet blocked `query` (the last one deaf
+    to SIGTERM inside pyarrow); /dev/zero as one filled memory; non-UTF-8 names were internal errors;
+    `store` as a file was an internal error: each is one line naming the file, exit 2."""
+    import subprocess
+    import sys
+    from conftest import REPO
+
+    def query(d, *sql):
+        return subprocess.run([sys.executable, "-m", "qoelab.cli", "query", str(d), *sql], capture_output=True,
+                              text=True, cwd=REPO, timeout=60)
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    shutil.rmtree(d / "store")
+    rec.unlink()
+    os.mkfifo(rec)
+    _one_line_error(query(d), str(rec), "expected a regular file (a run record), found a device, pipe or socket")
+    rec.unlink()
+    rec.symlink_to("/dev/zero")
+    _one_line_error(query(d), str(rec), "expected a regular file (a run record)")
+    shutil.rmtree(d)
+
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    shutil.rmtree(d / "store")
+    part = next((d / "tables").glob("*/key=*/part.parquet"))
+    part.unlink()
+    os.mkfifo(part)
+    _one_line_error(query(d), str(part), "not a regular file")
+    shutil.rmtree(d)
+
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    (d / "sweep.json").unlink()
+    os.mkfifo(d / "sweep.json")
+    _one_line_error(query(d), "sweep.json: expected a regular file")
+    shutil.rmtree(d)
+
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    shutil.rmtree(d / "store")
+    (d / "store").write_text("x")
+    _one_line_error(query(d), "store: not a folder")
+    (d / "store").unlink()
+    os.rename(rec, os.path.join(os.fsencode(rec.parent), b"\xff\xfe.json"))
+    _one_line_error(query(d), "\\xff\\xfe.json: not a run record's name")
+    shutil.rmtree(d)
+
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    shutil.rmtree(d / "store")
+    t = next((d / "tables").iterdir())
+    os.rename(t, os.path.join(os.fsencode(t.parent), b"seg\xffm"))
+    _one_line_error(query(d), "seg\\xffm: not a table's folder")
+
+
+def test_report_on_runs_view_of_another_schema(finished_store, tmp_path):
+    """A store/runs.parquet replaced by another Parquet file (the manifest intact) made `report` print
+    DuckDB's five-line binder error as an internal error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from conftest import qoelab_cli
+    _, d, rec, key = _damaged(finished_store, tmp_path)
+    qoelab_cli("query", str(d), "SELECT 1")   # compacted
+    pq.write_table(pa.table({"zzz": [1, 2]}), d / "store" / "runs.parquet")
+    r = qoelab_cli("report", str(d), "--out", str(tmp_path / "rep"))
+    _one_line_error(r, "store/runs.parquet: not the runs view qoelab writes")
+    assert not (tmp_path / "rep").exists()

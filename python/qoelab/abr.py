@@ -50,6 +50,11 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
             path = mod_name if os.path.isabs(mod_name) else os.path.join(base_dir or os.getcwd(), mod_name)
             if not os.path.exists(path):
                 raise InputError(src, key, "an existing Python file", repr(mod_name))
+            if not os.path.isfile(path):   # a FIFO blocked the import, /dev/zero filled memory
+                raise InputError(src, key, "a regular Python file", repr(mod_name) + (" (a folder)" if os.path.isdir(
+                    path) else " (a device, pipe or socket)"))
+            if os.path.getsize(path) > 64 * 2**20:
+                raise InputError(src, key, "a Python file of at most 64 MiB", f"{os.path.getsize(path):,} bytes")
             s = importlib.util.spec_from_file_location(f"qoelab_user_abr_{abs(hash(path))}", path)
             mod = importlib.util.module_from_spec(s)
             s.loader.exec_module(mod)

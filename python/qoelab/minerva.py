@@ -12,7 +12,7 @@ import math
 import os
 
 from qoelab import units
-from qoelab.errors import InputError, interruptible
+from qoelab.errors import InputError, interruptible, json_input, read_input
 
 FORMAT = "qoelab.value_function"
 VERSION = 1
@@ -85,6 +85,10 @@ def load_video_spec(spec: str, base_dir: str = ".") -> dict:
 # 8 x 80 x 81 = 51,840 values; a 10 kbit/s x 0.1 s grid 2.6 x 10^6. Each value is held as a Rust
 # float, in the JSON text and as a Python float (about 60 bytes in all).
 MAX_VF_VALUES = 5_000_000
+# ... and of the whole search, values x rungs^horizon before pruning: the default grid of an 8-rung
+# video at horizon 5 is 1.7 x 10^9 (0.3 s), at horizon 8 8.7 x 10^11 (2.4 s); a 2.6 x 10^6-value
+# grid at horizon 8 (4.4 x 10^13) took about two minutes.
+MAX_VF_WORK = 10**13
 
 
 def _axis(lo: float, hi: float, step: float) -> list[float]:
@@ -108,6 +112,11 @@ def value_function(video: dict, metric="vmaf", horizon=5, rate_max_bps=8e6, rate
     if n_values > MAX_VF_VALUES:   # (--rate-step 1bps ran out of memory; the values are held three times)
         raise InputError(None, "--rate-step/--buffer-step", f"a grid of at most {MAX_VF_VALUES:,} values (rungs x "
                          "rates x buffers)", f"{n_values:,} ({n_rates:,} rates x {n_buffers:,} buffers)")
+    rungs = len(video.get("bitrates_bps") or [1])
+    if n_values * rungs ** horizon > MAX_VF_WORK:   # (a 60-rung video at horizon 5 did not end in minutes)
+        raise InputError(None, "--horizon", f"a search of at most {MAX_VF_WORK:.0e} rung sequences (grid values x "
+                         "rungs^horizon; a smaller horizon, or a coarser grid)",
+                         f"{n_values:,} values x {rungs}^{horizon}")
     params = {"metric": metric, "horizon": horizon, "buffer_max_s": player_buffer_s,
               "rates_bps": _axis(rate_step_bps, rate_max_bps, rate_step_bps),
               "buffers_s": _axis(0.0, buffer_max_s, buffer_step_s)}
@@ -145,18 +154,29 @@ def normalization(videos: list[dict], popularity: list[float] | None = None, alp
     return cached("normalization", {"videos": videos, "params": params}, compute, use_cache)
 
 
+def _read_json(path: str, where: str, what: str) -> tuple[str, object]:
+    """The text and the JSON value of file ``path`` (named by scenario key ``where``): a regular file
+    of at most 256 MiB (a FIFO blocked the run, /dev/zero filled memory), UTF-8, JSON of bounded
+    nesting; otherwise one line naming ``where`` and the file."""
+    try:
+        data = read_input(path, what)
+    except InputError as e:
+        raise InputError(None, where, message=str(e)) from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise InputError(None, where, message=f"{path} is not UTF-8 text (byte {e.start})") from None
+    try:
+        return text, json_input(text, path)
+    except InputError as e:
+        raise InputError(None, where, message=f"{path} is not JSON" + (f" (line {e.where})" if e.where else "")
+                         + f": {e.found or e.message}") from None
+
+
 def load_normalization(path: str, where: str) -> dict:
     """Read a normalization file; a malformed one is an InputError naming `where` and the bad key."""
     from qoelab import _core
-    try:
-        with open(path) as f:
-            text = f.read()
-        v = json.loads(text)
-    except OSError as e:
-        raise InputError(None, where, message=f"cannot read {path}: {e.strerror}") from None
-    except ValueError as e:
-        line = getattr(e, "lineno", None)
-        raise InputError(None, where, message=f"{path} is not JSON" + (f" (line {line})" if line else "")) from None
+    text, v = _read_json(path, where, "a normalization file")
     if not isinstance(v, dict) or v.get("format") != NORM_FORMAT or v.get("version") != NORM_VERSION:
         raise InputError(None, where, message=f"{path}: expected a normalization file (format \"{NORM_FORMAT}\" "
                          f"version {NORM_VERSION}, from `qoelab minerva normalize`)")
@@ -171,22 +191,47 @@ def load_normalization(path: str, where: str) -> dict:
 _VF_MEMO: dict = {}
 
 
+def _check_vf_shape(v: dict, path: str, where: str) -> None:
+    """Each key of a value-function file present with its type (a missing `beta` was reported as "a
+    value is out of range" of the scenario, naming neither the file nor the key)."""
+    def num(x):
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    def bad(key, expected):
+        x = v.get(key)
+        found = "nothing" if key not in v else f"a {type(x).__name__}" if isinstance(x, (list, dict)) else repr(x)[:40]
+        raise InputError(None, where, message=f"{path}: key {key}: expected {expected}, found {found}")
+    for key in ("video", "metric"):
+        if not isinstance(v.get(key), str):
+            bad(key, "a string")
+    if not (isinstance(v.get("horizon"), int) and not isinstance(v.get("horizon"), bool) and 1 <= v["horizon"] <= 8):
+        bad("horizon", "an integer from 1 to 8")
+    for key in ("beta", "gamma", "buffer_max_s", "segment_s"):
+        if not num(v.get(key)):
+            bad(key, "a finite number")
+    if not (isinstance(v.get("bitrates_bps"), list) and v["bitrates_bps"] and all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**64 for x in v["bitrates_bps"])):
+        bad("bitrates_bps", "a non-empty list of bit rates (integers)")
+    for key in ("rates_bps", "buffers_s"):
+        if not (isinstance(v.get(key), list) and all(num(x) for x in v[key])):
+            bad(key, "a list of finite numbers")
+    vals = v.get("values")
+    if not (isinstance(vals, list) and all(isinstance(t, list) and all(isinstance(r, list) and all(num(x) for x in r)
+                                                                       for r in t) for t in vals)):
+        bad("values", "a list (rungs) of lists (rates) of lists (buffers) of finite numbers")
+
+
 def load_value_function(path: str, where: str) -> dict:
     """Read a value-function file; a malformed one is an InputError naming `where`. Parsed once per
     unchanged file in a process (qoelab.filememo); callers never change the returned dict."""
     from qoelab import filememo
 
     def parse(p: str) -> dict:
-        with open(p) as f:
-            try:
-                v = json.load(f)
-            except ValueError as e:
-                line = getattr(e, "lineno", None)
-                raise InputError(None, where, message=f"{p} is not JSON" + (f" (line {line})" if line else "")) \
-                    from None
+        _, v = _read_json(p, where, "a value-function file")
         if not isinstance(v, dict) or v.get("format") != FORMAT or v.get("version") != VERSION:
             raise InputError(None, where, message=f"{p}: expected a value-function file (format \"{FORMAT}\" "
                              f"version {VERSION}, from `qoelab minerva value-function`)")
+        _check_vf_shape(v, p, where)
         return v
     try:
         return filememo.load(_VF_MEMO, path, parse)
@@ -439,6 +484,8 @@ def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", ab
         lo = hi
     while hi - lo > tol:
         mid = (lo + hi) / 2
+        if mid in (lo, hi):   # one float step apart: as narrow as it gets (a tol below it never ended)
+            break
         if fits(mid):
             lo = mid
         else:
@@ -455,6 +502,9 @@ def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", ab
                        for v, c in zip(videos, curves)]}
 
 
+MIN_TOL = 1e-9
+
+
 def _cmd_fixed_rate_optimal(args):
     from qoelab import outdir
     outdir.check_file(args.out)
@@ -468,14 +518,16 @@ def _cmd_fixed_rate_optimal(args):
         raise InputError(None, "--grid", "2 to 1000 points", str(args.grid))
     if not args.tol > 0:
         raise InputError(None, "--tol", "a tolerance > 0", str(args.tol))
+    if not args.tol >= MIN_TOL:   # (1e-300: the bisection stopped narrowing at one float step and never ended)
+        raise InputError(None, "--tol", f"a tolerance >= {MIN_TOL:g} (QoE points)", f"{args.tol:g}")
     params = None
     if args.abr_params:
         try:
-            params = json.loads(args.abr_params)
-        except ValueError:
-            raise InputError(None, "--abr-params", "a JSON object", args.abr_params) from None
+            params = json_input(args.abr_params, None)
+        except InputError as e:
+            raise InputError(None, "--abr-params", "a JSON object", e.found or e.message) from None
         if not isinstance(params, dict):
-            raise InputError(None, "--abr-params", "a JSON object", args.abr_params)
+            raise InputError(None, "--abr-params", "a JSON object", args.abr_params[:60])
     if args.abr != "eq2":
         from qoelab import _core
         names = [e["name"] for e in json.loads(_core.describe("abr"))]

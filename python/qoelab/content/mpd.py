@@ -52,9 +52,10 @@ def write(path: str, reps: list[dict], duration_s: float, seg_frames: int, fps: 
 
 def read(path: str) -> dict:
     """Parse an MPD written by :func:`write` (or any single-file byte-ranged SegmentList MPD)."""
+    from qoelab.errors import read_input
     try:
-        root = ET.parse(path).getroot()
-    except (OSError, ET.ParseError) as e:
+        root = ET.fromstring(read_input(path, "a DASH MPD"))
+    except ET.ParseError as e:
         raise InputError(path, None, "a DASH MPD (XML)", str(e)) from None
     ns = {"d": NS}
     reps = []

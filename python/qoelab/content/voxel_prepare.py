@@ -24,7 +24,7 @@ import time
 
 from qoelab.content import mpd as mpdmod
 from qoelab.content import voxel
-from qoelab.errors import InputError
+from qoelab.errors import InputError, json_input, read_input
 
 POOR = 0.5    # Table 5.1's lower bound of "poor": the lowest rung's bound
 
@@ -39,11 +39,15 @@ def annotate(d: str, prefixes: int = 16, variant: str = "branch", log=None) -> d
     log = log or (lambda m: None)
     t0 = time.perf_counter()
     tpath = os.path.join(d, "table.json")
-    try:
-        with open(tpath) as f:
-            video = json.load(f)["video"]
-    except (OSError, ValueError, KeyError) as e:
+    if not os.path.exists(tpath):
+        raise InputError(tpath, None, message="not a prepared video (qoelab video prepare): no table.json")
+    try:   # a regular file of at most 256 MiB (a FIFO blocked, /dev/zero filled memory), bounded JSON
+        doc = json_input(read_input(tpath, "a prepared video's table").decode("utf-8"), tpath)
+    except UnicodeDecodeError as e:
         raise InputError(tpath, None, message=f"not a prepared video (qoelab video prepare): {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("video"), dict):
+        raise InputError(tpath, "video", message="not a prepared video (qoelab video prepare): no video object")
+    video = doc["video"]
     ssim = (video.get("quality") or {}).get("ssim")
     if not ssim:
         raise InputError(tpath, "video.quality.ssim", message="no SSIM table: prepare with --metrics including ssim")
@@ -52,8 +56,7 @@ def annotate(d: str, prefixes: int = 16, variant: str = "branch", log=None) -> d
     entries, avg, report, chosen = {}, {}, [], {}
     for r, rep in enumerate(reps):
         path = os.path.join(d, rep["file"])
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_input(path, "a rung's media file", 4 * 2**30)
         init = data[rep["init"][0]:rep["init"][1]]
         avg[r] = sum(ssim[t][r] for t in range(len(rep["segments"]))) / max(1, len(rep["segments"]))
         for t, (a, b) in enumerate(rep["segments"]):

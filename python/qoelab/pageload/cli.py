@@ -146,7 +146,12 @@ def _packet(args, page, if1: tuple[int, int], out) -> int:
     if args.cc not in ccs:
         raise InputError(None, "--cc", "one of " + ", ".join(sorted(ccs)), repr(args.cc))
     src = {"handcrafted": args.page[5:]} if args.page.startswith("hand:") else {"har": os.path.abspath(args.page)}
-    res = crossmodel.packet_load(src, if1[0], if1[1], cc=args.cc, seed=args.seed, page_bytes=page.total_bytes)
+    try:
+        res = crossmodel.packet_load(src, if1[0], if1[1], cc=args.cc, seed=args.seed, page_bytes=page.total_bytes)
+    except InputError as e:   # the generated scenario's topology is --if1
+        if e.path != "<crossmodel>" or not str(e.where or "").startswith("topology."):
+            raise
+        raise InputError(None, "--if1", e.expected, e.found, e.message) from None
     pg = res.summary["pages"][0]
     if pg["plt_s"] is None:
         raise InputError(args.page, None, message="the load did not finish within the simulated time")

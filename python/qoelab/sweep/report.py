@@ -21,7 +21,7 @@ import io
 import math
 import os
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, reraise_interrupt
 from qoelab.reproduce.livi_params import mean_ci
 from qoelab.sweep.store import Store, found
 
@@ -159,7 +159,12 @@ def _panels(st: Store, con, runs, axes: list[str]) -> list[dict]:
                     others = [a for a in varying if a != x and runs[a].nunique() <= 8]
                     out.append({"view": "runs", "col": c, "x": x, "group": others[0] if others else None,
                                 "label": c, "title": f"{c} vs {x}", "link": None})
-    return out
+    # a record whose summary had 30,000 keys made 30,000 figures (MemoryError at 4 GB); the rest are
+    # in `qoelab query` and a report.panel section can pick them
+    return out[:MAX_PANELS]
+
+
+MAX_PANELS = 120
 
 
 def _sort_key(v):
@@ -286,7 +291,14 @@ def write(dir_: str, out: str | None = None) -> str:
     check_meta(st)
     con = st.connect()
     axes = list(st.meta.get("columns", []))
-    runs = con.execute("SELECT * FROM runs ORDER BY index, rep").df()
+    import duckdb
+    try:
+        runs = con.execute("SELECT * FROM runs ORDER BY index, rep").df()
+    except duckdb.Error as e:   # a store/runs.parquet replaced by another Parquet file
+        reraise_interrupt(e)
+        raise InputError(os.path.join(st.path, "store", "runs.parquet"), None,
+                         message=f"not the runs view qoelab writes ({str(e).splitlines()[0][:160]}); remove "
+                                 f"{os.path.join(st.path, 'store')} to make the views again") from None
     if not len(runs):
         raise InputError(st.path, None, message="the store holds no runs yet")
     panels = _panels(st, con, runs, axes)

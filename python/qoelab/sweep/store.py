@@ -19,11 +19,12 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 
 from qoelab import outdir
-from qoelab.errors import InputError, json_input, reraise_interrupt
+from qoelab.errors import InputError, json_input, read_input, reraise_interrupt
 
 STORE_FORMAT = 1
 VIEWS = ("runs", "clients", "flows", "links")
@@ -50,11 +51,46 @@ def _atomic_write(path: str, data: bytes) -> None:
 
 
 def is_store(path: str) -> bool:
+    p = os.path.join(path, "sweep.json")
     try:
-        with open(os.path.join(path, "sweep.json")) as f:
-            return json.load(f).get("schema") == "qoelab.sweep"
+        if not os.path.isfile(p):   # (a FIFO would block the open)
+            return False
+        with open(p) as f:
+            return json.loads(f.read(MAX_FILE_BYTES)).get("schema") == "qoelab.sweep"
     except (OSError, ValueError, AttributeError):
         return False
+
+
+# The largest file of a store read whole (sweep.json, a run record, the manifest): a 1e5-run
+# sweep's sweep.json is a few MB, a record of 10^4 video sessions about 10 MB.
+MAX_FILE_BYTES = 256 * 2**20
+
+
+_KEY_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+def _printable(path: str) -> str:
+    """A path for an error line, whatever bytes its names hold (non-UTF-8 names are escaped)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _read_file(path: str, what: str) -> bytes | None:
+    """The bytes of a store's file ``path``, None if it does not exist; a folder, a device, a pipe
+    or socket (a FIFO blocked the command; /dev/zero filled memory) or a file over
+    MAX_FILE_BYTES is an :class:`InputError` naming it."""
+    if not os.path.lexists(path):
+        return None
+    if not os.path.exists(path):   # a dangling link: as if gone
+        return None
+    return read_input(path, what, MAX_FILE_BYTES)
 
 
 _MISSING = object()
@@ -153,13 +189,13 @@ class Store:
     # ------------------------------------------------------------------ creation and checks
     def _read_meta(self) -> dict:
         p = os.path.join(self.path, "sweep.json")
-        try:
-            with open(p, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
+        data = _read_file(p, "the sweep's description, sweep.json")
+        if data is None:
             raise InputError(self.path, None, message="not a sweep store (no sweep.json; run `qoelab sweep SPEC "
-                                                      "--out DIR` first)") from None
-        except (OSError, UnicodeDecodeError) as e:
+                                                      "--out DIR` first)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
             raise InputError(p, None, "a readable UTF-8 file", str(e)) from None
         meta = json_input(text, p)
         if not isinstance(meta, dict) or meta.get("schema") != "qoelab.sweep":
@@ -242,6 +278,10 @@ class Store:
                 continue
             for n in os.listdir(sub):
                 if n.endswith(".json") and not n.startswith("."):
+                    if not _KEY_RE.fullmatch(n[:-5]) or n[:2] != d:   # (a non-UTF-8 name was an internal error)
+                        raise InputError(_printable(os.path.join(sub, n)), None,
+                                         message="not a run record's name (the run's key, 64 hex digits, in the "
+                                                 "folder of its first two); remove it")
                     out.add(n[:-5])
                 elif n.startswith(_TMP):
                     _remove_if_dead(os.path.join(sub, n), n)
@@ -279,13 +319,9 @@ class Store:
         not what `qoelab sweep` writes is an :class:`InputError` naming the file and the key; None if
         the record is gone (removed since the directory was listed)."""
         path = self.record_path(key)
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
+        data = _read_file(path, "a run record")
+        if data is None:
             return None
-        except OSError as e:
-            raise InputError(path, None, "a readable run record", str(e)) from None
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -299,9 +335,12 @@ class Store:
         return hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()
 
     def compacted(self) -> bool:
+        p = os.path.join(self.path, "store", "manifest.json")
         try:
-            with open(os.path.join(self.path, "store", "manifest.json")) as f:
-                m = json.load(f)
+            if not os.path.isfile(p):   # (made again: a FIFO would block, /dev/zero fill memory)
+                return False
+            with open(p) as f:
+                m = json.loads(f.read(MAX_FILE_BYTES + 1))
         except (OSError, ValueError):
             return False
         if not isinstance(m, dict):
@@ -352,9 +391,9 @@ class Store:
     def _load(self, key: str) -> dict | None:
         """The record of run ``key`` as stored (not checked; None if unreadable): see :meth:`record`."""
         try:
-            with open(self.record_path(key)) as f:
-                return json.load(f)
-        except (OSError, ValueError):
+            data = _read_file(self.record_path(key), "a run record")
+            return None if data is None else json.loads(data)
+        except (OSError, ValueError, RecursionError):
             return None
 
     def compact(self, batch: int = 2000) -> dict:
@@ -394,6 +433,9 @@ class Store:
                             kv[k].add(_kind(val))
         order.sort()
         out = os.path.join(self.path, "store")
+        if os.path.lexists(out) and not os.path.isdir(out):
+            raise InputError(out, None, message="not a folder (the store's compacted views are made there); "
+                                                "remove it to make them again")
         os.makedirs(out, exist_ok=True)
         schemas = {v: _schema(names[v], kinds[v]) for v in VIEWS}
         tmps, writers, counts = {}, {}, {v: 0 for v in VIEWS}
@@ -510,6 +552,8 @@ class Store:
     def _part_schema(self, key: str, f: str):
         import pyarrow as pa
         import pyarrow.parquet as pq
+        if not os.path.isfile(f):   # a FIFO blocked inside pyarrow, deaf to SIGTERM
+            raise self._bad_part(key, f, OSError("not a regular file"))
         try:
             return pq.read_schema(f)
         except (pa.ArrowException, OSError) as e:
@@ -519,6 +563,8 @@ class Store:
     def _part_table(self, key: str, f: str):
         import pyarrow as pa
         import pyarrow.parquet as pq
+        if not os.path.isfile(f):
+            raise self._bad_part(key, f, OSError("not a regular file"))
         try:
             return pq.read_table(f)
         except (pa.ArrowException, OSError) as e:
@@ -532,7 +578,12 @@ class Store:
     # ------------------------------------------------------------------ queries
     def table_names(self) -> list[str]:
         d = os.path.join(self.path, "tables")
-        return sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
+        names = sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
+        for n in names:
+            if not (n.isprintable() and _utf8(n)):   # (a non-UTF-8 name was an internal error)
+                raise InputError(_printable(os.path.join(d, n)), None,
+                                 message="not a table's folder (a table name is printable UTF-8); remove it")
+        return names
 
     def connect(self):
         """A DuckDB connection with the views ``runs``, ``clients``, ``flows``, ``links`` and

@@ -82,10 +82,25 @@ pub const ROBUSTMPC: AbrEntry = AbrEntry {
     build: |p, v| build(p, v, true),
 };
 
-fn build(p: &Params, _v: &Video, robust: bool) -> Result<Box<dyn Abr>, ParamError> {
+/// Most rung sequences one decision may enumerate (n_rungs^horizon): 8 rungs at horizon 8 are
+/// 1.7 x 10^7; a 2,000-rung video at horizon 5 never finished one decision (deaf to signals).
+pub const MAX_SEQUENCES: u64 = 20_000_000;
+
+fn build(p: &Params, v: &Video, robust: bool) -> Result<Box<dyn Abr>, ParamError> {
     let horizon = count_param(p, PARAMS, "horizon")?;
     if horizon > 8 {
         return Err(crate::params::perr("horizon", "expected <= 8 (the search is n_rungs^horizon)"));
+    }
+    let rungs = v.n_rungs() as u64;
+    if rungs.saturating_pow(horizon as u32) > MAX_SEQUENCES {
+        let most = (1..=horizon).rev().find(|h| rungs.saturating_pow(*h as u32) <= MAX_SEQUENCES).unwrap_or(1);
+        return Err(crate::params::perr(
+            "horizon",
+            format!(
+                "at most {MAX_SEQUENCES} rung sequences per decision (n_rungs^horizon); the video has {rungs} \
+                 rungs: horizon {most} at most"
+            ),
+        ));
     }
     let n = count_param(p, PARAMS, "window")?;
     Ok(Box::new(Mpc {
@@ -250,6 +265,23 @@ mod tests {
     use super::super::estimators::testutil::{cbr, obs, rec};
     use super::*;
     use crate::time::SEC;
+
+    #[test]
+    fn search_size_is_bounded_by_the_ladder() {
+        // 30 rungs: 30^5 = 24.3 M sequences per decision > 2 x 10^7 (a 2,000-rung video never
+        // finished one decision); horizon 4 (810,000) is fine, and 8 rungs at horizon 8 (16.8 M) too
+        let kbps: Vec<u64> = (1..=30).map(|k| 100 * k).collect();
+        let v = cbr(&kbps, 4, 10);
+        for name in ["mpc", "robustmpc"] {
+            let build = super::super::find(name).unwrap().build;
+            let e = build(&Params::new().with("horizon", 5), &v).err().expect("refused");
+            assert_eq!(e.param, "horizon");
+            assert!(e.msg.contains("the video has 30 rungs: horizon 4 at most"), "{}", e.msg);
+            assert!(build(&Params::new().with("horizon", 4), &v).is_ok());
+            let v8 = cbr(&kbps[..8], 4, 10);
+            assert!(build(&Params::new().with("horizon", 8), &v8).is_ok());
+        }
+    }
 
     #[test]
     fn two_rungs_horizon_two_by_hand() {

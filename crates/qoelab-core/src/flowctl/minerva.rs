@@ -65,13 +65,13 @@ const PARAMS: &[ParamSpec] = &[
         name: "update_rtts",
         unit: Unit::Float,
         default: Default::Float(25.0),
-        doc: "update period T in min RTTs (§6.2); used unless update_period is set",
+        doc: "update period T in min RTTs (§6.2), 1 to 10^6; used unless update_period is set",
     },
     ParamSpec {
         name: "update_period",
         unit: Unit::Duration,
         default: Default::Context("profile: paper unset (update_rtts x min RTT), code 2 s (wait 1 s, measure 1 s)"),
-        doc: "fixed update period T: wait T/2, then measure the rate over T/2",
+        doc: "fixed update period T (1 ms to 1 h): wait T/2, then measure the rate over T/2",
     },
     ParamSpec {
         name: "conservative",
@@ -159,6 +159,8 @@ pub const ENTRY: FlowCtlEntry = FlowCtlEntry {
 /// Fixed weight for client-aware past/current/future terms of the `chunks` mix (the code's horizon).
 const CODE_HORIZON: f64 = 5.0;
 /// Update period before a min RTT is known.
+const MIN_UPDATE_PERIOD: Ns = MS;
+const MAX_UPDATE_PERIOD: Ns = 3_600 * SEC;
 const DEFAULT_PERIOD: Ns = 500 * MS;
 /// Floor of the utility (paper profile) so that f stays positive.
 const U_FLOOR: f64 = 1e-3;
@@ -320,8 +322,13 @@ impl Minerva {
         if cfg.alpha <= 0.0 {
             return Err(perr("alpha", "expected > 0"));
         }
-        if update_period == Some(0) || (cfg.update_period.is_none() && cfg.update_rtts <= 0.0) {
-            return Err(perr("update_period", "expected a period > 0"));
+        // Bounds of the update period (1 ns made a 10 s run take 8 minutes: an update per nanosecond):
+        // at least 1 ms, or one min RTT; at most an hour, or 10^6 min RTTs.
+        if update_period.is_some_and(|t| !(MIN_UPDATE_PERIOD..=MAX_UPDATE_PERIOD).contains(&t)) {
+            return Err(perr("update_period", "expected a period from 1ms to 1h"));
+        }
+        if cfg.update_period.is_none() && !(1.0..=1e6).contains(&cfg.update_rtts) {
+            return Err(perr("update_rtts", "expected 1 to 1000000 min RTTs"));
         }
         if cfg.normalization == "exp" && !(cfg.norm.1 > 0.0 && cfg.norm.2 > 0.0) {
             return Err(perr("norm_b", "expected norm_b > 0 and norm_c > 0"));

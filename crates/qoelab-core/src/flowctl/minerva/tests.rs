@@ -242,6 +242,17 @@ fn bad_parameters() {
     assert_eq!(e.param, "metric");
     assert!(Minerva::new(&Params::new().with("weight_ewma", 0.0), &ctx).is_err());
     assert!(Minerva::new(&Params::new().with("profile", "nope"), &ctx).is_err());
+    // an update per nanosecond made a 10 s run take 8 minutes: 1 ms .. 1 h, or 1 .. 10^6 min RTTs
+    for (k, p) in [
+        ("update_period", Params::new().with("update_period", 1u64)),
+        ("update_period", Params::new().with("update_period", 7_200 * SEC)),
+        ("update_rtts", Params::new().with("update_rtts", 1e-300)),
+        ("update_rtts", Params::new().with("update_rtts", 0.5)),
+    ] {
+        assert_eq!(Minerva::new(&p, &ctx).err().expect("refused").param, k);
+    }
+    assert!(Minerva::new(&Params::new().with("update_period", MS), &ctx).is_ok());
+    assert!(Minerva::new(&Params::new().with("update_rtts", 1.0), &ctx).is_ok());
 }
 
 #[test]
