@@ -261,3 +261,24 @@ def test_fixed_rate_optimal_tolerance_and_params(tmp_path):
         mv.value_function(wide, metric="bitrate", horizon=5, use_cache=False)
     assert mv.MIN_TOL == 1e-9
     assert not os.path.exists(tmp_path / "o.json")
+
+
+def test_damaged_cache_entries_are_computed_again(tmp_path, monkeypatch):
+    """docs: "an unreadable entry is recomputed". A FIFO entry blocked, a /dev/zero link filled
+    memory, a deeply nested or foreign object was an internal error (RecursionError, KeyError)."""
+    monkeypatch.setenv("QOELAB_CACHE", str(tmp_path))
+    video = mv.load_video_spec("synthetic:has-testbed")
+    kw = dict(metric="bitrate", horizon=1, rate_step_bps=1e6, buffer_step_s=10.0)
+    want = mv.value_function(video, **kw)
+    (entry,) = [p for p in os.listdir(tmp_path) if p.startswith("value_function-")]
+    entry = tmp_path / entry
+    for damage in ("fifo", "zero", "deep", "foreign"):
+        entry.unlink()
+        if damage == "fifo":
+            os.mkfifo(entry)
+        elif damage == "zero":
+            os.symlink("/dev/zero", entry)
+        else:
+            entry.write_text("[" * 100_000 if damage == "deep" else '{"format": "x"}')
+        assert mv.value_function(video, **kw) == want
+        assert json.loads(entry.read_text()) == want   # made again

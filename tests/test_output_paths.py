@@ -117,3 +117,74 @@ def test_python_abr_and_prepared_video_inputs_are_regular_files(tmp_path):
     (vx / "table.json").unlink()
     (vx / "table.json").write_text("[" * 100_000)
     _one_line(qoelab_cli("video", "voxel", str(vx)), "table.json: expected valid JSON, found lists or objects nested")
+
+
+def test_more_output_paths_and_the_emulator_binary(tmp_path):
+    """A trailing slash on --out FILE was an internal NotADirectoryError after the work; a dangling
+    link was called a device; `link --json-stats FIFO` blocked the emulator, deaf to SIGTERM and
+    SIGINT; QOELAB_NETEMU naming a folder was an internal PermissionError."""
+    base = ["minerva", "value-function", "synthetic:has-testbed", "--metric", "bitrate", "--horizon", "1", "--no-cache"]
+    _one_line(qoelab_cli(*base, "--out", str(tmp_path / "x.json") + "/"), "--out names a directory")
+    os.symlink(tmp_path / "nowhere" / "x", tmp_path / "dangling")
+    _one_line(qoelab_cli(*base, "--out", str(tmp_path / "dangling")), "a dangling symbolic link or a link loop")
+    _one_line(qoelab_cli("pageload", "hand:mixed", "--json", str(tmp_path / "p.json") + "/"), "--json names a directory")
+    os.mkfifo(tmp_path / "fifo")
+    for opt in ("--json-stats", "--downlink-log", "--uplink-log"):
+        _one_line(qoelab_cli("link", "--rate", "10Mbps", "--rtt", "20ms", opt, str(tmp_path / "fifo"), "--", "true"),
+                  f"{opt} names a device, pipe or socket")
+    from qoelab import realnet
+    old = os.environ.get("QOELAB_NETEMU")
+    os.environ["QOELAB_NETEMU"] = str(tmp_path)
+    try:
+        assert realnet.find_emulator() is None
+    finally:
+        if old is None:
+            del os.environ["QOELAB_NETEMU"]
+        else:
+            os.environ["QOELAB_NETEMU"] = old
+    assert sorted(os.listdir(tmp_path)) == ["dangling", "fifo"]
+
+
+def test_python_abr_that_exits_on_import(tmp_path):
+    """`raise SystemExit(0)` in a `python:` ABR module ended `run` with exit 0 and nothing written."""
+    from qoelab import abr
+    from qoelab.errors import InputError
+    (tmp_path / "m.py").write_text("raise SystemExit(0)\n")
+    with pytest.raises(InputError, match="importing m.py failed: SystemExit"):
+        abr.resolve("python:m.py:X", str(tmp_path), "s.toml", "client[0].abr")
+
+
+def test_content_cache_entries_that_are_not_sound(tmp_path):
+    """A content-cache entry with a FIFO (blocked, deaf to SIGTERM), a /dev/zero link (out of memory)
+    or a file where its folder goes (internal error) is made again; a sound entry whose JSON is not
+    what it should be is one line naming it."""
+    from qoelab.content import pipeline as pl
+    from qoelab.errors import InputError
+    cache = pl.Cache(str(tmp_path / "c"))
+    made = []
+
+    def make(tmp):
+        made.append(1)
+        with open(os.path.join(tmp, "metrics.json"), "w") as f:
+            f.write('{"psnr": [1.0]}')
+        return {"seconds": 0.1}
+    d, hit = cache.get_or_make("meas", "k", make)
+    assert not hit and cache.get_or_make("meas", "k", make) == (d, True)
+    for damage in ("fifo", "zero", "file"):
+        if damage == "file":
+            import shutil
+            shutil.rmtree(d)
+            open(d, "w").close()
+        else:
+            os.unlink(os.path.join(d, "metrics.json"))
+            if damage == "fifo":
+                os.mkfifo(os.path.join(d, "metrics.json"))
+            else:
+                os.symlink("/dev/zero", os.path.join(d, "metrics.json"))
+        assert cache.get_or_make("meas", "k", make) == (d, False)
+        assert pl._entry_json(os.path.join(d, "metrics.json"), dict) == {"psnr": [1.0]}
+    assert len(made) == 4
+    with open(os.path.join(d, "metrics.json"), "w") as f:
+        f.write("[" * 100_000)
+    with pytest.raises(InputError, match="a damaged content-cache entry \\(RecursionError\\); remove"):
+        pl._entry_json(os.path.join(d, "metrics.json"), dict)

@@ -773,3 +773,45 @@ def test_report_on_runs_view_of_another_schema(finished_store, tmp_path):
     r = qoelab_cli("report", str(d), "--out", str(tmp_path / "rep"))
     _one_line_error(r, "store/runs.parquet: not the runs view qoelab writes")
     assert not (tmp_path / "rep").exists()
+
+
+def test_store_files_where_folders_go(finished_store, tmp_path):
+    """A file where the store keeps a folder (runs, runs/<hh>, tables/<name>, a run's partition,
+    store/tables) was an internal error, or a silently partial answer (a dangling part.parquet)."""
+    import subprocess
+    import sys
+    from conftest import REPO
+
+    def query(d):
+        return subprocess.run([sys.executable, "-m", "qoelab.cli", "query", str(d),
+                               "SELECT count(*) AS n FROM tables.segments"], capture_output=True, text=True,
+                              cwd=REPO, timeout=60)
+    cases = []
+    _, d, rec, key = _damaged(finished_store, tmp_path / "a")
+    shutil.rmtree(d / "runs")
+    (d / "runs").write_text("x")
+    cases.append((d, "runs: expected a folder (the run records), found a file"))
+    _, d, rec, key = _damaged(finished_store, tmp_path / "b")
+    t = next((d / "tables").iterdir())
+    shutil.rmtree(t)
+    t.write_text("x")
+    cases.append((d, f"{t.name}: expected a folder (a table's runs), found a file"))
+    _, d, rec, key = _damaged(finished_store, tmp_path / "c")
+    part = next((d / "tables").glob(f"*/key={key}/part.parquet"))
+    shutil.rmtree(part.parent)
+    part.parent.write_text("x")
+    cases.append((d, f"key={key}: expected a folder (a run's partition of a table), found a file"))
+    _, d, rec, key = _damaged(finished_store, tmp_path / "e")
+    part = next((d / "tables").glob(f"*/key={key}/part.parquet"))
+    part.unlink()
+    os.symlink(part, part)
+    cases.append((d, "a dangling symbolic link or a link loop"))
+    for d, needle in cases:
+        shutil.rmtree(d / "store", ignore_errors=True)
+        _one_line_error(query(d), needle)
+    _, d, rec, key = _damaged(finished_store, tmp_path / "f")
+    query(d)   # compacted
+    shutil.rmtree(d / "store" / "tables")
+    (d / "store" / "tables").write_text("x")
+    (d / "store" / "manifest.json").unlink()
+    _one_line_error(query(d), "store/tables: expected a folder (the compacted tables), found a file")

@@ -135,6 +135,16 @@ def test_pensieve_folder_errors(tmp_path):
     (d / "video_size_1").unlink()
     (d / "video_size_2").write_text("20\n21\n")
     raises_at(lambda: load_pensieve_sizes(str(d), bitrates_kbps=[1, 2]), str(d / "video_size_1"), "no such file")
+    # a FIFO blocked, /dev/zero filled memory, a folder was an internal error
+    (d / "video_size_2").unlink()
+    for make, found in ((lambda p: os.mkfifo(p), "a device, pipe or socket"), (lambda p: os.symlink("/dev/zero", p),
+                                                                               "a device, pipe or socket"),
+                        (lambda p: p.mkdir(), "a folder")):
+        make(d / "video_size_1")
+        raises_at(lambda: load_pensieve_sizes(str(d), bitrates_kbps=[1, 2]), str(d / "video_size_1"),
+                  f"a regular file (a Pensieve video_size file), found {found}")
+        p = d / "video_size_1"
+        p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
 
 
 # -------------------------------------------------------------------------------------- validate

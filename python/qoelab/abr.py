@@ -62,7 +62,7 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
             mod = importlib.import_module(mod_name)
     except InputError:
         raise
-    except Exception as e:  # the user's module failed to import
+    except (Exception, SystemExit) as e:  # the user's module failed to import (or called exit())
         raise InputError(src, key, message=f"importing {mod_name} failed: {type(e).__name__}: {e}") from None
     cls = getattr(mod, cls_name, None)
     if cls is None:

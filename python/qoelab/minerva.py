@@ -36,19 +36,23 @@ def cache_key(kind: str, inputs) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def cached(kind: str, inputs, compute, use_cache: bool = True) -> dict:
+def cached(kind: str, inputs, compute, use_cache: bool = True, valid=lambda v: isinstance(v, dict)) -> dict:
     """`compute()` (a JSON-able dict), stored in the cache under `<kind>-<sha256>.json`; a later
-    call with the same inputs reads the file instead. An unreadable cache entry is recomputed;
-    an unwritable cache directory is ignored."""
+    call with the same inputs reads the file instead. An unreadable cache entry is recomputed (one
+    that is not a regular file of at most 256 MiB, not JSON, nested too deeply, or not what
+    ``valid`` accepts: a FIFO had blocked, /dev/zero filled memory, a wrong object was an internal
+    error); an unwritable cache directory is ignored."""
     if not use_cache:
         return compute()
     path = os.path.join(cache_dir(), f"{kind}-{cache_key(kind, inputs)}.json")
     try:
-        with open(path) as f:
-            v = json.load(f)
-        CACHE_STATS["hits"] += 1
-        return v
-    except (OSError, ValueError):
+        if os.path.isfile(path) and os.path.getsize(path) <= 256 * 2**20:
+            with open(path, "rb") as f:
+                v = json.loads(f.read())
+            if valid(v):
+                CACHE_STATS["hits"] += 1
+                return v
+    except (OSError, ValueError, RecursionError):
         pass
     CACHE_STATS["misses"] += 1
     v = compute()
@@ -128,7 +132,7 @@ def value_function(video: dict, metric="vmaf", horizon=5, rate_max_bps=8e6, rate
             if len(e.args) == 2:
                 raise InputError(None, e.args[0], message=e.args[1]) from None
             raise
-    return cached("value_function", {"video": video, "params": params}, compute, use_cache)
+    return cached("value_function", {"video": video, "params": params}, compute, use_cache, _valid_vf)
 
 
 def normalization(videos: list[dict], popularity: list[float] | None = None, alpha: float = 1.65,
@@ -151,7 +155,8 @@ def normalization(videos: list[dict], popularity: list[float] | None = None, alp
             if len(e.args) == 2:
                 raise InputError(None, e.args[0], message=e.args[1]) from None
             raise
-    return cached("normalization", {"videos": videos, "params": params}, compute, use_cache)
+    return cached("normalization", {"videos": videos, "params": params}, compute, use_cache,
+                  lambda v: isinstance(v, dict) and v.get("format") == NORM_FORMAT and _valid_norm(v))
 
 
 def _read_json(path: str, where: str, what: str) -> tuple[str, object]:
@@ -189,6 +194,24 @@ def load_normalization(path: str, where: str) -> dict:
 
 
 _VF_MEMO: dict = {}
+
+
+def _valid_vf(v) -> bool:
+    """A cached value function has every key with its type."""
+    try:
+        _check_vf_shape(v, "cache", "cache")
+        return v.get("format") == FORMAT
+    except (InputError, AttributeError):
+        return False
+
+
+def _valid_norm(v: dict) -> bool:
+    from qoelab import _core
+    try:
+        _core.minerva_check_normalization(json.dumps(v))
+        return True
+    except (ValueError, TypeError):
+        return False
 
 
 def _check_vf_shape(v: dict, path: str, where: str) -> None:
@@ -428,7 +451,9 @@ def constant_rate_curve(video: dict, grid: list, abr: str = "mpc", abr_params: d
     def compute():
         return {"qoe": [constant_rate_qoe([video], r, abr, abr_params, metric, beta, gamma, window_s, rtt,
                                           client)[0] for r in grid]}
-    return cached("constant_rate_curve", inputs, compute, use_cache)["qoe"]
+    return cached("constant_rate_curve", inputs, compute, use_cache,
+                  lambda v: isinstance(v, dict) and isinstance(v.get("qoe"), list) and len(v["qoe"]) == len(grid)
+                  and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v["qoe"]))["qoe"]
 
 
 def fixed_rate_optimal(videos: list[dict], rate_bps: float, abr: str = "eq2", abr_params: dict | None = None,

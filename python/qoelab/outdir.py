@@ -192,8 +192,11 @@ def check_file(path: str, opt: str = "--out") -> str:
     be written as a file: "" or an existing directory."""
     if not str(path).strip():
         raise InputError(None, opt, "a file path", "an empty string")
-    if os.path.isdir(path):
+    if os.path.isdir(path) or str(path).endswith(os.sep):
         raise InputError(path, None, message=f"{opt} names a directory; expected a file path")
+    if os.path.lexists(path) and not os.path.exists(path):
+        raise InputError(path, None, message=f"{opt} names a dangling symbolic link or a link loop; expected a "
+                                             "regular file path")
     if os.path.lexists(path) and not os.path.isfile(path):
         # a device, pipe or socket would be replaced by the renamed temporary file (as root, /dev/zero was)
         raise InputError(path, None, message=f"{opt} names a device, pipe or socket; expected a regular file path")

@@ -23,7 +23,7 @@ def find_emulator() -> str | None:
     installed wheels), then the checkout's ``target/release`` and ``target/debug``."""
     env = os.environ.get("QOELAB_NETEMU")
     if env:
-        return env if os.access(env, os.X_OK) else None
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
     here = Path(__file__).resolve().parent
     candidates = [here / "bin" / BINARY]
     root = here.parent.parent   # python/qoelab -> checkout root
@@ -85,6 +85,10 @@ def _cmd_link(args) -> int:
     if not sys.platform.startswith("linux"):
         print("qoelab link: error: needs Linux (network namespaces and TUN devices)", file=sys.stderr)
         return EXIT_INPUT
+    from qoelab import outdir
+    for opt in ("json_stats", "downlink_log", "uplink_log"):   # (a FIFO blocked the emulator, deaf to signals)
+        if getattr(args, opt) is not None:
+            outdir.check_file(getattr(args, opt), "--" + opt.replace("_", "-"))
     binary = find_emulator()
     if binary is None:
         print(f"qoelab link: error: the emulator binary {BINARY} was not found (run `make build`, or set "

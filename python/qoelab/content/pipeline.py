@@ -99,8 +99,10 @@ class Cache:
     def get_or_make(self, kind: str, key: str, make) -> tuple[str, bool]:
         """Return (dir, hit). ``make(tmpdir)`` fills a fresh temp dir that is renamed into place."""
         final = self.path(kind, key)
-        if os.path.isfile(os.path.join(final, "done.json")):
+        if _sound_entry(final):
             return final, True
+        if os.path.islink(final) or (os.path.lexists(final) and not os.path.isdir(final)):
+            os.unlink(final)   # (a file or link where the entry's folder goes: made again)
         tmp = os.path.join(self.root, f".tmp-{kind}-{uuid.uuid4().hex}")
         os.makedirs(tmp)
         try:
@@ -114,6 +116,38 @@ class Cache:
             if os.path.isdir(tmp):
                 shutil.rmtree(tmp, ignore_errors=True)
         return final, False
+
+
+def _sound_entry(d: str) -> bool:
+    """A finished cache entry: a real folder holding only regular files, with a done.json object.
+    Anything else (a FIFO had blocked the command, deaf to SIGTERM; /dev/zero filled memory; a file
+    where the folder goes was an internal error) is made again."""
+    try:
+        if os.path.islink(d) or not os.path.isdir(d):
+            return False
+        if not all(e.is_file(follow_symlinks=False) for e in os.scandir(d)):
+            return False
+        done = os.path.join(d, "done.json")
+        if not os.path.isfile(done) or os.path.getsize(done) > 2**20:
+            return False
+        with open(done, "rb") as f:
+            return isinstance(json.loads(f.read()), dict)
+    except (OSError, ValueError, RecursionError):
+        return False
+
+
+def _entry_json(path: str, kind: type):
+    """A JSON file of a cache entry, of top-level type ``kind``; a damaged one is one line naming it."""
+    from qoelab.errors import InputError
+    try:
+        with open(path, "rb") as f:
+            v = json.loads(f.read())
+    except (OSError, ValueError, RecursionError) as e:
+        v = e
+    if not isinstance(v, kind):
+        raise InputError(path, None, message=f"a damaged content-cache entry ({type(v).__name__}); remove "
+                                             f"{os.path.dirname(path)} to make it again")
+    return v
 
 
 def _subst(args: list[str], subs: dict[str, str]) -> list[str]:
@@ -257,8 +291,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         with ref_lock:
             if not ref_state:
                 d, hit = cache.get_or_make("ref", ref_key, make_ref)
-                with open(os.path.join(d, "done.json")) as f:
-                    info = json.load(f)
+                info = _entry_json(os.path.join(d, "done.json"), dict)
                 ref_state.update(dir=d, hit=hit, info=info)
             return os.path.join(ref_state["dir"], "reference.nut")
 
@@ -326,14 +359,11 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
                      **({"step": p.ssim_psnr_step} if p.ssim_psnr_step != 1 else {})})
         meas_dir, hit_m = cache.get_or_make("meas", mkey, make_meas)
         bar.advance(nframes * cost["measure"], f"{rung.label} measure")
-        with open(os.path.join(frm_dir, "frames.json")) as f:
-            rows = json.load(f)
-        with open(os.path.join(meas_dir, "metrics.json")) as f:
-            vals = json.load(f)
+        rows = _entry_json(os.path.join(frm_dir, "frames.json"), list)
+        vals = _entry_json(os.path.join(meas_dir, "metrics.json"), dict)
         infos = {}
         for k, d in (("encode", enc_dir), ("frames", frm_dir), ("measure", meas_dir)):
-            with open(os.path.join(d, "done.json")) as f:
-                infos[k] = json.load(f)
+            infos[k] = _entry_json(os.path.join(d, "done.json"), dict)
         return {"idx": idx, "mp4": mp4_path, "rows": rows, "vals": vals, "infos": infos,
                 "hits": {"encode": hit_e, "frames": hit_f, "measure": hit_m}}
 

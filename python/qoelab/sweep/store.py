@@ -37,6 +37,11 @@ _TMP = outdir.TMP_PREFIX
 
 def _atomic_write(path: str, data: bytes) -> None:
     d = os.path.dirname(path)
+    up = d
+    while not os.path.isdir(up):   # a file where the store keeps a folder (was an internal error)
+        if os.path.lexists(up):
+            raise _not_folder(up, "part of the store")
+        up = os.path.dirname(up)
     os.makedirs(d, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=outdir.tmp_prefix(), dir=d)
     try:
@@ -67,6 +72,11 @@ MAX_FILE_BYTES = 256 * 2**20
 
 
 _KEY_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _not_folder(path: str, what: str) -> InputError:
+    return InputError(_printable(path), None, message=f"expected a folder ({what}), found a file; the store is "
+                                                      "damaged: remove it, or this path, and run the sweep again")
 
 
 def _utf8(name: str) -> bool:
@@ -270,11 +280,15 @@ class Store:
         """Keys of the runs whose record is in the store; removes temporary files of killed writers."""
         out = set()
         root = os.path.join(self.path, "runs")
+        if os.path.lexists(root) and not os.path.isdir(root):
+            raise _not_folder(root, "the run records")
         if not os.path.isdir(root):
             return out
         for d in os.listdir(root):
             sub = os.path.join(root, d)
             if not os.path.isdir(sub):
+                if not d.startswith((".", _TMP)):   # (a file there failed only when a run was written into it)
+                    raise _not_folder(sub, "run records")
                 continue
             for n in os.listdir(sub):
                 if n.endswith(".json") and not n.startswith("."):
@@ -484,6 +498,8 @@ class Store:
         import pyarrow as pa
         import pyarrow.parquet as pq
         tdir = os.path.join(out, "tables")
+        if os.path.lexists(tdir) and not os.path.isdir(tdir):
+            raise _not_folder(tdir, "the compacted tables")
         names = self.table_names()
         counts = {}
         if os.path.isdir(tdir):
@@ -498,7 +514,7 @@ class Store:
             "rep": {"i"}, "seed": {"i"}})])
         for t in names:
             files = [(key, os.path.join(self.path, "tables", t, f"key={key}", "part.parquet")) for _, _, key in order]
-            files = [(k, f) for k, f in files if os.path.exists(f)]
+            files = [(k, f) for k, f in files if self._part_present(k, f)]
             fields: dict = {}
             for key, f in files:
                 for fld in self._part_schema(key, f):
@@ -549,6 +565,19 @@ class Store:
         return InputError(f, None, message=f"not a Parquet file written by qoelab ({_first_line(e)}); delete it and "
                                            f"its run's record {rec} and run the sweep again to remake both")
 
+    def _part_present(self, key: str, f: str) -> bool:
+        """Whether run ``key`` kept this table (its partition ``f``); a partition folder that is not a
+        folder or a part that is a dangling link or a link loop is an :class:`InputError` (they
+        were silently left out of the results, or an internal error when the run was made again)."""
+        d = os.path.dirname(f)
+        if not os.path.lexists(d):
+            return False
+        if not os.path.isdir(d):
+            raise _not_folder(d, "a run's partition of a table")
+        if os.path.lexists(f) and not os.path.exists(f):
+            raise self._bad_part(key, f, OSError("a dangling symbolic link or a link loop"))
+        return os.path.lexists(f)
+
     def _part_schema(self, key: str, f: str):
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -578,11 +607,15 @@ class Store:
     # ------------------------------------------------------------------ queries
     def table_names(self) -> list[str]:
         d = os.path.join(self.path, "tables")
+        if os.path.lexists(d) and not os.path.isdir(d):
+            raise _not_folder(d, "the per-run tables")
         names = sorted(n for n in os.listdir(d) if not n.startswith(".")) if os.path.isdir(d) else []
         for n in names:
             if not (n.isprintable() and _utf8(n)):   # (a non-UTF-8 name was an internal error)
                 raise InputError(_printable(os.path.join(d, n)), None,
                                  message="not a table's folder (a table name is printable UTF-8); remove it")
+            if not os.path.isdir(os.path.join(d, n)):
+                raise _not_folder(os.path.join(d, n), "a table's runs")
         return names
 
     def connect(self):

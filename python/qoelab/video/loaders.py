@@ -21,7 +21,7 @@ import os
 import re
 from typing import Any
 
-from qoelab.errors import InputError, int_input, json_input
+from qoelab.errors import InputError, int_input, json_input, read_input
 
 __all__ = [
     "PENSIEVE_BITRATES_KBPS",
@@ -193,8 +193,9 @@ def load_pensieve_sizes(folder: str, bitrates_kbps=PENSIEVE_BITRATES_KBPS, segme
     cols = []
     for i in range(n):
         fp = files[i]
-        with open(fp, "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+        # a regular file of at most 16 MiB (100,000 segments of 20-digit counts: a FIFO blocked, /dev/zero
+        # filled memory, a folder was an internal error)
+        text = read_input(fp, "a Pensieve video_size file", 16 * 2**20).decode("utf-8", "replace")
         if text.endswith("\n"):
             text = text[:-1]
         lines = [ln.rstrip("\r") for ln in text.split("\n")] if text else []
