@@ -48,6 +48,9 @@ def test_serve_logs_that_cannot_be_opened(tmp_path):
                           (str(tmp_path / "f" / "log"), "Not a directory")):
             r = qoelab_cli("serve", str(tmp_path), "--port", "0", opt, path)
             _one_line(r, f"{opt}: cannot open the log: {why}")
+    os.mkfifo(tmp_path / "fifo")   # nobody reads it: the open blocked, silently, before serving
+    _one_line(qoelab_cli("serve", str(tmp_path), "--port", "0", "--log", str(tmp_path / "fifo")),
+              "--log: cannot open the log: a pipe with no reader")
 
 
 def test_corpus_plot_out(tmp_path):

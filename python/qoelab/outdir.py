@@ -231,6 +231,17 @@ def open_log(path: str, opt: str, mode: str = "a"):
     if not str(path).strip():
         raise InputError(None, opt, "a file path", "an empty string")
     _name_lengths(path)
+    import stat
+    try:
+        if stat.S_ISFIFO(os.stat(path).st_mode):   # a FIFO nobody reads blocked the command before it began
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | (os.O_APPEND if "a" in mode else 0))
+            os.set_blocking(fd, True)
+            return os.fdopen(fd, mode, buffering=1)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        why = "a pipe with no reader" if e.errno == 6 else (e.strerror or str(e))   # ENXIO
+        raise InputError(_short(path), None, message=f"{opt}: cannot open the log: {why}") from None
     try:
         return open(path, mode, buffering=1)
     except OSError as e:

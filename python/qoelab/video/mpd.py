@@ -56,6 +56,15 @@ def _show(s: str, n: int = 40) -> str:
     return repr(s) if len(s) <= n else f"{s[:n]!r}... ({len(s)} characters)"
 
 
+def _not_file(f: str) -> str:
+    """What stands at ``f`` instead of a regular file, for an error message."""
+    if not os.path.lexists(f):
+        return "no such file"
+    if not os.path.exists(f):
+        return "a dangling symbolic link or a link loop"
+    return "a folder" if os.path.isdir(f) else "a device, pipe or socket"
+
+
 def _clip(s: str, n: int = 200) -> str:
     """A path or URL built from user input, at most ``n`` characters of it, for an error message."""
     return s if len(s) <= n else f"{s[:n]}... ({len(s)} characters)"
@@ -740,7 +749,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
         elif "media" in su.attrib:
             f = _local_file(media_dir, su.attrib["media"])
             if not os.path.isfile(f):
-                raise _err(path, su, "media", f"mediaRange or the local media file {_clip(f)}", "no such file")
+                raise _err(path, su, "media", f"mediaRange or the local media file {_clip(f)}", _not_file(f))
             out.append(os.path.getsize(f))
         else:
             raise _err(path, su, "mediaRange", "attribute mediaRange ('first-last') or media", "nothing")
@@ -768,7 +777,7 @@ def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
         raise _err(path, rep, None, "a BaseURL naming the media file (SegmentBase)", "none")
     f = _local_file(media_dir, url)
     if not os.path.isfile(f):
-        raise _err(path, sb, "indexRange", f"the local media file {_clip(f)} to read its sidx box", "no such file")
+        raise _err(path, sb, "indexRange", f"the local media file {_clip(f)} to read its sidx box", _not_file(f))
     fsize = os.path.getsize(f)
     if b >= fsize:  # before reading: the read would allocate the range's size
         raise InputError(f, f"byte {fsize}", f"indexRange {a}-{b} inside the file ({fsize} bytes)", "end of file")
