@@ -109,3 +109,43 @@ def test_x264_capped_at_avx2_where_the_cpu_has_it(monkeypatch, tmp_path):
         assert pl.x264_asm() == want, (flags, machine)
     monkeypatch.undo()
     pl.x264_asm.cache_clear()
+
+
+def test_damaged_corpus_copies_are_one_line(tmp_path):
+    """A deeply nested manifest was an internal RecursionError; `"meta": "x"` an AttributeError; a clip
+    without VMAF a KeyError in `plot`; negative sizes were accepted (and named the scenario later); a
+    clip file that is a FIFO or folder was "no such clip"."""
+    import shutil
+    from qoelab.errors import InputError
+    src = corpus.corpus_dir()
+
+    def copy(name):
+        d = tmp_path / name
+        shutil.copytree(src, d, ignore=shutil.ignore_patterns("frames"))
+        return d
+    d = copy("nested")
+    (d / "manifest.json").write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(InputError, match="manifest.json: expected valid JSON, found lists or objects nested too"):
+        corpus.list_videos(str(d))
+    assert corpus.set_of(str(d)) == "sd"
+    d = copy("meta")
+    doc = json.loads((d / "noise.json").read_text())
+    (d / "noise.json").write_text(json.dumps(dict(doc, meta="x")))
+    with pytest.raises(InputError, match="noise.json:meta: expected an object, found 'x'"):
+        corpus.load_table(str(d / "noise.json"))
+    assert corpus.load_video(str(d / "noise.json"))["sizes"] == doc["video"]["sizes"]
+    d = copy("neg")
+    bad = json.loads(json.dumps(doc))
+    bad["video"]["sizes"][0][0] = -5
+    (d / "noise.json").write_text(json.dumps(bad))
+    with pytest.raises(InputError, match=r"noise.json:sizes\[0\]\[0\]: expected an integer byte count >= 0, found -5"):
+        corpus.load_video(str(d / "noise.json"))
+    noq = dict(doc["video"], quality={})
+    with pytest.raises(InputError, match="quality.vmaf: expected a vmaf table"):
+        report.rate_quality(noq)
+    d = copy("fifo")
+    (d / "noise.json").unlink()
+    os.mkfifo(d / "noise.json")
+    with pytest.raises(InputError, match="noise.json: expected a corpus clip's table \\(a regular file\\), found a "
+                                         "device, pipe or socket"):
+        corpus.load_table(str(d / "noise.json"))

@@ -73,3 +73,13 @@ def test_dashjs_summary_counts_a_replaced_segment_once():
     assert (s["segments"], s["replaced"], s["abandoned"]) == (3, 1, 1)
     assert s["avg_bitrate_bps"] == pytest.approx((500_000 + 1_000_000 + 500_000) / 3)
     assert s["switches"] == 2 and s["bytes"] == 5000
+
+
+def test_matrix_refuses_a_scenario_and_a_bad_duration_before_any_cell():
+    """`--matrix SCENARIO` silently ignored SCENARIO and started the 24 real cells; `--matrix
+    --duration 0s` was refused only once the matrix had started, naming a temporary file."""
+    from conftest import qoelab_cli
+    for extra, needle in ((["scenarios/asymmetric-upstream.toml"], "SCENARIO: expected no scenario with --matrix"),
+                          (["--duration", "0s"], "--duration: expected a cell length of 1 s to 1 h")):
+        r = qoelab_cli("compare", "sim-real", "--matrix", *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr

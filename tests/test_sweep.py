@@ -815,3 +815,11 @@ def test_store_files_where_folders_go(finished_store, tmp_path):
     (d / "store" / "tables").write_text("x")
     (d / "store" / "manifest.json").unlink()
     _one_line_error(query(d), "store/tables: expected a folder (the compacted tables), found a file")
+
+
+def test_is_store_on_a_deeply_nested_sweep_json(tmp_path):
+    """Resuming a reproduction whose sweep/sweep.json was nested 200,000 deep was an internal
+    RecursionError (is_store); it is "not a sweep store"."""
+    from qoelab.sweep.store import is_store
+    (tmp_path / "sweep.json").write_text("[" * 200_000 + "]" * 200_000)
+    assert is_store(str(tmp_path)) is False

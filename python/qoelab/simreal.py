@@ -375,6 +375,16 @@ def add_sim_real(csub) -> None:
     def run(args) -> int:
         log = (lambda m: print(m, file=sys.stderr, flush=True))
         if args.matrix:
+            if args.scenario is not None:   # (it was silently ignored and the 24 real cells started)
+                raise InputError(None, "SCENARIO", "no scenario with --matrix (the matrix has its own cells)",
+                                 repr(args.scenario[:60]))
+            from qoelab import units
+            try:
+                ns = units.duration(args.duration)
+            except ValueError as e:
+                raise InputError(None, "--duration", message=str(e)) from None
+            if not 1e9 <= ns <= 3600e9:
+                raise InputError(None, "--duration", "a cell length of 1 s to 1 h", repr(args.duration))
             cells = network_matrix(args.sr_out, duration=args.duration, force=args.sr_force, log=log)
             print(f"{sum(1 for c in cells if c['shares_ok'] and c['qdelay_ok'])} of {len(cells)} cells meet the goal; "
                   f"report: {os.path.join(os.path.abspath(args.sr_out), 'report.html')}")

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from qoelab.content.videoschema import VIDEO_KEYS, validate  # noqa: F401  (re-exported)
-from qoelab.errors import InputError, json_input
+from qoelab.errors import InputError, json_input, read_input
 
 #: Clips of the committed corpus, easiest content first (expected).
 CLIPS = ["slides", "talking-head", "gradients", "testsrc2", "zoompan", "scrolling-text", "camera-shake",
@@ -75,10 +75,10 @@ def set_of(root: str | None) -> str:
     man = os.path.join(root or corpus_dir(), "manifest.json")
     if os.path.isfile(man):
         try:
-            with open(man) as f:
-                return json.load(f).get("set", "sd")
-        except (OSError, json.JSONDecodeError):
+            doc = json_input(read_input(man, "a corpus manifest", 16 * 2**20).decode("utf-8"), man)
+        except (InputError, UnicodeDecodeError):
             return "sd"
+        return doc.get("set", "sd") if isinstance(doc, dict) else "sd"
     return "sd"
 
 
@@ -87,8 +87,12 @@ def list_videos(root: str | None = None) -> list[str]:
     root = root or corpus_dir()
     man = os.path.join(root, "manifest.json")
     if os.path.isfile(man):
-        with open(man) as f:
-            return [c["name"] for c in json.load(f)["clips"]]
+        doc = _read_json(man)
+        clips = doc.get("clips") if isinstance(doc, dict) else None
+        if not isinstance(clips, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                  for c in clips):
+            raise InputError(man, "clips", 'a list of {"name": ...} objects', _short(clips))
+        return [c["name"] for c in clips]
     return sorted(fn[:-5] for fn in os.listdir(root) if fn.endswith(".json") and fn != "manifest.json")
 
 
@@ -100,16 +104,21 @@ def find_video(name: str, root: str | None = None) -> str:
         path = os.path.join(r, f"{name}.json")
         if os.path.isfile(path):
             return path
+        if os.path.lexists(path):   # the clip is there, but not as a file (was "no such clip")
+            from qoelab.video.mpd import _not_file
+            raise InputError(path, None, "a corpus clip's table (a regular file)", _not_file(path))
     known = [c for r in roots if os.path.isdir(r) for c in list_videos(r)]
     raise InputError(name, None, "a corpus clip (" + ", ".join(known) + ")", "no such clip")
 
 
+def _short(x) -> str:
+    s = repr(x)
+    return s if len(s) <= 40 else s[:40] + "..."
+
+
 def _read_json(path: str):
     try:
-        with open(path, "rb") as f:
-            text = f.read().decode("utf-8")
-    except OSError as e:
-        raise InputError(path, None, "a readable JSON file", e.strerror) from None
+        text = read_input(path, "a JSON file").decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(path, f"byte {e.start}", "a UTF-8 JSON file", "invalid UTF-8") from None
     return json_input(text, path)
@@ -117,10 +126,15 @@ def _read_json(path: str):
 
 def load_table(path_or_name: str) -> dict:
     """The whole table document (``video`` + ``meta``) of a path or corpus clip name."""
+    if os.path.lexists(path_or_name) and not os.path.isfile(path_or_name):   # (was "no such clip")
+        from qoelab.video.mpd import _not_file
+        raise InputError(path_or_name, None, "a corpus clip's table (a regular file)", _not_file(path_or_name))
     path = path_or_name if os.path.isfile(path_or_name) else find_video(path_or_name)
     doc = _read_json(path)
     if not isinstance(doc, dict) or "video" not in doc:
         raise InputError(path, None, "a qoelab-content table (keys format, video, meta)", "other JSON")
+    if not isinstance(doc.get("meta", {}), dict):
+        raise InputError(path, "meta", "an object", _short(doc["meta"]))
     validate(doc["video"], path)
     return doc
 
@@ -153,7 +167,8 @@ def with_layout(doc: dict) -> dict:
     v = doc["video"]
     if v.get("byte_offsets") is not None:
         return v
-    ladder = (doc.get("meta") or {}).get("ladder")
+    meta = doc.get("meta")
+    ladder = meta.get("ladder") if isinstance(meta, dict) else None   # ("meta": "x" was an internal error)
     r = len(v["bitrates_bps"])
     if not isinstance(ladder, list) or len(ladder) != r:
         return v
@@ -340,7 +355,7 @@ def verify(clip: str, root: str | None = None, jobs: int = 0, nice: int = 0, ffm
     a = _subset(committed["video"], segments, rungs)
     b = _subset(doc["video"], segments, None)
     diffs = compare(a, b)
-    if committed["meta"].get("ffmpeg_version") != doc["meta"]["ffmpeg_version"]:
+    if committed.get("meta", {}).get("ffmpeg_version") != doc["meta"]["ffmpeg_version"]:
         diffs.append("ffmpeg version differs: " + doc["meta"]["ffmpeg_version"])
     return diffs
 

@@ -15,7 +15,11 @@ def rate_quality(video: dict, metric: str = "vmaf") -> tuple[list[float], list[f
         durs[-1] = video["last_segment_duration"]
     total_s = sum(durs) / 1e9
     rates = [sum(row[r] for row in video["sizes"]) * 8 / total_s for r in range(len(video["bitrates_bps"]))]
-    t = video["quality"][metric]
+    t = (video.get("quality") or {}).get(metric)
+    if t is None:   # (a clip without the table was an internal KeyError)
+        from qoelab.errors import InputError
+        raise InputError(video.get("name"), f"quality.{metric}", f"a {metric} table (the corpus plot's metric)",
+                         "none")
     q = [sum(row[r] for row in t) / n for r in range(len(video["bitrates_bps"]))]
     return rates, q
 

@@ -42,8 +42,8 @@ def validate(v, path: str) -> None:
             found = str(len(row)) if isinstance(row, list) else _show(row)
             raise InputError(path, f"sizes[{i}]", f"{r} sizes (one per rung)", found)
         for j, x in enumerate(row):
-            if not _is_int(x):
-                raise InputError(path, f"sizes[{i}][{j}]", "an integer byte count", _show(x))
+            if not _is_int(x) or x < 0:   # (a negative size was accepted here and named the scenario later)
+                raise InputError(path, f"sizes[{i}][{j}]", "an integer byte count >= 0", _show(x))
     q = v.get("quality") or {}
     if not isinstance(q, dict):
         raise InputError(path, "quality", "an object metric -> [segment][rung]", _show(q))

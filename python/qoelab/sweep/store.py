@@ -62,7 +62,7 @@ def is_store(path: str) -> bool:
             return False
         with open(p) as f:
             return json.loads(f.read(MAX_FILE_BYTES)).get("schema") == "qoelab.sweep"
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 
