@@ -191,3 +191,17 @@ def test_content_cache_entries_that_are_not_sound(tmp_path):
         f.write("[" * 100_000)
     with pytest.raises(InputError, match="a damaged content-cache entry \\(RecursionError\\); remove"):
         pl._entry_json(os.path.join(d, "metrics.json"), dict)
+
+
+def test_measurement_ffmpeg_is_stopped_with_the_others(tmp_path):
+    """measure_file ran ffmpeg outside ff.run, so SIGTERM to the pid waited ~5 s for the measurement
+    to end (the executor joins its threads): now it is one of the processes stop_all kills, and none
+    starts once stopping."""
+    from qoelab.content import ffmpeg as ff
+    from qoelab.content import measure
+    ff.stop_all()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            measure.measure_file("ffmpeg", str(tmp_path / "d.mp4"), str(tmp_path / "r.nut"), 64, 64, 1, ["psnr"])
+    finally:
+        ff.resume()

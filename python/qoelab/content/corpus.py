@@ -236,10 +236,14 @@ def regenerate(root: str | None = None, clips: list[str] | None = None, jobs: in
         if c not in sources.SOURCES:
             raise InputError(c, None, "a built-in source (" + ", ".join(sources.SOURCES) + ")", "unknown clip")
     p = corpus_params(jobs, nice, ffmpeg, cache, cset)
-    os.makedirs(os.path.join(root, "frames"), exist_ok=True)
     man_path = os.path.join(root, "manifest.json")
     man = _read_json(man_path) if os.path.isfile(man_path) else {"clips": []}
-    by_name = {c["name"]: c for c in man.get("clips", [])}
+    old_clips = man.get("clips", []) if isinstance(man, dict) else None
+    if not isinstance(old_clips, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                  for c in old_clips):
+        raise InputError(man_path, "clips", 'a list of {"name": ...} objects', _short(old_clips))
+    by_name = {c["name"]: c for c in old_clips}
+    os.makedirs(os.path.join(root, "frames"), exist_ok=True)
     t0 = time.monotonic()
     ffm = ff.find_ffmpeg(ffmpeg)
 

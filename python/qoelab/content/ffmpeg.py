@@ -98,14 +98,22 @@ def stop_all() -> None:
             pass
 
 
+def stopping() -> bool:
+    """Whether :func:`stop_all` was called: long in-process steps (decoding in worker threads) check
+    it and raise KeyboardInterrupt, so that the command ends within a second of SIGTERM to its pid
+    (the executor waits for its threads: a decode had held the exit for ~6.6 s)."""
+    return _stopping
+
+
 def resume() -> None:
     global _stopping
     with _lock:
         _stopping = False
 
 
-def run(ffmpeg: str, args: list[str], what: str, path: str | None = None, nice: int = 0) -> str:
-    """Run ffmpeg; on failure raise InputError with the last stderr line. Returns stderr."""
+def run(ffmpeg: str, args: list[str], what: str, path: str | None = None, nice: int = 0,
+        cwd: str | None = None) -> str:
+    """Run ffmpeg (in ``cwd``); on failure raise InputError with the last stderr line. Returns stderr."""
     cmd = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
@@ -113,7 +121,7 @@ def run(ffmpeg: str, args: list[str], what: str, path: str | None = None, nice: 
         if _stopping:
             raise KeyboardInterrupt
         p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+                             text=True, cwd=cwd)
         _running.add(p)
     try:
         _, err = p.communicate()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import av
 import numpy as np
 
+from qoelab.content import ffmpeg as ff
 from qoelab.errors import InputError
 
 COLUMNS = ("segment", "rung", "decode_idx", "pts_idx", "type", "size", "offset", "ref", "weight")
@@ -40,6 +41,8 @@ def frame_table(mp4_path: str, fragments, seg_frames: int):
         pkts = []
         decoded = {}
         for pkt in cont.demux(st):
+            if ff.stopping():   # Ctrl-C / SIGTERM: the main thread is waiting for this thread to end
+                raise KeyboardInterrupt
             if pkt.size == 0 and pkt.pts is None:
                 for fr in pkt.decode():
                     decoded[fr.pts] = fr

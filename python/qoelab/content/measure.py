@@ -97,14 +97,10 @@ def measure_file(ffmpeg: str, distorted: str, reference: str, w: int, h: int, nf
         graph, outs = _graph(metrics, w, h, subsample, fps, dist_chain, ref_chain, step)
         args = [*(dist_input or []), "-i", os.path.abspath(distorted), "-i", os.path.abspath(reference),
                 "-filter_complex", graph, *outs]
-        cmd = ["nice", "-n", str(nice)] if nice else []
-        import subprocess
-
-        p = subprocess.run([*cmd, ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args],
-                           cwd=tmp, capture_output=True, text=True)
-        if p.returncode != 0:
-            lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
-            raise InputError(distorted, "measure", "ffmpeg to succeed", lines[-1] if lines else "failure")
+        from qoelab.content import ffmpeg as ff
+        # through ff.run, which Ctrl-C / SIGTERM stops (it was not: the command waited for the
+        # measurement to end, ~5 s after SIGTERM to its pid)
+        ff.run(ffmpeg, args, "measure", distorted, nice, cwd=tmp)
         return _read(tmp, metrics, nframes, distorted, step), args
 
 
