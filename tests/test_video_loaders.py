@@ -818,7 +818,7 @@ def test_mpd_segment_over_the_size_bound_names_its_segment_url(tmp_path):
 
 def test_local_media_that_is_not_a_file_is_named_for_what_it_is(tmp_path):
     """A FIFO, folder or link loop as an MPD's local media file was reported as "no such file"."""
-    from qoelab.video.mpd import _not_file
+    from qoelab.errors import not_a_file as _not_file
     os.mkfifo(tmp_path / "fifo")
     os.symlink(tmp_path / "loop", tmp_path / "loop")
     assert [_not_file(str(tmp_path / n)) for n in ("fifo", "loop", "none")] + [_not_file(str(tmp_path))] == \

@@ -30,7 +30,7 @@ import importlib.util
 import os
 from typing import Any, Protocol, runtime_checkable
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, not_a_file
 
 
 @runtime_checkable
@@ -51,8 +51,7 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
             if not os.path.exists(path):
                 raise InputError(src, key, "an existing Python file", repr(mod_name))
             if not os.path.isfile(path):   # a FIFO blocked the import, /dev/zero filled memory
-                raise InputError(src, key, "a regular Python file", repr(mod_name) + (" (a folder)" if os.path.isdir(
-                    path) else " (a device, pipe or socket)"))
+                raise InputError(src, key, "a regular Python file", f"{mod_name!r} ({not_a_file(path)})")
             if os.path.getsize(path) > 64 * 2**20:
                 raise InputError(src, key, "a Python file of at most 64 MiB", f"{os.path.getsize(path):,} bytes")
             s = importlib.util.spec_from_file_location(f"qoelab_user_abr_{abs(hash(path))}", path)

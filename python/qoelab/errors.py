@@ -132,6 +132,16 @@ def int_input(s: str, path: str | None, where: str | None, what: str = "an integ
         raise InputError(path, where, what, repr(shown)) from None
 
 
+def not_a_file(path: str) -> str:
+    """What stands at ``path`` instead of a regular file, for an error message."""
+    import os
+    if not os.path.lexists(path):
+        return "no such file"
+    if not os.path.exists(path):
+        return "a dangling symbolic link or a link loop"
+    return "a folder" if os.path.isdir(path) else "a device, pipe or socket"
+
+
 def read_input(path: str, what: str, max_bytes: int = 256 * 2**20) -> bytes:
     """The bytes of input file ``path``: a regular file (a FIFO would block forever, /dev/zero never
     end) of at most ``max_bytes``; anything else is an :class:`InputError` naming ``path``."""
@@ -144,8 +154,7 @@ def read_input(path: str, what: str, max_bytes: int = 256 * 2**20) -> bytes:
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):
-            found = "a folder" if stat.S_ISDIR(st.st_mode) else "a device, pipe or socket"
-            raise InputError(path, None, f"a regular file ({what})", found)
+            raise InputError(path, None, f"a regular file ({what})", not_a_file(path))
         if st.st_size > max_bytes:
             raise InputError(path, None, f"{what} of at most {limit}", f"{st.st_size:,} bytes")
         with open(path, "rb") as f:

@@ -24,8 +24,8 @@ import shutil
 import tempfile
 import time
 
-from qoelab.content.videoschema import VIDEO_KEYS, validate  # noqa: F401  (re-exported)
-from qoelab.errors import InputError, json_input, read_input
+from qoelab.content.videoschema import VIDEO_KEYS, _show, validate  # noqa: F401  (re-exported)
+from qoelab.errors import InputError, json_input, not_a_file, read_input
 
 #: Clips of the committed corpus, easiest content first (expected).
 CLIPS = ["slides", "talking-head", "gradients", "testsrc2", "zoompan", "scrolling-text", "camera-shake",
@@ -91,7 +91,7 @@ def list_videos(root: str | None = None) -> list[str]:
         clips = doc.get("clips") if isinstance(doc, dict) else None
         if not isinstance(clips, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
                                                   for c in clips):
-            raise InputError(man, "clips", 'a list of {"name": ...} objects', _short(clips))
+            raise InputError(man, "clips", 'a list of {"name": ...} objects', _show(clips))
         return [c["name"] for c in clips]
     return sorted(fn[:-5] for fn in os.listdir(root) if fn.endswith(".json") and fn != "manifest.json")
 
@@ -105,15 +105,9 @@ def find_video(name: str, root: str | None = None) -> str:
         if os.path.isfile(path):
             return path
         if os.path.lexists(path):   # the clip is there, but not as a file (was "no such clip")
-            from qoelab.video.mpd import _not_file
-            raise InputError(path, None, "a corpus clip's table (a regular file)", _not_file(path))
+            raise InputError(path, None, "a corpus clip's table (a regular file)", not_a_file(path))
     known = [c for r in roots if os.path.isdir(r) for c in list_videos(r)]
     raise InputError(name, None, "a corpus clip (" + ", ".join(known) + ")", "no such clip")
-
-
-def _short(x) -> str:
-    s = repr(x)
-    return s if len(s) <= 40 else s[:40] + "..."
 
 
 def _read_json(path: str):
@@ -127,14 +121,13 @@ def _read_json(path: str):
 def load_table(path_or_name: str) -> dict:
     """The whole table document (``video`` + ``meta``) of a path or corpus clip name."""
     if os.path.lexists(path_or_name) and not os.path.isfile(path_or_name):   # (was "no such clip")
-        from qoelab.video.mpd import _not_file
-        raise InputError(path_or_name, None, "a corpus clip's table (a regular file)", _not_file(path_or_name))
+        raise InputError(path_or_name, None, "a corpus clip's table (a regular file)", not_a_file(path_or_name))
     path = path_or_name if os.path.isfile(path_or_name) else find_video(path_or_name)
     doc = _read_json(path)
     if not isinstance(doc, dict) or "video" not in doc:
         raise InputError(path, None, "a qoelab-content table (keys format, video, meta)", "other JSON")
     if not isinstance(doc.get("meta", {}), dict):
-        raise InputError(path, "meta", "an object", _short(doc["meta"]))
+        raise InputError(path, "meta", "an object", _show(doc["meta"]))
     validate(doc["video"], path)
     return doc
 
@@ -241,7 +234,7 @@ def regenerate(root: str | None = None, clips: list[str] | None = None, jobs: in
     old_clips = man.get("clips", []) if isinstance(man, dict) else None
     if not isinstance(old_clips, list) or not all(isinstance(c, dict) and isinstance(c.get("name"), str)
                                                   for c in old_clips):
-        raise InputError(man_path, "clips", 'a list of {"name": ...} objects', _short(old_clips))
+        raise InputError(man_path, "clips", 'a list of {"name": ...} objects', _show(old_clips))
     by_name = {c["name"]: c for c in old_clips}
     os.makedirs(os.path.join(root, "frames"), exist_ok=True)
     t0 = time.monotonic()

@@ -96,9 +96,7 @@ def _read_file(path: str, what: str) -> bytes | None:
     """The bytes of a store's file ``path``, None if it does not exist; a folder, a device, a pipe
     or socket (a FIFO blocked the command; /dev/zero filled memory) or a file over
     MAX_FILE_BYTES is an :class:`InputError` naming it."""
-    if not os.path.lexists(path):
-        return None
-    if not os.path.exists(path):   # a dangling link: as if gone
+    if not os.path.exists(path):   # (a dangling link: as if gone)
         return None
     return read_input(path, what, MAX_FILE_BYTES)
 

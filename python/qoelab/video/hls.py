@@ -22,9 +22,9 @@ import os
 import re
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError, int_input, read_input
+from qoelab.errors import InputError, int_input, not_a_file, read_input
 from qoelab.video.model import MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, NS_PER_S, make_video, validate_video
-from qoelab.video.mpd import MAX_FILE_BYTES, MAX_U32, _clip, _durations_to_nominal, _not_file, _show
+from qoelab.video.mpd import MAX_FILE_BYTES, MAX_U32, _clip, _durations_to_nominal, _show
 
 __all__ = ["load_hls", "parse_attribute_list"]
 
@@ -192,7 +192,7 @@ def load_hls(path: str, *, media_dir: str | None = None, name: str | None = None
     cols = []
     for bw, line, _res, media, uri_line in variants:
         if not os.path.isfile(media):
-            raise InputError(path, str(uri_line), f"the media playlist {_clip(media)}", _not_file(media))
+            raise InputError(path, str(uri_line), f"the media playlist {_clip(media)}", not_a_file(media))
         cols.append(_media_playlist(media, media_dir))
     n = len(cols[0][1])
     for (bw, line, _r, media, _u), (_d, s, _o) in zip(variants, cols):

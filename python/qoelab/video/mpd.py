@@ -35,7 +35,7 @@ import xml.parsers.expat
 from collections import Counter
 from urllib.parse import unquote, urlparse
 
-from qoelab.errors import InputError, int_input, json_input, read_input
+from qoelab.errors import InputError, int_input, json_input, not_a_file, read_input
 from qoelab.video.model import (MAX_BITRATE_BPS, MAX_SEGMENT_BYTES, MAX_SEGMENT_NS, MAX_SEGMENTS, NS_PER_S, make_video,
                                  validate_video)
 
@@ -54,15 +54,6 @@ MAX_TEMPLATE_WIDTH = 64
 def _show(s: str, n: int = 40) -> str:
     """``repr`` of a user string, at most ``n`` characters of it (an error stays one short line)."""
     return repr(s) if len(s) <= n else f"{s[:n]!r}... ({len(s)} characters)"
-
-
-def _not_file(f: str) -> str:
-    """What stands at ``f`` instead of a regular file, for an error message."""
-    if not os.path.lexists(f):
-        return "no such file"
-    if not os.path.exists(f):
-        return "a dangling symbolic link or a link loop"
-    return "a folder" if os.path.isdir(f) else "a device, pipe or socket"
 
 
 def _clip(s: str, n: int = 200) -> str:
@@ -120,6 +111,14 @@ MAX_XML_ELEMENTS = 3_000_000
 MAX_XML_TEXT = 65_536          # characters of text in one element
 
 
+# (expected, found) of the refusals both parses make
+_NO_DOCTYPE = ("an MPD without a DOCTYPE (DASH uses none; entity declarations are not read)", "a DOCTYPE")
+
+
+def _too_many() -> tuple[str, str]:
+    return f"at most {MAX_XML_ELEMENTS:,} XML elements", "more"   # (read at call time: tests lower the limit)
+
+
 class _Refused(Exception):
     """Raised from an expat handler: the InputError to report (expat passes it through Parse)."""
 
@@ -139,12 +138,12 @@ def _parse_xml(path: str) -> _Node:
         raise _Refused(InputError(path, str(p.CurrentLineNumber), expected, found))
 
     def doctype(*_):   # entity declarations could expand without bound ("billion laughs")
-        refuse("an MPD without a DOCTYPE (DASH uses none; entity declarations are not read)", "a DOCTYPE")
+        refuse(*_NO_DOCTYPE)
 
     def start(name, attrs):
         count[0] += 1
         if count[0] > MAX_XML_ELEMENTS:
-            refuse(f"at most {MAX_XML_ELEMENTS:,} XML elements", "more")
+            refuse(*_too_many())
         if len(stack) >= MAX_XML_DEPTH:
             refuse(f"XML elements nested at most {MAX_XML_DEPTH} deep", "deeper")
         tag = _local(name)
@@ -205,12 +204,10 @@ def _count_elements(path: str, data: bytes) -> None:
     def start(_name, _attrs):
         count[0] += 1
         if count[0] > MAX_XML_ELEMENTS:
-            raise _Refused(InputError(path, str(p.CurrentLineNumber), f"at most {MAX_XML_ELEMENTS:,} XML elements",
-                                      "more"))
+            raise _Refused(InputError(path, str(p.CurrentLineNumber), *_too_many()))
 
     def doctype(*_):
-        raise _Refused(InputError(path, str(p.CurrentLineNumber), "an MPD without a DOCTYPE (DASH uses none; entity "
-                                  "declarations are not read)", "a DOCTYPE"))
+        raise _Refused(InputError(path, str(p.CurrentLineNumber), *_NO_DOCTYPE))
 
     p.StartElementHandler = start
     p.StartDoctypeDeclHandler = doctype
@@ -749,7 +746,7 @@ def _from_list(path, rep, sl, attrs, levels, media_dir, extra):
         elif "media" in su.attrib:
             f = _local_file(media_dir, su.attrib["media"])
             if not os.path.isfile(f):
-                raise _err(path, su, "media", f"mediaRange or the local media file {_clip(f)}", _not_file(f))
+                raise _err(path, su, "media", f"mediaRange or the local media file {_clip(f)}", not_a_file(f))
             out.append(os.path.getsize(f))
         else:
             raise _err(path, su, "mediaRange", "attribute mediaRange ('first-last') or media", "nothing")
@@ -777,7 +774,7 @@ def _from_base(path, rep, sb, attrs, levels, media_dir, extra):
         raise _err(path, rep, None, "a BaseURL naming the media file (SegmentBase)", "none")
     f = _local_file(media_dir, url)
     if not os.path.isfile(f):
-        raise _err(path, sb, "indexRange", f"the local media file {_clip(f)} to read its sidx box", _not_file(f))
+        raise _err(path, sb, "indexRange", f"the local media file {_clip(f)} to read its sidx box", not_a_file(f))
     fsize = os.path.getsize(f)
     if b >= fsize:  # before reading: the read would allocate the range's size
         raise InputError(f, f"byte {fsize}", f"indexRange {a}-{b} inside the file ({fsize} bytes)", "end of file")
