@@ -390,13 +390,39 @@ def test_run_record_that_is_not_a_record(finished_store, tmp_path, text, what):
     # the report and a resumed sweep say the same (a sweep compacts the store at its end)
     _one_line_error(qoelab_cli("report", str(d)), str(rec), what)
     p = finished_store[0]
-    _one_line_error(qoelab_cli("sweep", p, "--out", str(d), "--quiet"), str(rec), what, after_log=True)
+    _one_line_error(qoelab_cli("sweep", p, "--out", str(d), "--quiet"), str(rec), what)
     # deleting the record runs that run again, and the store is whole
     rec.unlink()
     r = qoelab_cli("sweep", p, "--out", str(d), "--quiet")
     assert r.returncode == 0 and "1 runs in" in r.stdout, r.stdout + r.stderr
     r = qoelab_cli("query", str(d), "SELECT count(*) AS n FROM runs", "--format", "csv")
     assert r.returncode == 0 and r.stdout.splitlines() == ["n", "2"], r.stderr
+
+
+@pytest.mark.parametrize("damage", ["record", "part-folder", "part-fifo"])
+def test_resumed_sweep_names_a_damaged_run_before_running_the_missing_ones(finished_store, tmp_path, damage):
+    """A resumed sweep checks the runs it keeps first: the damaged one is named and the missing run
+    is not simulated (it used to be, and the damage was found only when the store was compacted)."""
+    p, d, rec, key = _damaged(finished_store, tmp_path)
+    other = sorted((d / "runs").glob("*/*.json"))[1]
+    other.unlink()                                   # the run a resume would simulate
+    shutil.rmtree(d / "tables" / "segments" / f"key={other.stem}")
+    part = d / "tables" / "segments" / f"key={key}" / "part.parquet"
+    if damage == "record":
+        rec.write_text("[]")
+        where = str(rec)
+    elif damage == "part-folder":
+        shutil.rmtree(part.parent)
+        part.parent.write_text("")
+        where = f"{part.parent}: expected a folder (a run's partition of a table), found a file"
+    else:
+        part.unlink()
+        os.mkfifo(part)
+        where = f"{part}: not a Parquet file written by qoelab (not a regular file)"
+    r = qoelab_cli("sweep", p, "--out", str(d), "--quiet")
+    _one_line_error(r, where)
+    assert not other.exists()                        # nothing was simulated
+    assert not (d / "tables" / "segments" / f"key={other.stem}").exists()
 
 
 @pytest.mark.parametrize("data", [b"", b"PAR1garbagePAR1"])

@@ -185,6 +185,7 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
         failed = store.failed_keys() & wanted
         store.remove_runs(failed)
         done -= failed
+    store.check_runs(done & wanted)     # a damaged run is named before hours of simulation, not after
     todo = [t for t in tasks_for(sweep) if t["key"] not in done]
     if max_runs is not None:
         todo = todo[:max_runs]

@@ -307,6 +307,21 @@ class Store:
                 out.add(key)
         return out
 
+    def check_runs(self, keys) -> None:
+        """Check the stored runs ``keys`` before any run is added: each record (:meth:`record`) and
+        each of its table partitions (a folder holding a regular file, or absent). A damaged run of
+        a resumed sweep is reported here, in one line, instead of after the missing runs have been
+        simulated (compaction reads them all). The partitions' Parquet contents are read only by
+        compaction (a schema read per partition would cost more than a resume is worth)."""
+        names = self.table_names()
+        for key in sorted(keys):
+            if self.record(key) is None:
+                continue
+            for t in names:
+                f = os.path.join(self.path, "tables", t, f"key={key}", "part.parquet")
+                if self._part_present(key, f) and not os.path.isfile(f):
+                    raise self._bad_part(key, f, OSError("not a regular file"))
+
     def write_run(self, record: dict, tables: dict | None = None) -> None:
         """Write one finished run: its tables (Parquet bytes by name), then its record."""
         key = record["key"]
