@@ -17,7 +17,6 @@ BASE = (SWEEP_BASE.replace('duration = "20s"', 'duration = "5s"')
         .replace('video_duration = "18s"', 'video_duration = "4s"').replace('start = "5s"', 'start = "1s"'))
 
 U64_MAX = 2 ** 64 - 1
-I64_MAX = 2 ** 63 - 1
 
 
 def write(tmp_path, body: str, base: str = BASE, name: str = "s.toml") -> str:
@@ -240,25 +239,25 @@ AXIS = '[axes]\n"topology.aqm" = ["codel", "pie"]\n'
 
 
 @pytest.mark.parametrize("seed_lines,reps,ok", [
-    (f"seed = {I64_MAX}", 1, True),
-    (f"seed = {I64_MAX - 2}\nrepetitions = 3", 3, True),
-    (f"seeds = [0, {I64_MAX}]", 2, True),
+    (f"seed = {U64_MAX}", 1, True),
+    (f"seed = {U64_MAX - 2}\nrepetitions = 3", 3, True),
+    (f"seeds = [0, {U64_MAX}]", 2, True),
 ])
 def test_large_seeds_are_accepted(tmp_path, seed_lines, reps, ok):
     from qoelab.sweep import spec
     sw = spec.load(write(tmp_path, f'[sweep]\nbase = "base.toml"\n{seed_lines}\n{AXIS}'))
-    assert len(sw.runs) == 2 * reps and max(r.seed for r in sw.runs) == I64_MAX
+    assert len(sw.runs) == 2 * reps and max(r.seed for r in sw.runs) == U64_MAX
     assert all(r.scenario["scenario"]["seed"] == r.seed for r in sw.runs)
 
 
 @pytest.mark.parametrize("seed_lines,where_,expected,found", [
-    (f"seed = {I64_MAX}\nrepetitions = 3", "sweep.seed", f"0..{I64_MAX - 2}", str(I64_MAX)),
-    (f"seed = {U64_MAX}", "sweep.seed", f"0..{I64_MAX}", str(U64_MAX)),
-    (f"seed = {2 ** 63}", "sweep.seed", f"0..{I64_MAX}", str(2 ** 63)),
-    ("seed = -1", "sweep.seed", f"0..{I64_MAX}", "-1"),
+    (f"seed = {U64_MAX}\nrepetitions = 3", "sweep.seed", f"0..{U64_MAX - 2}", str(U64_MAX)),
+    (f"seed = {2 ** 64}", "sweep.seed", f"0..{U64_MAX}", str(2 ** 64)),
+    (f"seed = {2 ** 70}", "sweep.seed", f"0..{U64_MAX}", str(2 ** 70)),
+    ("seed = -1", "sweep.seed", f"0..{U64_MAX}", "-1"),
     ('seed = "7"', "sweep.seed", "an integer", "'7'"),
-    (f"seeds = [{U64_MAX}]", "sweep.seeds.0", f"0..{I64_MAX}", str(U64_MAX)),
-    (f"seeds = [1, 2, {2 ** 63}]", "sweep.seeds.2", f"0..{I64_MAX}", str(2 ** 63)),
+    (f"seeds = [{2 ** 64}]", "sweep.seeds.0", f"0..{U64_MAX}", str(2 ** 64)),
+    (f"seeds = [1, 2, {2 ** 64}]", "sweep.seeds.2", f"0..{U64_MAX}", str(2 ** 64)),
     ("seeds = [1, 2, 1]", "sweep.seeds", "distinct", "1 twice"),
 ])
 def test_bad_sweep_seeds_name_the_range(tmp_path, seed_lines, where_, expected, found):
@@ -268,33 +267,59 @@ def test_bad_sweep_seeds_name_the_range(tmp_path, seed_lines, where_, expected, 
     assert ">= 0, found" not in msg
 
 
+def test_top_seeds_run_and_are_queried_as_unsigned(tmp_path):
+    """The store keeps seeds up to 2^64 - 1 (its views were int64: a sweep stopped at 2^63 - 1):
+    they run, the views give them back exactly, and views of the old layout are made again."""
+    import json
+
+    from qoelab.sweep import runner, spec
+    from qoelab.sweep.store import open_store
+    p = write(tmp_path, f'[sweep]\nbase = "base.toml"\nseed = {U64_MAX - 1}\nrepetitions = 2\n'
+                        '[set]\n"output.tables" = ["segments"]\n[axes]\n"topology.aqm" = ["codel"]\n')
+    out = str(tmp_path / "out")
+    res = runner.run(spec.load(p), out, jobs=1, quiet=True)
+    assert res["ran"] == 2 and res["failed"] == 0
+    st = open_store(out)
+    assert st.arrow("SELECT seed FROM runs ORDER BY seed").column("seed").to_pylist() == [U64_MAX - 1, U64_MAX]
+    assert st.sql("SELECT typeof(seed) AS t FROM runs LIMIT 1")["t"].tolist() == ["UBIGINT"]
+    segs = st.arrow("SELECT DISTINCT seed FROM tables.segments ORDER BY seed").column("seed").to_pylist()
+    assert segs == [U64_MAX - 1, U64_MAX]
+    man = os.path.join(out, "store", "manifest.json")
+    m = json.load(open(man))
+    m["views"] = 1                                   # views written by the int64 layout
+    open(man, "w").write(json.dumps(m))
+    assert not st.compacted()
+    st.ensure_compacted()
+    assert st.compacted()
+
+
 def test_base_scenario_seed_is_blamed_in_the_base_file(tmp_path):
-    big = BASE.replace("seed = 7", f"seed = {U64_MAX}")
+    big = BASE.replace("seed = 7", f"seed = {2 ** 64}")
     p = write(tmp_path, f'[sweep]\nbase = "base.toml"\n{AXIS}', base=big)
     base_file = str(tmp_path / "base.toml")
     msg = load_error(p)
-    assert msg.startswith(f"{base_file}:scenario.seed:") and f"0..{I64_MAX}" in msg and "sweep.seed" in msg, msg
+    assert msg.startswith(f"{base_file}:scenario.seed:") and f"0..{U64_MAX}" in msg and "sweep.seed" in msg, msg
     # with repetitions the range leaves room for seed + rep
-    edge = BASE.replace("seed = 7", f"seed = {I64_MAX}")
+    edge = BASE.replace("seed = 7", f"seed = {U64_MAX}")
     p = write(tmp_path, f'[sweep]\nbase = "base.toml"\nrepetitions = 2\n{AXIS}', base=edge)
     msg = load_error(p)
-    assert msg.startswith(f"{base_file}:scenario.seed:") and f"0..{I64_MAX - 1}" in msg, msg
+    assert msg.startswith(f"{base_file}:scenario.seed:") and f"0..{U64_MAX - 1}" in msg, msg
     # the sweep's own seed replaces the base's
     from qoelab.sweep import spec
     p = write(tmp_path, f'[sweep]\nbase = "base.toml"\nseed = 5\n{AXIS}', base=big)
     assert {r.seed for r in spec.load(p).runs} == {5}
     # a [set] or an inline [base] is named as such
-    p = write(tmp_path, f'[sweep]\nbase = "base.toml"\n[set]\n"scenario.seed" = {U64_MAX}\n{AXIS}')
+    p = write(tmp_path, f'[sweep]\nbase = "base.toml"\n[set]\n"scenario.seed" = {2 ** 64}\n{AXIS}')
     assert load_error(p).startswith(f"{p}:set.scenario.seed:")
     inline = "[base]\n" + BASE.replace("[scenario]", "[base.scenario]").replace("[topology]", "[base.topology]") \
         .replace("[[client]]", "[[base.client]]").replace("[[flow]]", "[[base.flow]]") \
-        .replace("seed = 7", f"seed = {U64_MAX}")
+        .replace("seed = 7", f"seed = {2 ** 64}")
     p = write(tmp_path, f'[sweep]\nname = "inline"\n{inline}\n{AXIS}')
     assert load_error(p).startswith(f"{p}:base.scenario.seed:")
 
 
 def test_base_seed_cli_one_line(tmp_path):
-    big = BASE.replace("seed = 7", f"seed = {U64_MAX}")
+    big = BASE.replace("seed = 7", f"seed = {2 ** 64}")
     p = write(tmp_path, f'[sweep]\nbase = "base.toml"\n{AXIS}', base=big)
     r = qoelab_cli("sweep", p, "--out", str(tmp_path / "out"), "--dry-run")
     assert r.returncode == 2

@@ -26,10 +26,8 @@ from qoelab.sweep import expr
 # combination that where or [[exclude]] drops costs ~7 us (1,000,000: 7.5 s).
 MAX_RUNS = 100_000
 MAX_POINTS = 1_000_000          # combinations of the axes' values, before the filters
-# Seeds of sweep runs: the scenario takes 0..2^64 - 1, but the store keeps a run's seed as a signed
-# 64-bit integer (its records and Parquet views: qoelab.sweep.store.check_record), so a sweep's seeds
-# are at most 2^63 - 1.
-SEED_MAX = 2 ** 63 - 1
+# Seeds of sweep runs: as a scenario's, 0..2^64 - 1 (the store's views keep them as uint64).
+SEED_MAX = 2 ** 64 - 1
 _COL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SWEEP_KEYS = ("name", "base", "repetitions", "seeds", "seed", "where", "tables", "extract", "description")
 RESERVED = {"key", "index", "rep", "seed", "status", "error", "wall_s", "client", "flow", "link", "row"}
@@ -316,7 +314,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
         for i, sd in enumerate(seeds):
             if isinstance(sd, bool) or not isinstance(sd, int) or not 0 <= sd <= SEED_MAX:
                 raise InputError(path, f"sweep.seeds.{i}", f"an integer in 0..{SEED_MAX}", _short(sd),
-                                 message="a sweep store keeps seeds as signed 64-bit integers")
+                                 message="a seed is an unsigned 64-bit integer")
         if "repetitions" in sw and reps != len(seeds):
             raise InputError(path, "sweep.seeds", f"{reps} seeds (sweep.repetitions)", f"{len(seeds)} seeds")
         if len(set(seeds)) != len(seeds):
@@ -326,7 +324,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
     else:
         # seeds s0, s0 + 1, ..., s0 + reps - 1: s0 from sweep.seed, else the base scenario's seed, else 1
         top = SEED_MAX - (reps - 1)
-        why = "a sweep store keeps seeds as signed 64-bit integers" + \
+        why = "a seed is an unsigned 64-bit integer" + \
             (f" and the {reps} repetitions use seeds seed..seed + {reps - 1}" if reps > 1 else "")
         if "seed" in sw:
             s0, src, where = sw["seed"], path, "sweep.seed"

@@ -27,6 +27,9 @@ from qoelab import outdir
 from qoelab.errors import InputError, json_input, read_input, reraise_interrupt
 
 STORE_FORMAT = 1
+# The compacted views' layout (store/manifest.json "views"): views of another layout are made again
+# from the records. 2: the run's seed is uint64 (was int64, so sweeps' seeds stopped at 2^63 - 1).
+VIEWS_VERSION = 2
 VIEWS = ("runs", "clients", "flows", "links")
 ROW_GROUP = 131_072
 #: Columns that are text even when every value is null (other all-null columns are doubles).
@@ -155,8 +158,9 @@ def check_record(rec, path: str, key: str) -> dict:
         bad("key", f"the run key of the file's name, {key!r}", rec.get("key", _MISSING))
     for k in ("index", "rep", "seed"):
         v = rec.get(k, _MISSING)
-        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2 ** 63:
-            bad(k, "an integer from 0 to 2^63 - 1", v)
+        top = 64 if k == "seed" else 63
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2 ** top:
+            bad(k, f"an integer from 0 to 2^{top} - 1", v)
     point = rec.get("point")
     if point is not None and not isinstance(point, dict):
         bad("point", "an object of column values", point)
@@ -376,7 +380,8 @@ class Store:
         files = [os.path.join(st, v + ".parquet") for v in VIEWS] + \
             [os.path.join(st, "tables", t + ".parquet") for t in self.table_names()]
         return (m.get("keys_digest") == self._keys_digest(self.done_keys()) and m.get("store_format") == STORE_FORMAT
-                and m.get("columns") == self.meta.get("columns", []) and all(map(os.path.isfile, files)))
+                and m.get("views") == VIEWS_VERSION and m.get("columns") == self.meta.get("columns", [])
+                and all(map(os.path.isfile, files)))
 
     def _rows(self, rec: dict, columns: list) -> dict:
         """One record's rows of each view (``rec`` checked by :func:`check_record`). The run's
@@ -499,7 +504,7 @@ class Store:
                     os.unlink(t)
             raise
         counts.update({f"tables.{t}": n for t, n in self._compact_tables(out, columns, order, points).items()})
-        man = {"store_format": STORE_FORMAT, "keys_digest": self._keys_digest([k for _, _, k in order]),
+        man = {"store_format": STORE_FORMAT, "views": VIEWS_VERSION, "keys_digest": self._keys_digest([k for _, _, k in order]),
                "columns": columns, "rows": counts}
         _atomic_write(os.path.join(out, "manifest.json"), (json.dumps(man, indent=1) + "\n").encode())
         return counts
@@ -793,12 +798,14 @@ def _kind(v) -> str:
 def _schema(names: list, kinds: dict):
     """One type per column: int64 if every value is an integer, double if numbers, bool if
     booleans, string otherwise; a column with only nulls is text if it is a text column of the
-    schema, else double."""
+    schema, else double. The run's ``seed`` is uint64 (a scenario's seeds go to 2^64 - 1)."""
     import pyarrow as pa
     fields = []
     for c in names:
         k = kinds.get(c, set())
-        if not k:
+        if c == "seed":
+            t = pa.uint64()
+        elif not k:
             t = pa.string() if c in TEXT_COLUMNS else pa.float64()
         elif k == {"b"}:
             t = pa.bool_()
