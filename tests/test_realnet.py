@@ -312,6 +312,42 @@ def test_ctrl_c_stops_within_a_second(tmp_path):
             p.kill()
 
 
+def _comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def test_ctrl_c_during_namespace_setup_is_an_interruption_not_an_error():
+    """Ctrl-C to the process group while the `ip` commands configure the namespaces kills them too;
+    that was reported as "`ip link set ...` failed" with exit 2. Now: 130 and no error line. The
+    signal is sent when an `ip` child is seen (polled), so the window is hit, not hoped for."""
+    hits = 0
+    for _ in range(8):
+        p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "link", "--rate", "10Mbps", "--rtt", "20ms",
+                              "--", "sleep", "30"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 10
+            seen = False
+            while time.monotonic() < deadline and p.poll() is None and not seen:
+                seen = any(_comm(k) == "ip" for k in _children(p.pid))
+                if not seen:
+                    time.sleep(0.0005)
+            os.killpg(p.pid, signal.SIGINT)
+            rc = p.wait(timeout=5)
+            err = p.stderr.read()
+            assert rc == 130, (rc, err)
+            assert "error" not in err, err
+            hits += seen
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert hits >= 1, "no SIGINT landed while an `ip` command ran"
+
+
 def test_trace_driven_link(tmp_path):
     # One 1504-byte opportunity per ms = 12.03 Mbit/s in Mahimahi's accounting.
     trace = tmp_path / "12mbps.trace"

@@ -390,6 +390,20 @@ def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
      'rate="1Mbps"\npacket_size=9000\n', "packet_size"),
     ('[scenario]\nname="d"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[client]]\nname="v"\n'
      'video="synthetic:sprint"\nvideo_duration="20s"\narrival_rate=0.5\n', "arrival_rate"),
+    # ran with exit 0 and silently without the page loads, the pcap or the packet log
+    ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\n'
+     '[[page]]\nname="b"\nhandcrafted="mixed"\n', "page[0] (b): page loads"),
+    ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\n'
+     '[output]\npcap="bottleneck"\n', "output.pcap"),
+    ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\n'
+     '[output]\npacket_log=true\n', "output.packet_log"),
+    ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\n'
+     '[output]\ntables=["flows","packets"]\n', "output.tables"),
+    # refused by the driver after the namespaces, servers and browsers were up
+    ('[scenario]\nname="q"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\ntransport="quic"\n',
+     "flow[0] (a).transport"),
+    ('[scenario]\nname="q"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[client]]\nname="v"\n'
+     'video="synthetic:sprint"\nvideo_duration="20s"\ntransport="quic"\n', "client[0] (v).transport"),
 ])
 def test_unsupported_scenarios_exit_2_with_one_line(tmp_path, body, what):
     sc = tmp_path / "s.toml"

@@ -52,7 +52,8 @@ def _wait_simulating(p, seconds=2.0):
     assert p.poll() is None, p.communicate()
 
 
-@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated"),
+                                            (signal.SIGHUP, 129, "terminated (SIGHUP)")])
 def test_signal_stops_run_quickly_and_leaves_nothing(tmp_path, sig, code, word):
     p, out = _start(tmp_path)
     _wait_simulating(p)
@@ -65,6 +66,24 @@ def test_signal_stops_run_quickly_and_leaves_nothing(tmp_path, sig, code, word):
     assert stderr.count("\n") == 1 and word in stderr, stderr
     assert "Traceback" not in stderr
     assert sorted(os.listdir(tmp_path)) == ["long.toml"]     # no out/, no .qoelab-tmp-*
+
+
+@pytest.mark.parametrize("sig,code,word", [(signal.SIGINT, 130, "interrupted (SIGINT)"),
+                                            (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+def test_signal_while_the_command_loads_is_one_line(sig, code, word):
+    """A signal while the subcommands' modules load (before any work; about 0.1 s) was a
+    KeyboardInterrupt traceback (SIGINT) or a silent death (SIGTERM). The child says when it is
+    inside build_parser, so the signal lands there."""
+    prog = ("import sys, time\nfrom qoelab import cli\nbuild = cli.build_parser\n"
+            "def slow():\n    print('building', flush=True)\n    time.sleep(5)\n    return build()\n"
+            "cli.build_parser = slow\nsys.exit(cli.main(['list', 'aqm']))\n")
+    p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=REPO)
+    assert p.stdout.readline().strip() == "building"
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=10)
+    assert p.returncode == code, stderr
+    assert stderr.strip().splitlines() == [f"qoelab: {word}"], stderr
 
 
 def test_existing_out_is_refused_before_simulating(tmp_path):

@@ -12,7 +12,7 @@ import signal
 import sys
 import threading
 
-from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT, EXIT_SIGTERM
+from qoelab.cliutil import EXIT_INPUT, EXIT_SIGINT
 from qoelab.cliutil import Parser as _Parser
 from qoelab.cliutil import int_at_least
 from qoelab.errors import InputError, Terminated, is_interrupt
@@ -214,46 +214,55 @@ def _version():
         return "qoelab"
 
 
+def _who(cmd) -> str:
+    return f"qoelab {cmd}" if cmd else "qoelab"
+
+
 def _on_sigterm(signum, frame):
     raise Terminated(signum)
 
 
 def main(argv=None):
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:   # `qoelab` alone: the usage line and the commands, exit 2
-        parser.print_help(sys.stderr)
-        return EXIT_INPUT
-    args = parser.parse_args(argv)
-    prev = None
+    prev = {}
     if threading.current_thread() is threading.main_thread():
-        prev = signal.signal(signal.SIGTERM, _on_sigterm)
+        # SIGTERM and SIGHUP (the terminal closed) unwind like Ctrl-C: temporary output removed
+        prev = {s: signal.signal(s, _on_sigterm) for s in (signal.SIGTERM, signal.SIGHUP)}
+    cmd = None
     try:
+        # Ctrl-C or SIGTERM while the subcommands' modules load (about 0.1 s) is the same one line
+        # as later, not a traceback
+        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else argv
+        if not argv:   # `qoelab` alone: the usage line and the commands, exit 2
+            parser.print_help(sys.stderr)
+            return EXIT_INPUT
+        args = parser.parse_args(argv)
+        cmd = args.cmd
         return args.func(args)
     except InputError as e:
-        print(f"qoelab {args.cmd}: error: {e}", file=sys.stderr)
+        print(f"{_who(cmd)}: error: {e}", file=sys.stderr)
         return EXIT_INPUT
-    except Terminated:
-        print(f"qoelab {args.cmd}: terminated (SIGTERM)", file=sys.stderr)
-        return EXIT_SIGTERM
+    except Terminated as e:
+        print(f"{_who(cmd)}: terminated ({signal.Signals(e.signum).name})", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
-        print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
+        print(f"{_who(cmd)}: interrupted (SIGINT)", file=sys.stderr)
         return EXIT_SIGINT
     except BrokenPipeError:   # `qoelab list aqm | head`: the reader is gone, which is fine
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except BaseException as e:  # a bug: one line unless QOELAB_DEBUG is set
         if is_interrupt(e):   # Ctrl-C inside DuckDB or pyarrow, reported by them as an error of theirs
-            print(f"qoelab {args.cmd}: interrupted (SIGINT)", file=sys.stderr)
+            print(f"{_who(cmd)}: interrupted (SIGINT)", file=sys.stderr)
             return EXIT_SIGINT
         if os.environ.get("QOELAB_DEBUG") or isinstance(e, SystemExit):
             raise
-        print(f"qoelab {args.cmd}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "
+        print(f"{_who(cmd)}: internal error: {type(e).__name__}: {e} (set QOELAB_DEBUG=1 for a traceback; "
               "please report it)", file=sys.stderr)
         return 1
     finally:
-        if prev is not None:
-            signal.signal(signal.SIGTERM, prev)
+        for s, h in prev.items():
+            signal.signal(s, h)
 
 
 if __name__ == "__main__":

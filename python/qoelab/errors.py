@@ -40,9 +40,9 @@ class InputError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """Raised in the main thread when the process receives SIGTERM (the CLI installs the handler), so
-    that SIGTERM unwinds like Ctrl-C: temporary output is removed, child processes are stopped, and
-    the CLI exits with 143 (128 + SIGTERM)."""
+    """Raised in the main thread when the process receives SIGTERM or SIGHUP (the CLI installs the
+    handler), so that they unwind like Ctrl-C: temporary output is removed, child processes are
+    stopped, and the CLI exits with 128 + the signal (143, 129)."""
 
     def __init__(self, signum: int = 15):
         super().__init__(signum)

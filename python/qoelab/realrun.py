@@ -98,6 +98,27 @@ def plan_for(sc, work: str, out: str) -> dict:
         raise Unsupported(f"scenario.network {cfg.get('network')!r}: the real network replaces the packet network")
     if cfg.get("providers"):
         raise Unsupported("provider: flow controllers do not run on the real network yet")
+    for i, pg in enumerate(cfg.get("pages") or []):
+        raise Unsupported(f"page[{i}] ({pg.get('name')}): page loads do not run on the real network yet")
+    raw_out = ((sc.raw or {}).get("output") or {}) if isinstance(sc.raw, dict) else {}
+    for l in cfg["links"]:
+        if l.get("pcap"):
+            raise Unsupported(f"output.pcap: {l['name']!r}: the real run writes no pcap (capture on the namespaces' "
+                              "interfaces with tcpdump instead)")
+    if "packets" in cfg.get("output", {}).get("tables", []):
+        key = "output.packet_log" if raw_out.get("packet_log") else "output.tables"
+        raise Unsupported(f"{key}: the per-packet log (the packets table) is the simulator's; the real run does not "
+                          "write it")
+    for i, c in enumerate(cfg.get("clients", [])):
+        t = c.get("transport")
+        if t not in (None, "tcp"):
+            raise Unsupported(f"client[{i}] ({c['name']}).transport: {t!r} runs in the packet simulator only; the "
+                              "real network runs kernel TCP")
+    for i, f in enumerate(cfg.get("flows", [])):
+        t = f.get("transport")
+        if t not in (None, "tcp"):
+            raise Unsupported(f"flow[{i}] ({f['name']}).transport: {t!r} runs in the packet simulator only; the "
+                              "real network runs kernel TCP")
     links = cfg["links"]
     name = meta["bottleneck"]["link"]
     names = [l["name"] for l in links]
@@ -309,8 +330,8 @@ def run(args) -> int:
             raise
         if code == 130:
             raise KeyboardInterrupt
-        if code == 143:
-            raise Terminated(signal.SIGTERM)
+        if code in (128 + signal.SIGTERM, 128 + signal.SIGHUP):
+            raise Terminated(code - 128)
         if code != 0:
             if code != EXIT_INPUT:
                 print(f"{err} the real-network driver failed (exit status {code})", file=sys.stderr)

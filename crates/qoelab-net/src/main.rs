@@ -22,10 +22,7 @@ fn main() {
     };
     match qoelab_net::run::run(&o) {
         Ok(code) => std::process::exit(code),
-        Err(qoelab_net::run::Fatal(e)) => {
-            eprintln!("qoelab link: error: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => std::process::exit(qoelab_net::run::fatal_exit("qoelab link", &e)),
     }
 }
 

@@ -196,10 +196,7 @@ pub fn main(args: &[String]) -> i32 {
         .and_then(|p| run_plan(&p));
     match r {
         Ok(code) => code,
-        Err(Fatal(e)) => {
-            eprintln!("qoelab run --real: error: {e}");
-            2
-        }
+        Err(e) => run::fatal_exit("qoelab run --real", &e),
     }
 }
 

@@ -19,6 +19,20 @@ const CLIENT_TUN: &str = "qlc0";
 /// An error that ends the run with exit status 2 and one line.
 pub struct Fatal(pub String);
 
+/// The signals that stop a run (exit status 128 + the signal).
+pub const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The exit status for a fatal error `e`: 128 + the signal, without a message, when a stop signal
+/// is pending (Ctrl-C reaches the `ip` commands of the namespaces' setup too, and one killed by it
+/// is not a failure to report); otherwise 2 after printing `prefix: error: e`.
+pub fn fatal_exit(prefix: &str, e: &Fatal) -> i32 {
+    if let Some(sig) = sys::pending_signal(&STOP_SIGNALS) {
+        return 128 + sig;
+    }
+    eprintln!("{prefix}: error: {}", e.0);
+    2
+}
+
 /// One endpoint namespace: its ns file (to enter) and its TUN device.
 pub struct Side {
     pub ns: File,
@@ -51,6 +65,15 @@ pub fn make_side(tun_name: &str, addr: &str, peer_net: &str, default_route: bool
             .and_then(|ch| ch.wait_with_output())
             .map_err(|e| Fatal(format!("cannot run `ip` (iproute2) to configure the namespaces: {e}")))?;
         if !out.status.success() {
+            use std::os::unix::process::ExitStatusExt;
+            if out.status.signal().is_some_and(|s| STOP_SIGNALS.contains(&s)) {
+                // Killed by the Ctrl-C (or SIGTERM to the group) meant for us: give ours, which a
+                // supervising parent may still be forwarding, a moment to arrive (fatal_exit).
+                let by = Instant::now() + Duration::from_millis(200);
+                while sys::pending_signal(&STOP_SIGNALS).is_none() && Instant::now() < by {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
             let err = String::from_utf8_lossy(&out.stderr);
             return Err(Fatal(format!("`ip {}` failed: {}", c.join(" "), err.trim())));
         }

@@ -172,6 +172,19 @@ fn sigset(sigs: &[i32]) -> libc::sigset_t {
     set
 }
 
+/// The first of `sigs` that is pending for this thread or process: blocked (by `signalfd_for`) and
+/// not yet read from the signalfd.
+pub fn pending_signal(sigs: &[i32]) -> Option<i32> {
+    // SAFETY: sigset_t is plain data; sigpending fills it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    if unsafe { libc::sigpending(&mut set) } != 0 {
+        return None;
+    }
+    // SAFETY: `set` was initialized by sigpending; `s` is a signal number.
+    sigs.iter().copied().find(|&s| unsafe { libc::sigismember(&set, s) } == 1)
+}
+
 /// Block `sigs` in the calling thread and return a non-blocking signalfd that reports them.
 pub fn signalfd_for(sigs: &[i32]) -> io::Result<File> {
     for &s in sigs {
