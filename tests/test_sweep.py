@@ -587,6 +587,19 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
     assert r.returncode == 2 and "--systems" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("cross,flows", [("web", {"web"}), ("both", {"bulk", "web"}), ("none", set())])
+def test_compare_cross_traffic_runs(tmp_path, cross, flows):
+    """Every --cross choice runs (web and both were refused: the web flow was built with a key the
+    scenario does not have)."""
+    d = str(tmp_path / "cmp")
+    r = qoelab_cli("compare", "--out", d, "--duration", "15s", "--seeds", "1", "--clients", "1", "--systems", "dash",
+                   "--cross", cross)
+    assert r.returncode == 0, r.stderr
+    import qoelab
+    names = set(qoelab.open_store(d).sql("SELECT DISTINCT flow FROM flows")["flow"])
+    assert {n.split("#")[0].split("/")[0] for n in names} - {"video"} == flows, names
+
+
 @pytest.mark.parametrize("opt,value", [("--duration", "-5"), ("--rate", "0Mbps"), ("--rtt", "5"),
                                        ("--aqm", "nope"), ("--buffer", "lots"), ("--abr", "nope"),
                                        ("--video", "nope"), ("--chunklets-n", "65"), ("--clients", "0"),

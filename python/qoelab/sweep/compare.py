@@ -46,7 +46,7 @@ def sweep_dict(systems, clients: int, rate: str, rtt: str, aqm: str, buffer: str
     if cross in ("bulk", "both"):
         flows.append({"name": "bulk", "kind": "bulk", "count": 1})
     if cross in ("web", "both"):
-        flows.append({"name": "web", "kind": "web", "rate": 2.0})
+        flows.append({"name": "web", "kind": "web", "arrival_rate": 2.0})
     variants = {}
     for s in systems:
         v = dict(SYSTEMS[s][1])
