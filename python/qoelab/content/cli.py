@@ -47,13 +47,13 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers) -> None:
-    """Register ``video`` with subcommands prepare, corpus, export, import."""
+    """Register ``video`` with subcommands prepare, voxel, corpus, export, import."""
     from qoelab.content import sources
 
     video = subparsers.add_parser("video", help="content pipeline: encode, package, measure; the corpus",
                                   description="Content pipeline: real encodes (libx264), DASH packaging, "
-                                              "per-segment VMAF/SSIM/PSNR, frame tables, the quality corpus.")
-    vsub = video.add_subparsers(dest="video_cmd", metavar="{prepare,corpus,export,import}")
+                                              "per-segment VMAF/SSIM/PSNR, frame tables, VOXEL frame importance, the quality corpus.")
+    vsub = video.add_subparsers(dest="video_cmd", metavar="{prepare,voxel,corpus,export,import}")
     vsub.required = True
 
     pr = vsub.add_parser(
@@ -105,7 +105,7 @@ def add_parser(subparsers) -> None:
                     help="Algorithm 1's cap: branch-local (default) or the printed pseudo-code")
     vx.set_defaults(func=cmd_voxel)
 
-    co = vsub.add_parser("corpus", help="list, regenerate or verify the committed quality corpus",
+    co = vsub.add_parser("corpus", help="list, regenerate, verify or plot the committed quality corpus",
                          description="The committed corpora (shipped in the package): quality tables of built-in generated clips. "
                                      "Two sets: sd (python/qoelab/corpus/, 12 clips, 360p display, default) and hd "
                                      "(python/qoelab/corpus-hd/, 16 genre clips, 1080p display, ladder 0.2-6 Mbit/s); "
