@@ -169,6 +169,23 @@ CASES = [
      "topology.aqm_params.probability", {}),
     ("codel-target-inf", scen(topology='rate = "10Mbps"\naqm = "codel"\n[topology.aqm_params]\ntarget = "infms"'),
      "topology.aqm_params.target", {}),
+    # limits below one full packet took nothing: every flow carried 0 bytes, exit 0
+    ("pfifo-limit-0", scen(topology='rate = "10Mbps"\naqm = "pfifo"\n[topology.aqm_params]\nlimit = 0'),
+     "topology.aqm_params.limit", {}),
+    ("bfifo-limit-1B", scen(topology='rate = "10Mbps"\naqm = "bfifo"\n[topology.aqm_params]\nlimit = "1B"'),
+     "topology.aqm_params.limit", {}),
+    ("codel-limit-bytes-1B", scen(topology='rate = "10Mbps"\naqm = "codel"\n[topology.aqm_params]\n'
+                                           'limit_bytes = "1499B"'),
+     "topology.aqm_params.limit_bytes", {}),
+    ("red-limit-1B", scen(topology='rate = "10Mbps"\naqm = "red"\n[topology.aqm_params]\nlimit = "1B"'),
+     "topology.aqm_params.limit", {}),
+    # a packet cost (size + l2_overhead) / quantum DRR rounds: 1 B against 1 GB never finished
+    ("fq-codel-quantum-1B", scen(topology='rate = "10Mbps"\naqm = "fq_codel"\n[topology.aqm_params]\n'
+                                          'quantum = "1B"'),
+     "topology.aqm_params.quantum", {}),
+    ("fq-codel-l2-overhead-1GB", scen(topology='rate = "10Mbps"\naqm = "fq_codel"\n[topology.aqm_params]\n'
+                                               'l2_overhead = "1GB"'),
+     "topology.aqm_params.l2_overhead", {}),
     ("weight-schedule-datetime", scen(flow='kind = "bulk"\nweight_schedule = [["1s", 1979-05-27]]'),
      "flow[0].weight_schedule", {}),
     ("weight-schedule-nan", scen(flow='kind = "bulk"\nweight_schedule = [["1s", nan]]'), "flow[0].weight_schedule", {}),

@@ -817,10 +817,13 @@ class _Builder:
             if name not in ("limit", "limit_bytes") or not isinstance(v, (int, float)):
                 continue
             where = f"aqm_params{suffix}.{name}"
-            if unit.get(name) == "packets" and v > MAX_QUEUE_PACKETS:
-                raise sec.err(where, f"a limit of at most {MAX_QUEUE_PACKETS:,} packets", v)
-            if unit.get(name) == "bytes" and v > MAX_QUEUE_BYTES:
-                raise sec.err(where, "a limit of at most 1 GiB", v)
+            # below one full packet the queue takes nothing (pfifo 0, bfifo 0, a 1-byte limit: the
+            # link silently carried no data); 0 is "no limit" where the discipline says so
+            none = "" if aqm in ("pfifo", "bfifo", "red", "ared") else ", or 0 for none"
+            if unit.get(name) == "packets" and (v > MAX_QUEUE_PACKETS or (v < 1 and not none)):
+                raise sec.err(where, f"a limit of 1 to {MAX_QUEUE_PACKETS:,} packets{none}", v)
+            if unit.get(name) == "bytes" and (v > MAX_QUEUE_BYTES or (v < MTU and (v != 0 or not none))):
+                raise sec.err(where, f"a limit of {MTU} bytes (one full-size packet) to 1 GiB{none}", v)
         q = {"aqm": aqm, "aqm_params": params}
         if buf:
             if "packets" in buf:

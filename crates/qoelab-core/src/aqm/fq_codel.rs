@@ -23,13 +23,14 @@ const PARAMS: &[ParamSpec] = &[
         name: "quantum",
         unit: Unit::Bytes,
         default: Default::Int(1514),
-        doc: "DRR quantum (Linux: 1514 = 1500-B MTU + 14-B Ethernet header)",
+        doc: "DRR quantum, 64 B..1 MiB (Linux: 1514 = 1500-B MTU + 14-B Ethernet header; at most 2^20)",
     },
     ParamSpec {
         name: "l2_overhead",
         unit: Unit::Bytes,
         default: Default::Int(0),
-        doc: "bytes added to each packet's IP length when charged against the deficit (14 = Linux's L2 accounting)",
+        doc: "bytes added to each packet's IP length when charged against the deficit, at most 256 (14 = Linux's \
+              L2 accounting)",
     },
     ParamSpec {
         name: "limit",
@@ -173,9 +174,16 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<FqCodel, ParamError> {
     if nflows == 0 || nflows > 65536 {
         return Err(perr("flows", "must be in 1..=65536"));
     }
+    // Bounded so that a packet costs at most a few DRR rounds: each round adds one quantum to the
+    // deficit, and a packet needs (size + l2_overhead) / quantum of them (1 B with a 1 GB overhead
+    // was a run that never ended). 2^20 is Linux's FQ_CODEL_QUANTUM_MAX.
     let quantum = p.req_u64(PARAMS, "quantum")?;
-    if quantum == 0 {
-        return Err(perr("quantum", "must be > 0"));
+    if !(64..=1 << 20).contains(&quantum) {
+        return Err(perr("quantum", format!("expected 64 to 1048576 bytes, found {quantum}")));
+    }
+    let overhead = p.req_u64(PARAMS, "l2_overhead")?;
+    if overhead > 256 {
+        return Err(perr("l2_overhead", format!("expected at most 256 bytes (a link-layer header), found {overhead}")));
     }
     let interval = p.req_u64(PARAMS, "interval")?;
     if interval == 0 {
@@ -189,7 +197,7 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<FqCodel, ParamError> {
         new_flows: VecDeque::new(),
         old_flows: VecDeque::new(),
         quantum: quantum as i64,
-        overhead: p.req_u64(PARAMS, "l2_overhead")? as i64,
+        overhead: overhead as i64,
         lim,
         drop_batch: p.req_u64(PARAMS, "drop_batch")?.max(1),
         cp: CodelParams {
@@ -690,6 +698,25 @@ mod tests {
         assert_eq!(q.stats.dropped_pkts(), 0);
         // marks at 105, 205, 275.7, 333.4 and 383.4 ms
         assert_eq!(q.stats.marked_pkts, 5);
+    }
+
+    #[test]
+    fn fq_quantum_and_l2_overhead_are_bounded() {
+        // 1-byte quanta against a 1 GB overhead made a packet cost ~10^9 DRR rounds
+        for (k, v, ok) in [
+            ("quantum", 63, false),
+            ("quantum", 64, true),
+            ("quantum", 1 << 20, true),
+            ("quantum", (1 << 20) + 1, false),
+            ("l2_overhead", 256, true),
+            ("l2_overhead", 257, false),
+        ] {
+            let r = from_params(&Params::new().with(k, v), &ctx());
+            assert_eq!(r.is_ok(), ok, "{k} = {v}");
+            if let Err(e) = r {
+                assert_eq!(e.param, k);
+            }
+        }
     }
 
     #[test]
