@@ -169,6 +169,11 @@ CASES = [
      "topology.aqm_params.probability", {}),
     ("codel-target-inf", scen(topology='rate = "10Mbps"\naqm = "codel"\n[topology.aqm_params]\ntarget = "infms"'),
      "topology.aqm_params.target", {}),
+    # an ABR's own buffer limit, adopted by the player, below one segment: a stall before every segment
+    ("bba0-buffer-max-0s", vscen('abr = "bba0"\n[client.abr_params]\nbuffer_max = "0s"'),
+     "client[0].abr_params.buffer_max", {}),
+    ("bola-buffer-size-1s", vscen('abr = "bola"\n[client.abr_params]\nbuffer_size = "1s"'),
+     "client[0].abr_params.buffer_size", {}),
     # limits below one full packet took nothing: every flow carried 0 bytes, exit 0
     ("pfifo-limit-0", scen(topology='rate = "10Mbps"\naqm = "pfifo"\n[topology.aqm_params]\nlimit = 0'),
      "topology.aqm_params.limit", {}),

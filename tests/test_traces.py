@@ -239,6 +239,31 @@ def test_opportunities_to_rates_per_bin():
     assert T.mean_rate_bps(r) == pytest.approx(T.mean_rate_bps(op))
 
 
+def test_opportunities_to_rates_merges_empty_bins_into_the_same_schedule():
+    """Trace mode merges runs of empty bins (a sparse trace with a 10^11 ms period made 10^9 bins,
+    MemoryError): the same rate at every instant as one segment per bin."""
+    import random
+    rng = random.Random(3)
+    for _ in range(50):
+        period = rng.randrange(1, 40) * 100_000_000 + rng.randrange(0, 2) * 7_000_000
+        times = sorted(rng.randrange(0, period + 1) for _ in range(rng.randrange(0, 12)))
+        op = {"kind": "opportunities", "period_ns": period, "bytes_per_opportunity": 1500, "times_ns": times}
+        per_bin = T.opportunities_to_rates(op, bin_ns=100_000_000)["segments"]
+        merged = T.opportunities_to_rates(op, bin_ns=100_000_000, merge_empty=True)["segments"]
+        assert len(merged) <= 2 * len(times) + 1
+        assert sum(d for d, _, _ in merged) == sum(d for d, _, _ in per_bin) == period
+
+        def rate_at(segs, t):
+            for d, r, _ in segs:
+                if t < d:
+                    return r
+                t -= d
+        assert all(rate_at(per_bin, t) == rate_at(merged, t) for t in range(0, period, 50_000_000))
+    far = {"kind": "opportunities", "period_ns": 10**11 * 10**6, "bytes_per_opportunity": 1500,
+           "times_ns": [10**6, 2 * 10**6, 10**11 * 10**6]}
+    assert len(T.opportunities_to_rates(far, bin_ns=100_000_000, merge_empty=True)["segments"]) == 3   # bin 0, empty, last
+
+
 def test_cross_check_round_trip_mean(tmp_path):
     doc = [{"duration_ms": 3000, "bandwidth_kbps": 5000, "latency_ms": 20},
            {"duration_ms": 2000, "bandwidth_kbps": 800, "latency_ms": 20}]

@@ -977,7 +977,7 @@ class _Builder:
             return [{"duration": max(self.duration, 1), "rate_bps": link["rate_bps"], "latency": 0}]
         if tr["kind"] == "opportunities":
             from qoelab import traces
-            tr = traces.opportunities_to_rates(tr, bin_ns=100_000_000)
+            tr = traces.opportunities_to_rates(tr, bin_ns=100_000_000, merge_empty=True)
         return [{"duration": d, "rate_bps": r, "latency": 0} for d, r, _ in tr["segments"]]
 
     def hostpair(self, label: str, rtt: int, first: int, last: int, sec: _Section):

@@ -499,12 +499,16 @@ def rates_to_opportunities(trace: dict, bytes_per_opportunity: int = MAHIMAHI_BY
             "bytes_per_opportunity": int(bytes_per_opportunity)}
 
 
-def opportunities_to_rates(trace: dict, bin_ns: int = _NS_PER_S) -> dict:
+def opportunities_to_rates(trace: dict, bin_ns: int = _NS_PER_S, merge_empty: bool = False) -> dict:
     """Packet opportunities -> rate schedule: average rate per bin of ``bin_ns`` (default 1 s).
 
     Bins are ``[k*bin, (k+1)*bin)``; the last bin ends at the period (it may be shorter);
     an opportunity at exactly ``period_ns`` counts in the last bin. The mean rate over the cycle is
-    preserved exactly (up to rounding each bin to whole bit/s). Latency is 0.
+    preserved exactly (up to rounding each bin to whole bit/s). Latency is 0. With
+    ``merge_empty`` a run of empty bins is one zero-rate segment (the same schedule, for trace mode:
+    a sparse trace with a period of 10^11 ms made 10^9 bins and ran out of memory), so the segments
+    are at most twice the opportunities, plus one; without it (file conversions, whose formats
+    want one entry per bin) every bin is a segment.
     """
     if trace["kind"] == "rates":
         return trace
@@ -512,14 +516,21 @@ def opportunities_to_rates(trace: dict, bin_ns: int = _NS_PER_S) -> dict:
         raise InputError(None, "bin_ns", "an integer > 0", repr(bin_ns))
     period = trace["period_ns"]
     nbins = -(-period // bin_ns)
-    counts = [0] * nbins
+    counts: dict[int, int] = {}
     for t in trace["times_ns"]:
-        counts[min(t // bin_ns, nbins - 1)] += 1
+        b = min(t // bin_ns, nbins - 1)
+        counts[b] = counts.get(b, 0) + 1
     bits = 8 * trace["bytes_per_opportunity"]
     segs = []
-    for k, c in enumerate(counts):
-        d = min(bin_ns, period - k * bin_ns)
-        segs.append([d, round(c * bits * _NS_PER_S / d), 0])
+    k = 0                        # the first bin not yet in segs
+    for b in (sorted(counts) if merge_empty else range(nbins)):
+        if b > k:
+            segs.append([b * bin_ns - k * bin_ns, 0, 0])
+        d = min(bin_ns, period - b * bin_ns)
+        segs.append([d, round(counts.get(b, 0) * bits * _NS_PER_S / d), 0])
+        k = b + 1
+    if k < nbins:
+        segs.append([period - k * bin_ns, 0, 0])
     return {"kind": "rates", "segments": segs, "loop": True}
 
 

@@ -267,6 +267,9 @@ impl Abr for Bola {
     fn preferred_buffer_max(&self) -> Option<Ns> {
         Some(self.buffer_size)
     }
+    fn preferred_buffer_max_param(&self) -> &'static str {
+        "buffer_size"
+    }
 }
 
 #[cfg(test)]

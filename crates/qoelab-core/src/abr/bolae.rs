@@ -517,6 +517,9 @@ impl Abr for BolaE {
     fn preferred_buffer_max(&self) -> Option<Ns> {
         Some(from_secs_f64(self.target))
     }
+    fn preferred_buffer_max_param(&self) -> &'static str {
+        "buffer_target"
+    }
 }
 
 #[cfg(test)]

@@ -184,6 +184,10 @@ pub trait Abr: Send {
     fn preferred_buffer_max(&self) -> Option<Ns> {
         None
     }
+    /// The parameter that sets [`Abr::preferred_buffer_max`] (named when it is below one segment).
+    fn preferred_buffer_max_param(&self) -> &'static str {
+        "buffer_max"
+    }
 }
 
 /// Builds an ABR from its parameters and the video.

@@ -54,6 +54,18 @@ pub fn session_parts(
     })?;
     let pcfg: PlayerConfig = c.player.clone().unwrap_or_default();
     Player::validate_config(&pcfg, &video).map_err(|e| serr(format!("{p}.player.{e}"), ""))?;
+    // The player adopts the ABR's own buffer limit where the scenario sets none: below one segment
+    // it stalled before every segment (the same value in [client.player] is refused).
+    if let Some(b) = abr.preferred_buffer_max().filter(|&b| pcfg.abr_buffer_max && b < video.segment_duration) {
+        return Err(serr(
+            format!("{p}.abr_params.{}", abr.preferred_buffer_max_param()),
+            format!(
+                "expected at least one segment duration ({} s; it is the player's buffer limit), found {} s",
+                video.segment_duration as f64 / 1e9,
+                b as f64 / 1e9
+            ),
+        ));
+    }
     let plane = crate::session::dataplane::build(&c.data_plane, &video)
         .map_err(|e| serr(format!("{p}.data_plane.{}", e.param), e.msg))?;
     if abr.fetches_partial_segments() && plane.name() == "sprint-x" {
