@@ -1334,6 +1334,11 @@ impl World {
             }
         }
         self.engine.advance_to(end);
+        if end >= self.cfg.duration {
+            for c in self.clients.iter_mut().filter(|c| c.started) {
+                c.session.finish(end);
+            }
+        }
         end >= self.cfg.duration
     }
 

@@ -199,6 +199,12 @@ impl VideoSession {
         true
     }
 
+    /// The end of the run at `now`: the player's clock goes there, so that startup, playback and
+    /// stalls count up to the end of the run (as trace mode does), not to the session's last event.
+    pub fn finish(&mut self, now: Ns) {
+        self.player.advance(now);
+    }
+
     /// Player and session accounting at the end of a run.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.player.check_invariants()
