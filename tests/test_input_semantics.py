@@ -395,3 +395,17 @@ def test_delay_longer_than_the_default_rtt_names_the_topology(tmp_path):
     assert _where(e) == "topology" and "60000 ms" in e, e
     e = _err(tmp_path, _scn(topo='delay = "1s"\nrtt = "3s"', body='[[flow]]\nrtt = "1s"\n'))
     assert _where(e) == "flow[0].rtt", e
+
+
+def test_tera_and_peta_units_read_as_the_limits_are_written():
+    """The limits are written in Tbps, PB and TiB (docs, error messages); those units parse, at the
+    limits and one step beyond them."""
+    from qoelab import units
+    assert units.rate("12Tbps") == units.rate("12000Gbps") == 12 * 10**12
+    assert units.rate("1.1Tbit/s") == 11 * 10**11
+    assert units.rate("100Tbps") == units.MAX_RATE_BPS
+    assert units.size("1PB") == units.MAX_SIZE_BYTES and units.size("1TB") == 10**12
+    assert units.size("1TiB") == 2**40
+    for bad, fn in (("101Tbps", units.rate), ("1.1PB", units.size)):
+        with pytest.raises(ValueError, match="at most"):
+            fn(bad)

@@ -1,7 +1,8 @@
 """Unit strings of scenario files: "20ms", "10Mbps", "256KB", "100pkts", "1.5bdp", "1%".
 
 Canonical units: durations in integer nanoseconds, rates in integer bit/s, sizes in integer
-bytes. Decimal prefixes for rates and sizes (k = 1000); binary sizes with KiB/MiB/GiB.
+bytes. Decimal prefixes for rates and sizes (k = 1000, up to T, and P for sizes); binary sizes with
+KiB/MiB/GiB/TiB.
 Every parser raises ``ValueError`` whose message says what was expected; the scenario loader
 adds the file and key.
 """
@@ -16,8 +17,9 @@ _NUM = r"([0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+)"
 _DUR = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
         "min": 60_000_000_000, "h": 3_600_000_000_000}
 _RATE = {"bps": 1, "bit/s": 1, "kbps": 1e3, "kbit/s": 1e3, "mbps": 1e6, "mbit/s": 1e6,
-         "gbps": 1e9, "gbit/s": 1e9}
-_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+         "gbps": 1e9, "gbit/s": 1e9, "tbps": 1e12, "tbit/s": 1e12}
+_SIZE = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "pb": 1e15,
+         "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4}
 _PKTS = ("pkts", "pkt", "packets", "packet", "p")
 
 # Largest values the parsers accept (the core keeps them in unsigned 64-bit integers; anything
@@ -67,7 +69,7 @@ def rate(text) -> int:
     k = u.lower()
     if k not in _RATE:
         raise ValueError(f"expected {RATE_EXAMPLE}, found {text!r} (unit {u!r} is not one of "
-                         "bps, kbps, Mbps, Gbps, kbit/s, Mbit/s, Gbit/s)")
+                         "bps, kbps, Mbps, Gbps, Tbps, kbit/s, Mbit/s, Gbit/s, Tbit/s)")
     return _bounded(v * _RATE[k], MAX_RATE_BPS, text, "a rate", "100Tbps")
 
 
