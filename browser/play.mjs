@@ -18,7 +18,13 @@ const dash_js = readFileSync(join(here, 'node_modules', 'dashjs', 'dist', 'moder
 
 // Temporary files (playwright's profile and artifacts folders, Chromium's own) go into the caller's
 // folder, which the caller removes however this process ends (a killed Chromium leaves them behind).
-if (cfg.tmpdir) process.env.TMPDIR = cfg.tmpdir;
+// Chromium also writes under $HOME (~/.config/chromium/Crash Reports, ~/.cache/dconf): there too.
+if (cfg.tmpdir) {
+  process.env.TMPDIR = cfg.tmpdir;
+  process.env.HOME = cfg.tmpdir;
+  process.env.XDG_CONFIG_HOME = join(cfg.tmpdir, 'config');
+  process.env.XDG_CACHE_HOME = join(cfg.tmpdir, 'cache');
+}
 const browser = await chromium.launch({
   executablePath: cfg.chromium,
   args: ['--no-sandbox', '--autoplay-policy=no-user-gesture-required', '--disable-background-networking',

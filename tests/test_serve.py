@@ -626,6 +626,7 @@ def test_parse_tcp_info_layout():
 
 @pytest.mark.parametrize("args", [["serve"], ["serve", "/no/such/dir"], ["serve", ".", "--port", "x"],
                                   ["serve", ".", "--port", "70000"], ["serve", ".", "--cc", "nosuchcc"],
+                                  ["serve", ".", "--cc", "wcubic"],
                                   ["serve", ".", "--tcp-info-interval", "0"], ["serve", ".", "--bind", "203.0.113.9"]])
 def test_cli_bad_arguments(args):
     r = qoelab_cli(*args)
@@ -633,6 +634,8 @@ def test_cli_bad_arguments(args):
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     if "nosuchcc" in args:
         assert "modprobe tcp_nosuchcc" in r.stderr, r.stderr
+    if "wcubic" in args:   # the simulator's own controller: no module to load
+        assert "modprobe" not in r.stderr and "simulated" in r.stderr, r.stderr
 
 
 def test_cli_serves_and_stops_on_ctrl_c(tree):

@@ -446,6 +446,10 @@ def available_cc() -> list[str]:
         return []
 
 
+# Congestion controllers of qoelab's simulator that no kernel has (no `modprobe` will find them).
+_SIMULATED_ONLY = {"wcubic", "multcp", "fast"}
+
+
 def check_cc(cc: str) -> None:
     """Raise ValueError with a one-line reason if sockets cannot use ``cc``."""
     if not hasattr(socket, "TCP_CONGESTION"):
@@ -455,8 +459,10 @@ def check_cc(cc: str) -> None:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
     except OSError as e:
         avail = " ".join(available_cc()) or "unknown"
+        hint = (f"{cc} is one of qoelab's simulated controllers, not a kernel module" if cc in _SIMULATED_ONLY
+                else f"try `modprobe tcp_{cc}`")
         raise ValueError(f"congestion control {cc!r} is not usable here ({e.strerror}; available: {avail}; "
-                         f"try `modprobe tcp_{cc}`)") from None
+                         f"{hint})") from None
     finally:
         s.close()
 
