@@ -182,6 +182,28 @@ def test_atomic_dir_keeps_the_old_result_on_failure(tmp_path):
     assert os.listdir(res) == ["v1"] and os.listdir(tmp_path) == ["res"]
 
 
+@pytest.mark.parametrize("other", ["files", "empty"])
+def test_atomic_dir_never_replaces_an_output_that_appeared_meanwhile(tmp_path, other):
+    """Two commands writing the same new output at once: both reported success and the later
+    silently replaced the earlier's results. Now the later one is refused (InputError, its own
+    temporary folder removed); an empty folder made meanwhile is simply taken."""
+    from qoelab import outdir
+    from qoelab.errors import InputError
+    res = tmp_path / "res"
+    if other == "empty":
+        with outdir.atomic_dir(str(res)) as tmp:
+            open(os.path.join(tmp, "mine"), "w").close()
+            res.mkdir()
+        assert os.listdir(res) == ["mine"]
+        return
+    with pytest.raises(InputError, match="appeared while this command was writing it"):
+        with outdir.atomic_dir(str(res)) as tmp:
+            open(os.path.join(tmp, "mine"), "w").close()
+            with outdir.atomic_dir(str(res)) as tmp2:       # the other command, finishing first
+                open(os.path.join(tmp2, "theirs"), "w").close()
+    assert os.listdir(res) == ["theirs"] and os.listdir(tmp_path) == ["res"]
+
+
 def test_results_have_normal_permissions(tmp_path):
     import qoelab
     old = os.umask(0o022)

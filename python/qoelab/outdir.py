@@ -163,8 +163,12 @@ def clean_stale(parent: str) -> list[str]:
 def atomic_dir(out_dir: str):
     """``with atomic_dir(out) as tmp:`` write into ``tmp``; on success ``tmp`` replaces ``out``
     (a previous ``out`` is removed), on any exception (KeyboardInterrupt included) ``tmp`` is
-    removed and ``out`` is left as it was."""
+    removed and ``out`` is left as it was. An ``out`` that did not exist when the work began and
+    exists at its end (another command writing the same output at the same time) is not replaced:
+    an :class:`InputError`, and ``tmp`` is removed (two runs both reported success, and the later
+    silently replaced the earlier's results)."""
     out_dir = os.path.abspath(out_dir)
+    existed = os.path.lexists(out_dir)
     parent = os.path.dirname(out_dir)
     try:
         os.makedirs(parent, exist_ok=True)
@@ -175,13 +179,18 @@ def atomic_dir(out_dir: str):
     try:
         os.chmod(tmp, 0o777 & ~_umask())
         yield tmp
-        if os.path.lexists(out_dir):
+        if os.path.lexists(out_dir) and existed:
             old = tempfile.mkdtemp(prefix=f"{tmp_prefix()}old-", dir=parent)
             os.rename(out_dir, os.path.join(old, "x"))
             os.rename(tmp, out_dir)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.rename(tmp, out_dir)
+            try:
+                os.rename(tmp, out_dir)     # (onto a directory made since: fails unless it is empty)
+            except OSError:
+                raise InputError(out_dir, None, message="appeared while this command was writing it (another "
+                                                        "command with the same output?); not replaced: use another "
+                                                        "output path, or remove it and run again") from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
