@@ -174,6 +174,11 @@ CASES = [
      "client[0].abr_params.buffer_max", {}),
     ("bola-buffer-size-1s", vscen('abr = "bola"\n[client.abr_params]\nbuffer_size = "1s"'),
      "client[0].abr_params.buffer_size", {}),
+    # sampled rows counted per connection of a client (200 chunklets clients of 64 connections
+    # were counted as 200 flows: 1.5 GB in 10 s, stopped by the run's memory guard)
+    ("chunklets-sampled-rows", vscen('count = 200\n[client.data_plane]\nkind = "chunklets"\nn = 64',
+                                     extra='[output]\nsample_interval = "1ms"'),
+     "output.sample_interval", {}),
     # limits below one full packet took nothing: every flow carried 0 bytes, exit 0
     ("pfifo-limit-0", scen(topology='rate = "10Mbps"\naqm = "pfifo"\n[topology.aqm_params]\nlimit = 0'),
      "topology.aqm_params.limit", {}),

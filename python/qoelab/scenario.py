@@ -544,7 +544,7 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
 
 
 # Rows of the sampled tables (flows, tcp, queues) of one run, counted as duration / sample_interval x
-# (flows + clients + monitored links). Measured per row, the Rust table and its Python copy: flows
+# (flows + clients' connections + monitored links). Measured per row, the Rust table and its Python copy: flows
 # 63 B, tcp 407 B (two strings), queues 103 B; 5 x 10^6 counted rows (1 flow, 2 links, all tables)
 # took 1.35 GB of RSS, so 2.5 x 10^6 stay within ~1.2 GB whatever the mix.
 MAX_SAMPLE_ROWS = 2_500_000
@@ -554,6 +554,12 @@ MAX_SAMPLE_ROWS = 2_500_000
 MAX_PACKET_EVENTS = 50_000_000
 
 
+def _connections(client: dict) -> int:
+    """Parallel connections of a client's data plane (chunklets: n; otherwise 1)."""
+    n = ((client.get("data_plane") or {}).get("params") or {}).get("n", 1)
+    return max(1, n) if isinstance(n, int) and not isinstance(n, bool) else 1
+
+
 def _check_table_sizes(src, b, output, duration, out) -> None:
     """Refuse runs whose tables would not fit in memory (rows are kept until the run ends)."""
     def where(k):
@@ -561,11 +567,12 @@ def _check_table_sizes(src, b, output, duration, out) -> None:
                           message=msg)
     sampled = [t for t in ("flows", "tcp", "queues") if t in output["tables"]]
     if sampled:
-        n = len(b.flows) + len(b.clients) + len(b.monitored())
+        # a client counts once per connection of its data plane (chunklets n): each is sampled
+        n = len(b.flows) + sum(_connections(c) for c in b.clients) + len(b.monitored())
         rows = duration // output["sample_interval"] * n
         if rows > MAX_SAMPLE_ROWS:
             msg = (f"expected at most {MAX_SAMPLE_ROWS:,} rows of {'/'.join(sampled)} samples, found ~{rows:,} "
-                   f"(duration / sample_interval x {n} flows and links); raise sample_interval or shorten the run")
+                   f"(duration / sample_interval x {n} flows, client connections and links); raise sample_interval or shorten the run")
             raise where("sample_interval")
     logged = [l for l in b.links if l.get("packet_log")]
     if logged:
@@ -901,7 +908,8 @@ class _Builder:
         trace_up = self._trace(t, "trace_up")
         if rate_up is None and trace_up is None:
             if self.network != "trace":
-                raise InputError(self.src, t.key("rate_up"), message="missing: needed when the downstream uses a trace")
+                raise InputError(self.src, t.key("rate_up"), message="missing: needed when the downstream uses a trace "
+                                                                        "or a rate_profile (or give trace_up)")
             rate_up = max(MIN_LINK_RATE_BPS, _trace_mean(trace))  # trace mode does not use the upstream
         delay = t.get("delay", _delay, 0)
         self.default_rtt = t.get("rtt", _delay, 40_000_000)

@@ -1130,6 +1130,11 @@ fn app_loop(
                     app.flows[x.flow].info = TcpInfo::of(s.as_raw_fd());
                 }
             }
+            // The players' clocks to the end of the run, as the simulator's (startup, playback
+            // and stalls count up to it).
+            for c in app.clients.iter_mut().filter(|c| c.started) {
+                c.session.finish(dur);
+            }
             break;
         }
         // Flow starts, bursts, arrivals and stops.

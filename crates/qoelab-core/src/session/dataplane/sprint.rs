@@ -117,7 +117,7 @@ pub(super) fn parse(p: &Params) -> Result<SprintCfg, ParamError> {
     }
     let probe_interval = p.req_u64(PARAMS, "probe_interval")?;
     if probe_interval < crate::time::MS {
-        return Err(perr("probe_interval", "expected at least 1ms"));
+        return Err(perr("probe_interval", format!("expected at least 1ms, found {probe_interval} ns")));
     }
     let ewma_a0 = p.f64(PARAMS, "ewma_a0")?;
     if !(ewma_a0 > 0.0 && ewma_a0 <= 1.0) {
@@ -125,7 +125,7 @@ pub(super) fn parse(p: &Params) -> Result<SprintCfg, ParamError> {
     }
     let ewma_ref = p.req_u64(PARAMS, "ewma_ref")?;
     if ewma_ref == 0 {
-        return Err(perr("ewma_ref", "expected > 0 bytes"));
+        return Err(perr("ewma_ref", "expected > 0 bytes, found 0"));
     }
     Ok(SprintCfg {
         eps,
