@@ -438,3 +438,16 @@ def test_bad_cli_arguments(tmp_path, argv):
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and "internal error" not in err
     assert not (tmp_path / "o").exists()
+
+
+def test_abr_seeds_take_the_scenario_seed_range_and_show_exactly(tmp_path):
+    """An ABR's `seed` parameter takes 0..2^64 - 1 like scenario.seed (it stopped at 2^63 - 1), and a
+    64-bit value beyond it is shown exactly: not "expected an integer <= 1.84e+19, found 1.84e+19"."""
+    body = VIDEO + '\nabr = "festive"\n[client.abr_params]\nseed = {}'
+    ok, bad = tmp_path / "ok.toml", tmp_path / "bad.toml"
+    ok.write_text(scen(flow=None, client=body.format(2**64 - 1)))
+    bad.write_text(scen(flow=None, client=body.format(2**64)))
+    (rc_ok, err_ok, _), (rc_bad, err_bad, _) = run_cli_many([["validate", str(ok)], ["validate", str(bad)]])
+    assert rc_ok == 0, err_ok
+    assert rc_bad == 2 and err_bad.strip().endswith(
+        f"client[0].abr_params.seed: expected an integer <= {2**64 - 1}, found {2**64}"), err_bad

@@ -193,7 +193,7 @@ def _show(v) -> str:
         if len(v) <= MAX_SHOWN:
             return json.dumps(v)
         head = v[:MAX_SHOWN - 20]
-        m = re.search(r"\d{16}", head)
+        m = re.search(r"\d{21}", head)
         if m:  # shown as typed, not shortened again as a long number
             head = head[:m.start() + 15]
         return json.dumps(head) + f"... ({len(v):,} characters)"
@@ -201,14 +201,15 @@ def _show(v) -> str:
         return "a table"
     if isinstance(v, list):
         return "a list"
-    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**15:
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**20:
         return _sci(str(v))
     return json.dumps(v) if isinstance(v, (bool, int, float)) else repr(v)
 
 
 # Error lines stay short whatever the input holds: values are shown with at most MAX_SHOWN
-# characters, numbers of more than 15 digits in scientific notation (`1e300bdp` is not echoed as
-# its 300 digits of packets).
+# characters, numbers of more than 20 digits in scientific notation (`1e300bdp` is not echoed as
+# its 300 digits of packets; a 64-bit value, up to 20 digits, is shown exactly: a seed of 2^64 is
+# not "1.84e+19" against a limit of "1.84e+19").
 MAX_SHOWN = 80
 MAX_ERROR_PART = 1000
 
@@ -217,7 +218,7 @@ def _sci(digits: str) -> str:
     """A long run of digits (an integer, or one with a fraction) as `d.dde+N`."""
     sign = "-" if digits.startswith("-") else ""
     whole = digits.lstrip("-").split(".")[0].lstrip("0") or "0"
-    if len(whole) <= 15:
+    if len(whole) <= 20:
         return digits
     return f"{sign}{whole[0]}.{whole[1:3]}e+{len(whole) - 1}"
 
@@ -226,7 +227,7 @@ def _compact(text):
     """`text` with long numbers in scientific notation and at most MAX_ERROR_PART characters."""
     if not isinstance(text, str):
         return text
-    text = re.sub(r"-?\d{16,}(?:\.\d+)?", lambda m: _sci(m.group()), text)
+    text = re.sub(r"-?\d{21,}(?:\.\d+)?", lambda m: _sci(m.group()), text)
     if len(text) > MAX_ERROR_PART:
         text = text[:MAX_ERROR_PART - 20] + f"... ({len(text):,} characters)"
     return text
@@ -305,7 +306,7 @@ def convert_params(sec: _Section | None, specs: list, where: str, ctx_rate: int 
         elif unit == "float":
             out[k] = sec.num(k)
         elif unit == "int":
-            out[k] = sec.int(k)
+            out[k] = sec.int(k, maximum=U64_MAX if k == "seed" else I64_MAX)   # seeds: as scenario.seed
         elif unit == "bool":
             out[k] = sec.bool(k)
         elif unit == "choice":
