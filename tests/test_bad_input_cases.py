@@ -428,6 +428,7 @@ def test_unknown_key_suggests_nearest(tmp_path, typo, suggestion):
     ["validate", "nope.toml"],
     ["validate", "."],
     ["run", ".", "--out", "o"],
+    ["run", "s.toml", "--out", "o", "--bogus"],
 ])
 def test_bad_cli_arguments(tmp_path, argv):
     (tmp_path / "s.toml").write_text(scen())
@@ -437,6 +438,7 @@ def test_bad_cli_arguments(tmp_path, argv):
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1, err
     assert "Traceback" not in err and "internal error" not in err
+    assert err.startswith(f"qoelab {argv[0]}: error: "), err      # (unknown options were "qoelab: error:")
     assert not (tmp_path / "o").exists()
 
 

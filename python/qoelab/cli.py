@@ -236,8 +236,11 @@ def main(argv=None):
         if not argv:   # `qoelab` alone: the usage line and the commands, exit 2
             parser.print_help(sys.stderr)
             return EXIT_INPUT
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
         cmd = args.cmd
+        if extra:   # named by the subcommand, as its other argument errors are (argparse says "qoelab:")
+            print(f"{_who(cmd)}: error: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+            return EXIT_INPUT
         return args.func(args)
     except InputError as e:
         print(f"{_who(cmd)}: error: {e}", file=sys.stderr)
