@@ -73,3 +73,15 @@ def test_sa3_waits_for_the_12s_target_below_the_top():
     assert (seg.rung < 5).all()
     assert (seg.abr_delay_s > 0).any()
     assert (seg.buffer_before_s <= 12.0 + 1e-6).all()
+
+
+@pytest.mark.parametrize("args,name", [((-187_500.0, 0.04, 0.1), "bandwidth_bytes_per_s"),
+                                       ((187_500.0, -0.04, 0.1), "rtt_s"),
+                                       ((187_500.0, 0.04, 2.0), "eps"), ((187_500.0, 0.04, 0.0), "eps"),
+                                       ((187_500.0, float("nan"), 0.1), "rtt_s")])
+def test_chunk_sizing_refuses_out_of_range_input(args, name):
+    """Nonsense in was nonsense out (a 3.9 MB chunk for a negative bandwidth, a negative one for eps 2)."""
+    with pytest.raises(ValueError, match=f"^{name}: expected"):
+        _core.get_chunk_size(*args)
+    with pytest.raises(ValueError, match="^fair_bdp: expected"):
+        _core.efficiency_rounds(1000.0, -1.0, 0.0)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 import time
 
@@ -19,8 +18,12 @@ class Result:
     (kept out of the summary so that the summary is byte-identical for the same scenario + seed).
     """
 
-    def __init__(self, scenario, summary: dict, raw_tables: dict, pcaps: dict, perf: dict):
+    def __init__(self, scenario, summary: dict, raw_tables: dict, pcaps: dict, perf: dict,
+                 scenario_file: bytes | None = None):
         self.scenario = scenario
+        # the scenario file as it was when the run began (written as scenario.toml: a file edited
+        # since would not be what ran)
+        self.scenario_file = scenario_file
         self.summary = summary
         self._raw = raw_tables
         self._arrow = {}
@@ -71,8 +74,9 @@ class Result:
             with open(os.path.join(tmp, "config.json"), "w") as f:
                 json.dump(self.scenario.config, f, indent=1)
                 f.write("\n")
-            if self.scenario.path and os.path.isfile(self.scenario.path):
-                shutil.copyfile(self.scenario.path, os.path.join(tmp, "scenario.toml"))
+            if getattr(self, "scenario_file", None) is not None:
+                with open(os.path.join(tmp, "scenario.toml"), "wb") as f:
+                    f.write(self.scenario_file)
             for name in self.tables:
                 pq.write_table(self.arrow(name), os.path.join(tmp, f"{name}.parquet"), compression="zstd")
             for link, data in self.pcaps.items():
@@ -124,14 +128,26 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None, progress: b
     implementing :class:`qoelab.abr.Abr` (names of the form ``python:module:Class`` are imported
     automatically). ``progress=True`` shows a progress bar on stderr when it is a terminal and the
     run takes longer than 2 s. Ctrl-C raises KeyboardInterrupt within a fraction of a second."""
+    import copy
+
     from qoelab import _core
     from qoelab import scenario as sc
     if isinstance(scenario, (str, os.PathLike)):
         scenario = sc.load(os.fspath(scenario))
     elif isinstance(scenario, dict):
-        scenario = sc.from_dict(scenario)
+        scenario = sc.from_dict(copy.deepcopy(scenario))   # (the caller's dict may change afterwards)
+    elif not isinstance(scenario, sc.Scenario):
+        raise TypeError(f"scenario: expected a path, a qoelab.scenario.Scenario or a scenario dict, found "
+                        f"{type(scenario).__name__}")
     if seed is not None:
         scenario = scenario.with_seed(seed)
+    scenario_file = None
+    if scenario.path and os.path.isfile(scenario.path):
+        try:
+            with open(scenario.path, "rb") as f:
+                scenario_file = f.read(64 << 20)
+        except OSError:
+            pass
     classes = dict(scenario.meta.get("python_abrs", {}))
     classes.update(abrs or {})
     bar = _Bar(f"run {scenario.config.get('name', 'scenario')}") if progress else None
@@ -160,4 +176,4 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None, progress: b
         "bottleneck_packets_per_s": round(pk / wall, 1) if wall > 0 else None,
         "simulated_s_per_wall_s": round(summary.get("duration_s", 0) / wall, 3) if wall > 0 else None,
     }
-    return Result(scenario, summary, tables, pcaps, perf)
+    return Result(scenario, summary, tables, pcaps, perf, scenario_file)

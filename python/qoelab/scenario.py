@@ -328,6 +328,8 @@ class Scenario:
     def with_seed(self, seed: int) -> "Scenario":
         """The scenario with another seed (`--seed`); what derives from the seed (the default
         seed of synthetic videos) is derived again."""
+        if not isinstance(seed, (bool, int)) and hasattr(seed, "__index__"):
+            seed = seed.__index__()      # a numpy integer
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
             raise InputError(None, "--seed", f"an integer in 0..{U64_MAX}", str(seed))
         if self.raw is not None:

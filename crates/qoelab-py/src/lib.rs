@@ -516,23 +516,56 @@ fn check(config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
 /// bytes for an efficiency >= 1 - eps, from the flow's throughput (bytes/s) and RTT (s).
 #[pyfunction]
 #[pyo3(signature = (bandwidth_bytes_per_s, rtt_s, eps, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
-fn get_chunk_size(bandwidth_bytes_per_s: f64, rtt_s: f64, eps: f64, mss: f64) -> f64 {
-    qoelab_core::session::chunk_sizing::get_chunk_size(bandwidth_bytes_per_s, rtt_s, eps, mss)
+fn get_chunk_size(bandwidth_bytes_per_s: f64, rtt_s: f64, eps: f64, mss: f64) -> PyResult<f64> {
+    // nonsense in, nonsense out was the rule (a negative size for eps = 2): the data plane's bounds
+    positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)?;
+    positive("rtt_s", rtt_s)?;
+    positive("mss", mss)?;
+    if !(eps > 0.0 && eps < 1.0) {
+        return Err(PyValueError::new_err(format!("eps: expected a number in (0, 1), found {eps}")));
+    }
+    Ok(qoelab_core::session::chunk_sizing::get_chunk_size(bandwidth_bytes_per_s, rtt_s, eps, mss))
+}
+
+fn non_negative(name: &str, v: f64) -> PyResult<()> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!("{name}: expected a finite number >= 0, found {v}")))
+    }
+}
+
+fn positive(name: &str, v: f64) -> PyResult<()> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!("{name}: expected a finite number > 0, found {v}")))
+    }
 }
 
 /// Sprint's Eq. 1, continuous form: efficiency of a chunk of `chunk_bytes` (bytes) at fair-BDP
 /// `fair_bdp` with slow-start threshold `sst` (bytes).
 #[pyfunction]
 #[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
-fn efficiency_eq1(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> f64 {
-    qoelab_core::session::chunk_sizing::efficiency_eq1(chunk_bytes, fair_bdp, sst, mss)
+fn efficiency_eq1(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResult<f64> {
+    // (a chunk of 0 bytes gives NaN, as documented; an sst of 0 is no slow-start phase)
+    non_negative("chunk_bytes", chunk_bytes)?;
+    non_negative("sst", sst)?;
+    positive("fair_bdp", fair_bdp)?;
+    positive("mss", mss)?;
+    Ok(qoelab_core::session::chunk_sizing::efficiency_eq1(chunk_bytes, fair_bdp, sst, mss))
 }
 
 /// Sprint's efficiency model evaluated round by round (any chunk size).
 #[pyfunction]
 #[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
-fn efficiency_rounds(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> f64 {
-    qoelab_core::session::chunk_sizing::efficiency_rounds(chunk_bytes, fair_bdp, sst, mss)
+fn efficiency_rounds(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResult<f64> {
+    // (a chunk of 0 bytes gives NaN, as documented; an sst of 0 is no slow-start phase)
+    non_negative("chunk_bytes", chunk_bytes)?;
+    non_negative("sst", sst)?;
+    positive("fair_bdp", fair_bdp)?;
+    positive("mss", mss)?;
+    Ok(qoelab_core::session::chunk_sizing::efficiency_rounds(chunk_bytes, fair_bdp, sst, mss))
 }
 
 /// Chunklets' instability index on 1-based levels (rung 0 -> level 1), k = 10, one value per

@@ -24,14 +24,20 @@ fn page_from(i: usize, p: PyPage) -> PyResult<Page> {
     if origins.len() != n || tls.len() != n || parents.len() != n {
         return Err(err(format!("page {i}: expected equal lengths of sizes, origins, tls, parents")));
     }
-    let objs = (0..n)
-        .map(|k| Object {
-            size: sizes[k],
-            origin: origins[k],
-            tls: tls[k],
-            parent: if parents[k] < 0 { None } else { Some(parents[k] as u32) },
-        })
-        .collect();
+    let mut objs = Vec::with_capacity(n);
+    for k in 0..n {
+        // -1 is "no parent"; anything else must be an earlier object (2^32 wrapped to object 0)
+        let parent = match parents[k] {
+            -1 => None,
+            p if (0..k as i64).contains(&p) => Some(p as u32),
+            p => {
+                return Err(err(format!(
+                    "page {i}: object {k}: expected -1 (no parent) or an earlier object's index (< {k}), found {p}"
+                )))
+            }
+        };
+        objs.push(Object { size: sizes[k], origin: origins[k], tls: tls[k], parent });
+    }
     Page::new(objs).map_err(|m| err(format!("page {i}: {m}")))
 }
 

@@ -6,7 +6,7 @@ to the earliest entry; finish = start + ``time`` (ms); origin = the host (and ex
 (else ``response.bodySize``) + ``response.headersSize`` (-1, HAR's "unknown", counts 0). Entries
 whose size is < 1 byte are dropped (counted in ``Page.dropped``), as the public simulator does.
 Limits: a size (each of ``Content-Length``, ``bodySize``, ``headersSize``, and their sum) of at
-most 2^40 bytes, as the model's core requires; ``time`` at most 100 years in ms
+most 2^34 bytes (16 GiB), as the model's core requires (it counts nano-bytes in 64 bits); ``time`` at most 100 years in ms
 (``qoelab.units.MAX_DURATION_NS``, the bound of every duration qoelab reads); integers of at
 most 4300 digits and JSON nested no deeper than the parser's limit (``qoelab.errors.json_input``).
 
@@ -31,9 +31,9 @@ from qoelab.pageload.page import Obj, Page
 from qoelab.units import MAX_DURATION_NS
 
 # The largest object the model's core accepts (crates/qoelab-core/src/pageload/page.rs).
-MAX_SIZE = 1 << 40
+MAX_SIZE = 1 << 34
 MAX_TIME_MS = MAX_DURATION_NS // 1_000_000  # 100 years
-_SIZE_WHAT = "a size in bytes (>= 0 and <= 2^40, or -1 for unknown)"
+_SIZE_WHAT = "a size in bytes (>= 0 and <= 2^34, or -1 for unknown)"
 
 
 def _shown(v) -> str:
@@ -56,7 +56,7 @@ def _num(v, path, where, what="a number"):
 
 
 def _size_field(v, path, where):
-    """HAR size: an integer >= -1 (-1 = unknown -> 0), at most 2^40."""
+    """HAR size: an integer >= -1 (-1 = unknown -> 0), at most 2^34."""
     v = _num(v, path, where, _SIZE_WHAT)
     if v < -1 or v > MAX_SIZE or v != int(v):
         raise InputError(path, where, _SIZE_WHAT, _shown(v))
@@ -101,7 +101,7 @@ def entry_size(resp: dict, path: str, where: str) -> int:
                 body = int_input(str(v).strip() if isinstance(v, str) else _shown(v), path, hw,
                                  "an integer Content-Length")
             if body < 0 or body > MAX_SIZE:
-                raise InputError(path, hw, "a Content-Length >= 0 and <= 2^40", _shown(body))
+                raise InputError(path, hw, "a Content-Length >= 0 and <= 2^34", _shown(body))
             break
     if body is None:
         if "bodySize" not in resp:
@@ -109,7 +109,7 @@ def entry_size(resp: dict, path: str, where: str) -> int:
         body = _size_field(resp["bodySize"], path, where + ".bodySize")
     hs = _size_field(resp.get("headersSize", -1), path, where + ".headersSize")
     if body + hs > MAX_SIZE:
-        raise InputError(path, where, "a size (body + headersSize) <= 2^40 bytes", str(body + hs))
+        raise InputError(path, where, "a size (body + headersSize) <= 2^34 bytes", str(body + hs))
     return body + hs
 
 

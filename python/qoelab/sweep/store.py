@@ -663,20 +663,33 @@ class Store:
 
     def sql(self, query: str):
         """Run a query; a pandas DataFrame."""
-        return self._run(query).df()
+        res = self._run(query)
+        if res is None:
+            raise InputError(None, "SQL", "a statement that returns rows", _first_line(query)[:60])
+        try:
+            return res.df()
+        except RuntimeError as e:       # Ctrl-C while fetching: DuckDB's RuntimeError, not a duckdb.Error
+            reraise_interrupt(e)
+            raise
 
     def arrow(self, query: str):
         """Run a query; a pyarrow Table."""
         import duckdb
+        _check_query(query)
         con = self.connect()
         try:
             rel = con.sql(query)
+            if rel is None:    # (a statement of only comments)
+                raise InputError(None, "SQL", "a statement that returns rows", _first_line(query)[:60])
             for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):   # DuckDB 2.x, 1.x
                 if hasattr(rel, name):
                     return getattr(rel, name)()
         except duckdb.Error as e:
             reraise_interrupt(e)
             raise InputError(None, "query", message=_first_line(e)) from None
+        except RuntimeError as e:
+            reraise_interrupt(e)
+            raise
         raise RuntimeError("this DuckDB has no Arrow export")  # pragma: no cover
 
     def chunks(self, query: str, rows: int = 100_000):
@@ -686,9 +699,9 @@ class Store:
         chunk out never holds the whole result. A query that fails, or whose chunk cannot be fetched
         (out of memory), is an :class:`InputError` about the query."""
         import duckdb
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise InputError(None, "rows", "an integer >= 1", repr(rows))
         vectors = max(1, min(64, -(-rows // 2048)))     # DuckDB fetches whole vectors of 2048 rows
-        if not query.strip():
-            raise InputError(None, "SQL", "a query", "an empty string")
         res = self._run(query)
         if res is None:   # (DuckDB returns nothing for a statement of only comments)
             raise InputError(None, "SQL", "a statement that returns rows", _first_line(query)[:60])
@@ -699,6 +712,9 @@ class Store:
             except duckdb.Error as e:
                 reraise_interrupt(e)
                 raise InputError(None, "query", message=_first_line(e)) from None
+            except RuntimeError as e:
+                reraise_interrupt(e)
+                raise
             except (MemoryError, OverflowError) as e:   # "Could not reserve memory block"
                 raise InputError(None, "query", message=f"its result could not be fetched ({type(e).__name__}: "
                                                         f"{_first_line(e)}); select fewer rows (LIMIT) or columns")
@@ -709,17 +725,28 @@ class Store:
 
     def _run(self, query: str):
         import duckdb
+        _check_query(query)
         con = self.connect()
         try:
             return con.execute(query)
         except duckdb.Error as e:
             reraise_interrupt(e)
             raise InputError(None, "query", message=_first_line(e)) from None
+        except RuntimeError as e:       # DuckDB 2 reports Ctrl-C as a plain RuntimeError
+            reraise_interrupt(e)
+            raise
 
 
 def open_store(path: str) -> Store:
     """A sweep directory's store: ``open_store(DIR).sql("SELECT ...")`` (pandas) or ``.arrow(...)``."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path).strip():
+        raise InputError(None, "path", "a sweep store's directory", repr(path))   # ("" was the current directory)
     return Store(path)
+
+
+def _check_query(query) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(None, "SQL", "a query", repr(query) if not isinstance(query, str) else "an empty string")
 
 
 # ----------------------------------------------------------------------------------------------

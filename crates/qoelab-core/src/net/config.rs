@@ -338,6 +338,11 @@ impl SimConfig {
             if l.buffer_packets == Some(0) || l.buffer_bytes == Some(0) {
                 return e(format!("links[{i}].buffer"), "expected a buffer of at least one packet");
             }
+            // (the scenario layer allows 60 s; near 2^64 ns an arrival time wrapped and the engine
+            // panicked with an event in the past)
+            if l.delay > 3600 * crate::time::SEC {
+                return e(format!("links[{i}].delay"), "expected at most 1 h");
+            }
         }
         let expected = |rate: f64, start: Ns, stop: Option<Ns>| {
             let end = stop.unwrap_or(self.duration).min(self.duration);

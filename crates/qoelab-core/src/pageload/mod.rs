@@ -122,8 +122,20 @@ impl Config {
                 last = t;
             }
         }
-        if self.mss == 0 || self.iw_segments == 0 {
-            return Err("mss, iw_segments: expected > 0".into());
+        // bounded so that the nano-byte and ns arithmetic stays within 64 bits (RTT counts x an RTT
+        // of up to 100 s; the window in nano-bytes)
+        if !(1..=65_535).contains(&self.mss) || !(1..=1000).contains(&self.iw_segments) {
+            return Err(format!(
+                "mss, iw_segments: expected 1 to 65535 bytes and 1 to 1000 segments, found {} and {}",
+                self.mss, self.iw_segments
+            ));
+        }
+        for (name, v) in
+            [("handshake_rtts", self.handshake_rtts), ("tls_rtts", self.tls_rtts), ("reuse_rtts", self.reuse_rtts)]
+        {
+            if v > 100 {
+                return Err(format!("{name}: expected 0 to 100 RTTs, found {v}"));
+            }
         }
         if self.max_per_origin == 0 || self.max_total == 0 || self.max_total > 1000 {
             return Err("connection limits: expected 1 <= per origin, 1 <= total <= 1000".into());

@@ -49,8 +49,10 @@ impl Page {
             if o.size == 0 {
                 return Err(format!("object {i}: expected size >= 1 byte, found 0"));
             }
-            if o.size > 1 << 40 {
-                return Err(format!("object {i}: expected size <= 2^40 bytes, found {}", o.size));
+            // (the model counts nano-bytes in 64 bits: size x 10^9 must fit; above ~1.8 x 10^10 it
+            // wrapped and gave a wrong load time)
+            if o.size > 1 << 34 {
+                return Err(format!("object {i}: expected size <= 2^34 bytes (16 GiB), found {}", o.size));
             }
             total = total.saturating_add(o.size);
             n_origins = n_origins.max(o.origin + 1);
