@@ -86,3 +86,74 @@ def test_scenario_names_a_file(tmp_path):
     (tmp_path / "s.toml").write_text((tmp_path / "s.toml").read_text().replace("Low", "Nope"))
     r = qoelab_cli("run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o2"))
     assert r.returncode == 2 and "client[0].abr" in r.stderr and "Nope" in r.stderr
+
+
+class Exits:
+    code = 0
+
+    def choose(self, obs):
+        raise SystemExit(self.code)
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_exit_in_a_hook_is_the_abrs_error(tmp_path, code):
+    """`exit(0)` in choose() ended `qoelab run` with status 0, no output and no message."""
+    (tmp_path / "ex.py").write_text(f"class E:\n    def choose(self, obs):\n        raise SystemExit({code})\n")
+    (tmp_path / "s.toml").write_text(
+        '[scenario]\nduration = "30s"\n[topology]\nrate = "5Mbps"\n[[client]]\nabr = "python:ex.py:E"\n'
+        'video = "synthetic:pensieve"\nvideo_duration = "20s"\n')
+    r = qoelab_cli("run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "SystemExit" in r.stderr, r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+CALLS = []
+
+
+class FailsFirst:
+    def choose(self, obs):
+        CALLS.append(obs["now_s"])
+        raise ValueError("nope")
+
+
+def test_the_run_stops_at_the_abrs_first_error():
+    """The ABR was called again for every later decision until the end of the run (minutes for a
+    slow one); now it is not called again and the run stops at the next slice."""
+    CALLS.clear()
+    with pytest.raises(qoelab.InputError, match="choose\\(\\) raised ValueError: nope"):
+        qoelab.run(scn("python:f"), abrs={"python:f": FailsFirst})
+    assert len(CALLS) == 1
+
+
+class Chatty(Greedy):
+    def choose(self, obs):
+        d = super().choose(obs)
+        return {"rung": d if isinstance(d, int) else d["rung"], "reason": "x" * 10_000_000}
+
+
+def test_a_huge_reason_is_cut():
+    """A 50 MB reason per decision aborted the process (exit 134); reasons keep 256 bytes."""
+    res = qoelab.run(scn("python:c"), abrs={"python:c": Chatty})
+    reasons = res.table("segments").abr_reason
+    assert len(reasons) == 15 and reasons.str.len().max() == 256
+
+
+@pytest.mark.parametrize("module,ok", [
+    # a dataclass with postponed annotations looks its module up in sys.modules (it was not there)
+    ("from __future__ import annotations\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass Cfg:\n"
+     "    margin: float = 0.9\n\n\nclass A:\n    def __init__(self):\n        self.c = Cfg()\n\n"
+     "    def choose(self, obs):\n        return 0\n", True),
+    # a BaseException at import was an internal error (exit 1)
+    ("class B(BaseException):\n    pass\n\n\nraise B('import base')\n", False),
+])
+def test_module_import_like_python(tmp_path, module, ok):
+    (tmp_path / "m.py").write_text(module)
+    (tmp_path / "s.toml").write_text(
+        '[scenario]\nduration = "10s"\n[topology]\nrate = "5Mbps"\n[[client]]\nabr = "python:m.py:A"\n'
+        'video = "synthetic:pensieve"\nvideo_duration = "8s"\n')
+    r = qoelab_cli("validate", str(tmp_path / "s.toml"))
+    if ok:
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode == 2 and "client[0].abr: importing m.py failed: B: import base" in r.stderr, r.stderr

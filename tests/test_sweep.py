@@ -862,3 +862,27 @@ def test_is_store_on_a_deeply_nested_sweep_json(tmp_path):
     from qoelab.sweep.store import is_store
     (tmp_path / "sweep.json").write_text("[" * 200_000 + "]" * 200_000)
     assert is_store(str(tmp_path)) is False
+
+
+@pytest.mark.parametrize("body,outcome", [
+    ("raise KeyboardInterrupt", "failed"),     # the worker died and the pool waited forever
+    ("import os; os._exit(3)", "died"),         # likewise: a lost run, never returned
+])
+def test_a_run_whose_code_kills_its_worker_does_not_hang_the_sweep(tmp_path, body, outcome):
+    (tmp_path / "k.py").write_text(f"class K:\n    def choose(self, obs):\n        {body}\n")
+    base = BASE.replace('abr = "dynamic"', f'abr = "python:{tmp_path / "k.py"}:K"').replace('duration = "20s"',
+                                                                                           'duration = "5s"')
+    p = write_sweep(tmp_path, '[sweep]\nname = "k"\nbase = "base.toml"\n[axes]\n"topology.aqm" = ["pfifo", "codel"]\n',
+                    base=base)
+    t0 = time.monotonic()
+    r = qoelab_cli("sweep", p, "--out", str(tmp_path / "o"), "--jobs", "2", "--quiet")
+    assert time.monotonic() - t0 < 60
+    if outcome == "failed":
+        assert r.returncode == 1 and "2 failed" in (r.stdout + r.stderr), (r.returncode, r.stdout, r.stderr)
+        r = qoelab_cli("query", str(tmp_path / "o"), "SELECT error FROM runs", "--format", "csv")
+        assert r.stdout.count("KeyboardInterrupt raised by the run's code") == 2, r.stdout
+    else:
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 2 and lines[0].startswith("sweep k: 2 runs"), r.stderr
+        assert len(lines) == 2 and lines[1].startswith("qoelab sweep: error: a worker process died while running"), \
+            r.stderr

@@ -19,8 +19,11 @@ or from Python: ``qoelab.run(scenario, abrs={"python:greedy": Greedy})``.
 ``t_last_byte_s``, ``tput_bps`` (request to last byte), ``tput_first_byte_bps``, ``abandoned``).
 
 ``choose`` returns a rung index, or ``(rung, delay_s)`` to wait before requesting, or a dict
-``{"rung": r, "delay_s": d, "reason": "..."}`` (the reason is logged in the segments table). An
-exception or an invalid return value stops the run with a one-line error naming the ABR.
+``{"rung": r, "delay_s": d, "reason": "..."}`` (the reason is logged in the segments table, cut at
+256 bytes). An exception (``SystemExit`` included; ``KeyboardInterrupt`` is Ctrl-C) or an invalid
+return value stops the run at once (the ABR is not called again) with a one-line error naming the
+ABR. In a sweep's worker process a ``KeyboardInterrupt`` raised by the ABR fails that run, and a
+worker ended by the ABR (``os._exit``) stops the sweep with one line.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import sys
 from typing import Any, Protocol, runtime_checkable
 
 from qoelab.errors import InputError, not_a_file
@@ -56,12 +60,19 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
                 raise InputError(src, key, "a Python file of at most 64 MiB", f"{os.path.getsize(path):,} bytes")
             s = importlib.util.spec_from_file_location(f"qoelab_user_abr_{abs(hash(path))}", path)
             mod = importlib.util.module_from_spec(s)
-            s.loader.exec_module(mod)
+            # registered while it runs, as an import does (dataclasses with postponed annotations
+            # look their module up in sys.modules)
+            sys.modules[s.name] = mod
+            try:
+                s.loader.exec_module(mod)
+            except BaseException:
+                sys.modules.pop(s.name, None)
+                raise
         else:
             mod = importlib.import_module(mod_name)
-    except InputError:
+    except (InputError, KeyboardInterrupt):
         raise
-    except (Exception, SystemExit) as e:  # the user's module failed to import (or called exit())
+    except BaseException as e:  # the user's module failed to import (or called exit(), or raised a BaseException)
         raise InputError(src, key, message=f"importing {mod_name} failed: {type(e).__name__}: {e}") from None
     cls = getattr(mod, cls_name, None)
     if cls is None:

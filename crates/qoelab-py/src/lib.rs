@@ -27,10 +27,15 @@ struct PyAbr {
 
 type Interrupt = Arc<Mutex<Option<PyErr>>>;
 
-/// An error raised by Python code called from the simulation: an interruption (anything that is
-/// not an `Exception`) is kept to be re-raised after the slice; the rest is the ABR's own error.
+/// The longest `reason` a Python ABR's decision keeps (bytes; longer ones are cut).
+const MAX_REASON: usize = 256;
+
+/// An error raised by Python code called from the simulation: an interruption (KeyboardInterrupt:
+/// Ctrl-C, and the CLI's SIGTERM exception, a subclass) is kept to be re-raised after the slice;
+/// the rest is the ABR's own error, SystemExit included (`exit(0)` in a hook ended the command
+/// with status 0, nothing written and nothing said).
 fn classify(py: Python<'_>, e: PyErr, interrupt: &Interrupt, what: &str) -> String {
-    if !e.is_instance_of::<pyo3::exceptions::PyException>(py) {
+    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
         let msg = format!("{what} interrupted");
         if let Ok(mut slot) = interrupt.lock() {
             slot.get_or_insert(e);
@@ -82,6 +87,9 @@ fn obs_dict<'py>(py: Python<'py>, o: &AbrObs) -> PyResult<Bound<'py, PyDict>> {
 }
 
 impl PyAbr {
+    fn failed(&self) -> bool {
+        self.errors.lock().map(|e| !e.is_empty()).unwrap_or(true)
+    }
     fn fail(&self, msg: String) {
         if let Ok(mut e) = self.errors.lock() {
             if e.len() < 5 {
@@ -97,7 +105,8 @@ impl Abr for PyAbr {
     }
     fn choose(&mut self, obs: &AbrObs) -> Decision {
         let n = obs.video.n_rungs();
-        if interrupted(&self.interrupt) {
+        if interrupted(&self.interrupt) || self.failed() {
+            // (after its first error the ABR is not called again: the run stops at the next slice)
             return Decision { rung: 0, delay: 0, reason: "interrupted".into() };
         }
         let r: Result<Decision, String> = Python::with_gil(|py| {
@@ -119,12 +128,20 @@ impl Abr for PyAbr {
                     .and_then(|v| v.extract().ok())
                     .ok_or("choose() returned a dict without an int \"rung\"")?;
                 let dl: f64 = m.get_item("delay_s").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or(0.0);
-                let rs: String = m
+                let mut rs: String = m
                     .get_item("reason")
                     .ok()
                     .flatten()
                     .and_then(|v| v.extract().ok())
                     .unwrap_or_else(|| "python".into());
+                // kept per decision in the segment log: 50 MB a decision aborted the process
+                if rs.len() > MAX_REASON {
+                    let mut cut = MAX_REASON;
+                    while !rs.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    rs.truncate(cut);
+                }
                 (x, dl, rs)
             } else {
                 return Err(format!(
@@ -148,7 +165,7 @@ impl Abr for PyAbr {
         })
     }
     fn on_download(&mut self, obs: &AbrObs, rec: &DownloadRecord) {
-        if interrupted(&self.interrupt) {
+        if interrupted(&self.interrupt) || self.failed() {
             return;
         }
         let r: Result<(), String> = Python::with_gil(|py| {
@@ -448,6 +465,9 @@ fn run<'py>(
         let wall = t0.elapsed().as_secs_f64();
         if let Some(e) = take_interrupt() {
             return Err(e);
+        }
+        if let Some(e) = errors.lock().ok().and_then(|e| e.first().cloned()) {
+            return Err(config_error("abr", &e)); // a Python ABR failed: stop now, not at the end
         }
         let held = w.heap_estimate();
         if held > mem_limit {

@@ -74,6 +74,19 @@ def execute(task: dict, sim=None) -> tuple:
     return rec, tables
 
 
+def _execute_in_worker(task: dict) -> tuple:
+    """:func:`execute` in a pool worker, which ignores SIGINT: a KeyboardInterrupt there was raised
+    by the run's own code (a python: ABR), and is that run's failure. Re-raised, it killed the worker
+    and the pool waited for the lost run forever."""
+    try:
+        return execute(task)
+    except KeyboardInterrupt as e:
+        rec = {"key": task["key"], "index": task["index"], "rep": task["rep"], "seed": task["seed"],
+               "point": task["point"], "status": "error", "wall_s": 0.0,
+               "error": f"{type(e).__name__} raised by the run's code{': ' + str(e) if str(e) else ''}"[:2000]}
+        return rec, {}
+
+
 def _parquet(t) -> bytes:
     """A table (pyarrow Table, pandas DataFrame or list of row dicts) as zstd Parquet bytes."""
     import pyarrow as pa
@@ -228,12 +241,20 @@ def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
     pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=_ignore_sigint)
     try:
-        results = pool.imap_unordered(execute, todo, chunksize=1)
+        workers = {p.pid for p in pool._pool}
+        results = pool.imap_unordered(_execute_in_worker, todo, chunksize=1)
         while True:
             try:
                 rec, tables = results.next(timeout=1.0)
             except mp.TimeoutError:   # runs under way, none finished this second: keep the line alive
                 tick()
+                # A worker that died (a run's code called os._exit, a crash) is replaced by the pool,
+                # but its run is lost and this loop would wait for it forever.
+                gone = workers - {p.pid for p in pool._pool}
+                if gone:
+                    raise InputError(None, None, message=f"a worker process died while running a run (pid "
+                                     f"{min(gone)}: a run's code ended the process, or it crashed); the runs "
+                                     "that finished are in the store, run the sweep again to resume")
                 continue
             except StopIteration:
                 break
