@@ -1,5 +1,6 @@
 """Sweeps: expansion, keys, the store, resume after kills, queries, the report, bad input."""
 
+import contextlib
 import json
 import os
 import random
@@ -611,16 +612,25 @@ def test_compare_names_the_bad_option(tmp_path, opt, value):
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code):
+@pytest.mark.parametrize("sig,code,twice", [(signal.SIGINT, 130, False), (signal.SIGTERM, 143, False),
+                                            (signal.SIGINT, 130, True), (signal.SIGTERM, 143, True)])
+def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code, twice):
+    """Also a second signal 20 ms after the first, to the whole process group (Ctrl-C pressed twice,
+    or `timeout` forwarding its own): it interrupted the pool's cleanup (exit -2, or a hang with
+    multiprocessing's tracebacks)."""
     long = BASE.replace('duration = "20s"', 'duration = "3000s"').replace('rate = "4Mbps"', 'rate = "100Mbps"')
     p = write_sweep(tmp_path, SIMPLE, long)
     proc = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "sweep", p, "--out", str(tmp_path / "o")],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     time.sleep(3.0)                     # workers are simulating (each run takes minutes)
     assert proc.poll() is None
     t0 = time.monotonic()
-    proc.send_signal(sig)
+    os.killpg(proc.pid, sig)
+    if twice:
+        time.sleep(0.02)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
     out, err = proc.communicate(timeout=10)
     assert time.monotonic() - t0 < 1.5, "stopped within a second"
     assert proc.returncode == code, err

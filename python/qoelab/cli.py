@@ -218,7 +218,25 @@ def _who(cmd) -> str:
     return f"qoelab {cmd}" if cmd else "qoelab"
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _stopping() -> None:
+    """The first stop signal is being handled: the next ones are ignored, so that the cleanup (a
+    pool of workers terminated, temporary output removed) finishes and the exit status is the first
+    signal's. A second Ctrl-C a moment later (or `timeout` forwarding its own) interrupted the
+    cleanup: multiprocessing's internal errors, a hang, or death by the signal with status -2."""
+    for s in _STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+
+
+def _on_sigint(signum, frame):
+    _stopping()
+    raise KeyboardInterrupt
+
+
 def _on_sigterm(signum, frame):
+    _stopping()
     raise Terminated(signum)
 
 
@@ -227,6 +245,8 @@ def main(argv=None):
     if threading.current_thread() is threading.main_thread():
         # SIGTERM and SIGHUP (the terminal closed) unwind like Ctrl-C: temporary output removed
         prev = {s: signal.signal(s, _on_sigterm) for s in (signal.SIGTERM, signal.SIGHUP)}
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            prev[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
     cmd = None
     try:
         # Ctrl-C or SIGTERM while the subcommands' modules load (about 0.1 s) is the same one line
@@ -264,8 +284,9 @@ def main(argv=None):
               "please report it)", file=sys.stderr)
         return 1
     finally:
-        for s, h in prev.items():
-            signal.signal(s, h)
+        if not any(signal.getsignal(s) == signal.SIG_IGN for s in _STOP_SIGNALS if s in prev):
+            for s, h in prev.items():    # (after a stop signal they stay ignored until the exit)
+                signal.signal(s, h)
 
 
 if __name__ == "__main__":

@@ -82,10 +82,11 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
 
 
 def ignore_sigint() -> None:
-    """Pool initializer: workers ignore SIGINT; the parent handles Ctrl-C (and SIGTERM) and
-    terminates the pool, so nothing is written."""
-    import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Pool initializer: workers ignore the stop signals (SIGINT, SIGTERM, SIGHUP); the parent
+    handles them and kills the workers (:func:`qoelab.sweep.runner.kill_pool`), so nothing is
+    written."""
+    from qoelab.sweep.runner import ignore_stop_signals
+    ignore_stop_signals()
 
 
 def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, serial=None) -> list:
@@ -109,13 +110,21 @@ def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, seria
     import multiprocessing as mp
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
     order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else list(range(len(items)))
-    with ctx.Pool(processes=min(jobs, len(items)), initializer=ignore_sigint) as pool:
+    from qoelab.sweep.runner import kill_pool
+    pool = ctx.Pool(processes=min(jobs, len(items)), initializer=ignore_sigint)
+    try:
         done = 0
         for i, res in zip(order, pool.imap(worker, [items[i] for i in order], chunksize=1)):
             out[i] = res
             done += 1
             if progress:
                 progress(done, len(items), time.perf_counter() - t0)
+        pool.close()
+    except BaseException:
+        kill_pool(pool)
+        raise
+    finally:
+        pool.join()
     return out
 
 

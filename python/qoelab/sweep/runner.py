@@ -3,6 +3,7 @@ finishes (docs/sweeps.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import io
 import os
@@ -100,9 +101,38 @@ def _parquet(t) -> bytes:
     return buf.getvalue()
 
 
-def _ignore_sigint():
+def ignore_stop_signals():
+    """Pool initializer: workers leave Ctrl-C (and SIGHUP, a closed terminal) to the parent, which
+    stops them (:func:`kill_pool`)."""
     import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for s in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+
+
+def kill_pool(pool) -> None:
+    """Stop a pool at once: no new workers, SIGKILL to the workers, then Pool.terminate.
+
+    Pool.terminate alone first takes the task queue's lock, which an idle worker holds while it
+    waits for a task: a worker killed there (a SIGTERM to the whole process group, a run's code
+    calling os._exit) never releases it, and terminate waited forever. The workers are dead when the
+    lock is released here, so nobody else holds it."""
+    import multiprocessing.pool as mpp
+    import time as _time
+    pool._worker_handler._state = mpp.TERMINATE     # (private) the pool no longer replaces workers
+    for _ in range(2):                               # (one it was starting as the state changed)
+        for w in list(pool._pool):
+            with contextlib.suppress(Exception):
+                w.kill()
+        for w in list(pool._pool):
+            with contextlib.suppress(Exception):
+                w.join(1.0)
+        _time.sleep(0.01)
+    lock = pool._inqueue._rlock
+    if not lock.acquire(block=False):
+        lock.release()                               # held by a killed worker
+    else:
+        lock.release()
+    pool.terminate()
 
 
 class Progress:
@@ -239,7 +269,7 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
 def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
     import multiprocessing as mp
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=_ignore_sigint)
+    pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=ignore_stop_signals)
     try:
         workers = {p.pid for p in pool._pool}
         results = pool.imap_unordered(_execute_in_worker, todo, chunksize=1)
@@ -261,7 +291,7 @@ def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
             sink(rec, tables)
         pool.close()
     except BaseException:
-        pool.terminate()
+        kill_pool(pool)
         raise
     finally:
         pool.join()
