@@ -157,3 +157,31 @@ def test_module_import_like_python(tmp_path, module, ok):
         assert r.returncode == 0, r.stderr
     else:
         assert r.returncode == 2 and "client[0].abr: importing m.py failed: B: import base" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("ret,what", [
+    (True, "returned True"),                                         # was rung 1
+    ((1, True), "returned (1, True)"),                               # was a 1 s delay
+    ({"rung": 1, "delay_s": "5"}, '"delay_s" that is not a number'),  # was 0 s
+    ({"rung": 1, "rugn": 2}, "the key 'rugn'"),                       # was ignored
+    ({"rung": 1, "reason": 42}, '"reason" that is not a string'),     # was "python"
+    ({"rung": True}, 'without an int "rung"'),
+])
+def test_decisions_are_never_silently_changed(ret, what):
+    class R:
+        def choose(self, obs):
+            return ret
+    with pytest.raises(qoelab.InputError) as e:
+        qoelab.run(scn("python:r"), abrs={"python:r": R})
+    assert what in str(e.value), str(e.value)
+
+
+def test_good_decision_forms_still_run():
+    import numpy as np
+
+    class R:
+        def choose(self, obs):
+            k = obs["segment"] % 3
+            return [1, (np.int64(2), 0.0), {"rung": 0, "delay_s": 0, "reason": "ok"}][k]
+    res = qoelab.run(scn("python:r"), abrs={"python:r": R})
+    assert list(res.table("segments").rung[:3]) == [1, 2, 0]

@@ -20,7 +20,7 @@ or from Python: ``qoelab.run(scenario, abrs={"python:greedy": Greedy})``.
 
 ``choose`` returns a rung index, or ``(rung, delay_s)`` to wait before requesting, or a dict
 ``{"rung": r, "delay_s": d, "reason": "..."}`` (the reason is logged in the segments table, cut at
-256 bytes). An exception (``SystemExit`` included; ``KeyboardInterrupt`` is Ctrl-C) or an invalid
+256 bytes; no other keys; a bool is not a rung nor a delay). An exception (``SystemExit`` included; ``KeyboardInterrupt`` is Ctrl-C) or an invalid
 return value stops the run at once (the ABR is not called again) with a one-line error naming the
 ABR. In a sweep's worker process a ``KeyboardInterrupt`` raised by the ABR fails that run, and a
 worker ended by the ABR (``os._exit``) stops the sweep with one line.

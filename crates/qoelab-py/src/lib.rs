@@ -116,39 +116,66 @@ impl Abr for PyAbr {
                 .bind(py)
                 .call_method1("choose", (d,))
                 .map_err(|e| classify(py, e, &self.interrupt, "choose()"))?;
-            let (rung, delay, reason): (i64, f64, String) = if let Ok(x) = out.extract::<i64>() {
-                (x, 0.0, "python".into())
-            } else if let Ok((x, dl)) = out.extract::<(i64, f64)>() {
-                (x, dl, "python".into())
-            } else if let Ok(m) = out.downcast::<PyDict>() {
-                let x: i64 = m
-                    .get_item("rung")
-                    .ok()
-                    .flatten()
-                    .and_then(|v| v.extract().ok())
-                    .ok_or("choose() returned a dict without an int \"rung\"")?;
-                let dl: f64 = m.get_item("delay_s").ok().flatten().and_then(|v| v.extract().ok()).unwrap_or(0.0);
-                let mut rs: String = m
-                    .get_item("reason")
-                    .ok()
-                    .flatten()
-                    .and_then(|v| v.extract().ok())
-                    .unwrap_or_else(|| "python".into());
-                // kept per decision in the segment log: 50 MB a decision aborted the process
-                if rs.len() > MAX_REASON {
-                    let mut cut = MAX_REASON;
-                    while !rs.is_char_boundary(cut) {
-                        cut -= 1;
+            // Strict, so that a decision is never silently changed: True is not rung 1, a delay "5"
+            // is not 0 s, and a dict key that is not rung, delay_s or reason (a typo) is an error.
+            let is_bool = |v: &Bound<'_, PyAny>| v.is_instance_of::<pyo3::types::PyBool>();
+            let tuple2 = out.downcast::<pyo3::types::PyTuple>().ok().filter(|t| t.len() == 2);
+            let (rung, delay, reason): (i64, f64, String) =
+                if let (false, Ok(x)) = (is_bool(&out), out.extract::<i64>()) {
+                    (x, 0.0, "python".into())
+                } else if let Some(t) = tuple2.filter(|t| t.iter().all(|v| !is_bool(&v))) {
+                    let x: i64 = t
+                        .get_item(0)
+                        .and_then(|v| v.extract())
+                        .map_err(|_| "choose() returned a tuple whose rung is not an int")?;
+                    let dl: f64 = t
+                        .get_item(1)
+                        .and_then(|v| v.extract())
+                        .map_err(|_| "choose() returned a tuple whose delay_s is not a number")?;
+                    (x, dl, "python".into())
+                } else if let Ok(m) = out.downcast::<PyDict>() {
+                    for k in m.keys() {
+                        let name: String = k.extract().unwrap_or_default();
+                        if !["rung", "delay_s", "reason"].contains(&name.as_str()) {
+                            return Err(format!(
+                                "choose() returned a dict with the key {}, expected rung, delay_s, reason",
+                                k.repr().map(|r| r.to_string()).unwrap_or_default()
+                            ));
+                        }
                     }
-                    rs.truncate(cut);
-                }
-                (x, dl, rs)
-            } else {
-                return Err(format!(
-                    "choose() returned {}, expected a rung (int), (rung, delay_s) or a dict",
-                    out.repr().map(|r| r.to_string()).unwrap_or_default()
-                ));
-            };
+                    let x: i64 = m
+                        .get_item("rung")
+                        .ok()
+                        .flatten()
+                        .filter(|v| !is_bool(v))
+                        .and_then(|v| v.extract().ok())
+                        .ok_or("choose() returned a dict without an int \"rung\"")?;
+                    let dl: f64 = match m.get_item("delay_s").ok().flatten() {
+                        None => 0.0,
+                        Some(v) if !is_bool(&v) => {
+                            v.extract().map_err(|_| "choose() returned a \"delay_s\" that is not a number")?
+                        }
+                        Some(_) => return Err("choose() returned a \"delay_s\" that is not a number".into()),
+                    };
+                    let mut rs: String = match m.get_item("reason").ok().flatten() {
+                        None => "python".into(),
+                        Some(v) => v.extract().map_err(|_| "choose() returned a \"reason\" that is not a string")?,
+                    };
+                    // kept per decision in the segment log: 50 MB a decision aborted the process
+                    if rs.len() > MAX_REASON {
+                        let mut cut = MAX_REASON;
+                        while !rs.is_char_boundary(cut) {
+                            cut -= 1;
+                        }
+                        rs.truncate(cut);
+                    }
+                    (x, dl, rs)
+                } else {
+                    return Err(format!(
+                        "choose() returned {}, expected a rung (int), (rung, delay_s) or a dict",
+                        out.repr().map(|r| r.to_string()).unwrap_or_default()
+                    ));
+                };
             if rung < 0 || rung as usize >= n {
                 return Err(format!("choose() returned rung {rung}, expected 0..{}", n - 1));
             }
