@@ -132,6 +132,10 @@ def kill_pool(pool) -> None:
         lock.release()                               # held by a killed worker
     else:
         lock.release()
+    # The task handler ends when the worker handler sends it None; a worker handler that died (it
+    # could not start a replacement through a forkserver killed by the same SIGTERM) never did, and
+    # terminate waited for the task handler forever.
+    pool._taskqueue.put(None)
     pool.terminate()
 
 
