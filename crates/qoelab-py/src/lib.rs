@@ -574,6 +574,15 @@ fn get_chunk_size(bandwidth_bytes_per_s: f64, rtt_s: f64, eps: f64, mss: f64) ->
     Ok(qoelab_core::session::chunk_sizing::get_chunk_size(bandwidth_bytes_per_s, rtt_s, eps, mss))
 }
 
+/// The arguments of the efficiency models (a chunk of 0 bytes gives NaN, as documented; an sst of
+/// 0 is no slow-start phase).
+fn efficiency_args(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResult<()> {
+    non_negative("chunk_bytes", chunk_bytes)?;
+    non_negative("sst", sst)?;
+    positive("fair_bdp", fair_bdp)?;
+    positive("mss", mss)
+}
+
 fn non_negative(name: &str, v: f64) -> PyResult<()> {
     if v.is_finite() && v >= 0.0 {
         Ok(())
@@ -595,11 +604,7 @@ fn positive(name: &str, v: f64) -> PyResult<()> {
 #[pyfunction]
 #[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
 fn efficiency_eq1(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResult<f64> {
-    // (a chunk of 0 bytes gives NaN, as documented; an sst of 0 is no slow-start phase)
-    non_negative("chunk_bytes", chunk_bytes)?;
-    non_negative("sst", sst)?;
-    positive("fair_bdp", fair_bdp)?;
-    positive("mss", mss)?;
+    efficiency_args(chunk_bytes, fair_bdp, sst, mss)?;
     Ok(qoelab_core::session::chunk_sizing::efficiency_eq1(chunk_bytes, fair_bdp, sst, mss))
 }
 
@@ -607,11 +612,7 @@ fn efficiency_eq1(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResu
 #[pyfunction]
 #[pyo3(signature = (chunk_bytes, fair_bdp, sst, mss=qoelab_core::session::chunk_sizing::MSS_BYTES))]
 fn efficiency_rounds(chunk_bytes: f64, fair_bdp: f64, sst: f64, mss: f64) -> PyResult<f64> {
-    // (a chunk of 0 bytes gives NaN, as documented; an sst of 0 is no slow-start phase)
-    non_negative("chunk_bytes", chunk_bytes)?;
-    non_negative("sst", sst)?;
-    positive("fair_bdp", fair_bdp)?;
-    positive("mss", mss)?;
+    efficiency_args(chunk_bytes, fair_bdp, sst, mss)?;
     Ok(qoelab_core::session::chunk_sizing::efficiency_rounds(chunk_bytes, fair_bdp, sst, mss))
 }
 

@@ -81,14 +81,6 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
     dump_json(os.path.join(tmp, "meta.json"), meta, json_default)
 
 
-def ignore_sigint() -> None:
-    """Pool initializer: workers ignore the stop signals (SIGINT, SIGTERM, SIGHUP); the parent
-    handles them and kills the workers (:func:`qoelab.sweep.runner.kill_pool`), so nothing is
-    written."""
-    from qoelab.sweep.runner import ignore_stop_signals
-    ignore_stop_signals()
-
-
 def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, serial=None) -> list:
     """``worker(item)`` for every item, results in input order, on ``jobs`` worker processes (0 = all
     CPUs; ``worker`` must be a module-level function). The most expensive items by ``cost(item)`` go
@@ -110,21 +102,14 @@ def run_pool(items: list, worker, jobs: int = 0, cost=None, progress=None, seria
     import multiprocessing as mp
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
     order = sorted(range(len(items)), key=lambda i: -cost(items[i])) if cost else list(range(len(items)))
-    from qoelab.sweep.runner import kill_pool
-    pool = ctx.Pool(processes=min(jobs, len(items)), initializer=ignore_sigint)
-    try:
+    from qoelab.sweep.runner import stoppable_pool
+    with stoppable_pool(ctx, min(jobs, len(items))) as pool:
         done = 0
         for i, res in zip(order, pool.imap(worker, [items[i] for i in order], chunksize=1)):
             out[i] = res
             done += 1
             if progress:
                 progress(done, len(items), time.perf_counter() - t0)
-        pool.close()
-    except BaseException:
-        kill_pool(pool)
-        raise
-    finally:
-        pool.join()
     return out
 
 

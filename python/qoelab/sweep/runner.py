@@ -109,6 +109,22 @@ def ignore_stop_signals():
         signal.signal(s, signal.SIG_IGN)
 
 
+@contextlib.contextmanager
+def stoppable_pool(ctx, processes: int):
+    """``with stoppable_pool(ctx, n) as pool:`` a pool of workers that leave the stop signals to this
+    process: closed and joined when the block ends, stopped at once (:func:`kill_pool`) when it
+    raises (Ctrl-C, SIGTERM, an error)."""
+    pool = ctx.Pool(processes=processes, initializer=ignore_stop_signals)
+    try:
+        yield pool
+        pool.close()
+    except BaseException:
+        kill_pool(pool)
+        raise
+    finally:
+        pool.join()
+
+
 def kill_pool(pool) -> None:
     """Stop a pool at once: no new workers, SIGKILL to the workers, then Pool.terminate.
 
@@ -273,8 +289,7 @@ def run(sweep: Sweep, out_dir: str, jobs: int = 0, ray: str | None = None, force
 def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
     import multiprocessing as mp
     ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
-    pool = ctx.Pool(processes=min(jobs, len(todo)), initializer=ignore_stop_signals)
-    try:
+    with stoppable_pool(ctx, min(jobs, len(todo))) as pool:
         workers = {p.pid for p in pool._pool}
         results = pool.imap_unordered(_execute_in_worker, todo, chunksize=1)
         while True:
@@ -293,12 +308,6 @@ def _run_local(todo: list, jobs: int, sink, tick=lambda: None) -> None:
             except StopIteration:
                 break
             sink(rec, tables)
-        pool.close()
-    except BaseException:
-        kill_pool(pool)
-        raise
-    finally:
-        pool.join()
 
 
 def _ray_module():
