@@ -35,7 +35,8 @@ def need_data(*parts):
     return p
 
 
-def qoelab_cli(*args, cwd=None):
-    """Run the CLI in a subprocess; returns CompletedProcess with text output."""
+def qoelab_cli(*args, cwd=None, env=None):
+    """Run the CLI in a subprocess; returns CompletedProcess with text output. ``env``: variables
+    added to this process's environment."""
     return subprocess.run([sys.executable, "-m", "qoelab.cli", *args], capture_output=True, text=True,
-                          cwd=cwd or REPO, timeout=600)
+                          cwd=cwd or REPO, timeout=600, env={**os.environ, **env} if env else None)

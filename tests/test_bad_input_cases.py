@@ -429,6 +429,8 @@ def test_unknown_key_suggests_nearest(tmp_path, typo, suggestion):
     ["validate", "."],
     ["run", ".", "--out", "o"],
     ["run", "s.toml", "--out", "o", "--bogus"],
+    ["run", "s.toml", "--out", "o", "--seed", "-3"],
+    ["run", "s.toml", "--out", "o", "--seed", "-3x"],   # (was "expected one argument": read as an option)
 ])
 def test_bad_cli_arguments(tmp_path, argv):
     (tmp_path / "s.toml").write_text(scen())
@@ -440,6 +442,16 @@ def test_bad_cli_arguments(tmp_path, argv):
     assert "Traceback" not in err and "internal error" not in err
     assert err.startswith(f"qoelab {argv[0]}: error: "), err      # (unknown options were "qoelab: error:")
     assert not (tmp_path / "o").exists()
+    assert "expected one argument" not in err, err   # a value beginning "-<digit>" is checked as a value
+
+
+def test_a_negative_rate_is_checked_as_a_rate():
+    """`qoelab link --rate -1Mbps` said "expected one argument" (argparse read the value as an
+    option); the emulator now checks it (the command execs it, so not in run_cli_many)."""
+    from conftest import qoelab_cli
+    r = qoelab_cli("link", "--rate", "-1Mbps", "--rtt", "20ms", "--", "true")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        'qoelab link: error: --rate: expected a rate such as 10Mbps, found "-1Mbps"'], r.stderr
 
 
 def test_abr_seeds_take_the_scenario_seed_range_and_show_exactly(tmp_path):

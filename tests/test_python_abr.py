@@ -185,3 +185,117 @@ def test_good_decision_forms_still_run():
             return [1, (np.int64(2), 0.0), {"rung": 0, "delay_s": 0, "reason": "ok"}][k]
     res = qoelab.run(scn("python:r"), abrs={"python:r": R})
     assert list(res.table("segments").rung[:3]) == [1, 2, 0]
+
+
+SEEDS = []
+
+
+class Seeded:
+    def __init__(self, seed, margin=0.9):
+        SEEDS.append(seed)
+        self.rng = __import__("random").Random(seed)
+
+    def choose(self, obs):
+        return self.rng.randrange(len(obs["bitrates_bps"]))
+
+
+def test_a_class_taking_seed_gets_the_clients_stream():
+    """As the built-in randomized ABRs: derived from the scenario seed and the client's name,
+    unless [client.abr_params] sets it; a class without a seed parameter gets none."""
+    def two(seed=None, params=None):
+        d = scn("python:s", params)
+        d["client"][0]["count"] = 2
+        if seed is not None:
+            d["scenario"]["seed"] = seed
+        return d
+    SEEDS.clear()
+    a = qoelab.run(two(), abrs={"python:s": Seeded}).table("segments")
+    b = qoelab.run(two(), abrs={"python:s": Seeded}).table("segments")
+    first = list(SEEDS)
+    assert len(first) == 4 and first[:2] == first[2:] and first[0] != first[1]
+    assert a.rung.tolist() == b.rung.tolist()
+    SEEDS.clear()
+    qoelab.run(two(seed=2), abrs={"python:s": Seeded})
+    assert SEEDS[0] not in first and SEEDS[1] not in first
+    SEEDS.clear()
+    qoelab.run(two(params={"seed": 5}), abrs={"python:s": Seeded})
+    assert SEEDS == [5, 5]
+    qoelab.run(scn("python:g"), abrs={"python:g": Greedy})   # no seed parameter: none passed
+
+
+STATEFUL = """import random
+RUNS = 0
+class Stateful:
+    made = 0
+    def __init__(self):
+        global RUNS
+        RUNS += 1
+        Stateful.made += 1
+    def choose(self, obs):
+        # module and class state, and Python's global random: each would make a run depend on the
+        # runs before it in the same process
+        return (RUNS + Stateful.made + random.randrange(3)) % len(obs["bitrates_bps"])
+"""
+
+
+def test_module_state_and_global_random_do_not_carry_between_runs(tmp_path, monkeypatch):
+    """A python:module:Class ABR with module-level state, class attributes and Python's global
+    random gave a sweep results that depended on --jobs (the runs a worker had done before)."""
+    import random
+    (tmp_path / "stateful_abr_mod.py").write_text(STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    d = scn("python:stateful_abr_mod:Stateful")
+    runs = [qoelab.run(d).table("segments").rung.tolist() for _ in range(3)]
+    assert runs[0] == runs[1] == runs[2]
+    assert len(set(runs[0])) > 1   # the draws vary within a run
+    random.seed(11)
+    want = random.random()
+    random.seed(11)
+    qoelab.run(d)
+    assert random.random() == want   # the caller's generator is as it was
+    other = qoelab.run(d, seed=99).table("segments").rung.tolist()
+    assert other != runs[0]
+
+
+def test_a_sweep_of_a_stateful_abr_is_the_same_with_any_jobs(tmp_path):
+    (tmp_path / "stateful_abr_mod.py").write_text(STATEFUL)
+    (tmp_path / "base.toml").write_text(
+        '[scenario]\nduration = "12s"\nseed = 3\n[topology]\nrate = "5Mbps"\n[[client]]\n'
+        'abr = "python:stateful_abr_mod:Stateful"\nvideo = "synthetic:pensieve"\nvideo_duration = "10s"\n')
+    (tmp_path / "s.toml").write_text('[sweep]\nname = "st"\nbase = "base.toml"\nrepetitions = 3\n'
+                                     '[axes]\n"topology.aqm" = ["pfifo", "codel"]\n')
+    env = {"PYTHONPATH": str(tmp_path)}
+    rows = []
+    for jobs in ("1", "2"):
+        out = str(tmp_path / f"o{jobs}")
+        r = qoelab_cli("sweep", str(tmp_path / "s.toml"), "--out", out, "--jobs", jobs, "--quiet", env=env)
+        assert r.returncode == 0, r.stderr
+        r = qoelab_cli("query", out, "SELECT rep, aqm, bytes, switches FROM clients ORDER BY 1, 2",
+                       "--format", "csv")
+        rows.append(r.stdout)
+    assert rows[0] == rows[1] and rows[0].count("\n") == 7, rows
+
+
+def test_a_module_that_changes_directory_moves_no_relative_path(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "m.py").write_text(f"import os\nos.chdir({str(tmp_path / 'sub')!r})\n"
+                                   "class A:\n    def choose(self, obs):\n        os.chdir('/')\n        return 0\n")
+    (tmp_path / "s.toml").write_text(
+        '[scenario]\nduration = "10s"\n[topology]\nrate = "5Mbps"\n[[client]]\nabr = "python:m.py:A"\n'
+        'video = "synthetic:pensieve"\nvideo_duration = "8s"\n')
+    r = qoelab_cli("run", "s.toml", "--out", "out", cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "out" / "summary.json").is_file() and not (tmp_path / "sub" / "out").exists()
+
+
+def test_a_thread_started_by_the_module_does_not_keep_the_command_running(tmp_path):
+    (tmp_path / "m.py").write_text("import threading, time\nthreading.Thread(target=lambda: time.sleep(10**6)).start()\n"
+                                   "class A:\n    def choose(self, obs):\n        return 0\n")
+    (tmp_path / "s.toml").write_text(
+        '[scenario]\nduration = "10s"\n[topology]\nrate = "5Mbps"\n[[client]]\nabr = "python:m.py:A"\n'
+        'video = "synthetic:pensieve"\nvideo_duration = "8s"\n')
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-m", "qoelab.cli", "run", str(tmp_path / "s.toml"), "--out",
+                        str(tmp_path / "o"), "--json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and '"clients"' in r.stdout, r.stderr   # (waited forever before)

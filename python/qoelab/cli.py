@@ -241,6 +241,26 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv=None):
+    rc = _main(argv)
+    if argv is None:   # the program itself (not a call from Python code)
+        _exit_past_threads(rc)
+    return rc
+
+
+def _exit_past_threads(rc) -> None:
+    """A thread left running by user code (a `python:` ABR module that started one at import)
+    kept the interpreter from exiting after the command had finished and printed its result: the
+    command's status is the process's, with output flushed, whatever threads remain."""
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        for f in (sys.stdout, sys.stderr):
+            try:
+                f.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(rc if isinstance(rc, int) else 1)
+
+
+def _main(argv=None):
     prev = {}
     if threading.current_thread() is threading.main_thread():
         # SIGTERM and SIGHUP (the terminal closed) unwind like Ctrl-C: temporary output removed

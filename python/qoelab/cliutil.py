@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 EXIT_INPUT = 2       # bad input: one line naming the file/key and what was expected
 EXIT_SIGINT = 130    # 128 + SIGINT (Ctrl-C)
@@ -11,7 +12,14 @@ EXIT_SIGTERM = 143   # 128 + SIGTERM
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the house rule for bad arguments: one line, exit 2."""
+    """argparse with the house rule for bad arguments: one line, exit 2. A value that starts with
+    a minus and a digit (``--rate -1Mbps``, ``--start -5s``) is read as the option's value and
+    checked as such; argparse took it for an option ("expected one argument")."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # argparse's own test accepts only plain negative numbers; no option here starts with "-<digit>"
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")

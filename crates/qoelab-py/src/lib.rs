@@ -213,9 +213,27 @@ impl Abr for PyAbr {
     }
 }
 
-/// The factory for "python:" ABR names: instantiates `classes[name](**params)`.
+/// Whether a Python class's constructor names a `seed` parameter (not only `**kwargs`).
+fn takes_seed(py: Python<'_>, cls: &Bound<'_, PyAny>) -> bool {
+    let Ok(sig) = py.import("inspect").and_then(|m| m.call_method1("signature", (cls,))) else {
+        return false;
+    };
+    sig.getattr("parameters")
+        .and_then(|p| p.call_method1("get", ("seed",)))
+        .and_then(|p| {
+            if p.is_none() {
+                return Ok(false);
+            }
+            let kind = p.getattr("kind")?.getattr("name")?.extract::<String>()?;
+            Ok(kind == "POSITIONAL_OR_KEYWORD" || kind == "KEYWORD_ONLY")
+        })
+        .unwrap_or(false)
+}
+
+/// The factory for "python:" ABR names: instantiates `classes[name](**params)`, with
+/// `seed=<the client's seed>` added when the class takes a `seed` and the scenario sets none.
 fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>, interrupt: Interrupt) -> AbrFactory {
-    Box::new(move |name, params, _video| {
+    Box::new(move |name, params, _video, seed| {
         Python::with_gil(|py| {
             let cls = classes.bind(py).get_item(name).ok().flatten().ok_or_else(|| {
                 qoelab_core::params::perr("abr", format!("no Python class registered for \"{name}\""))
@@ -229,6 +247,9 @@ fn py_factory(classes: Py<PyDict>, errors: Arc<Mutex<Vec<String>>>, interrupt: I
                 for (k, v) in pd.iter() {
                     kw.set_item(k, v).ok();
                 }
+            }
+            if !kw.contains("seed").unwrap_or(true) && takes_seed(py, &cls) {
+                kw.set_item("seed", seed).map_err(|e| qoelab_core::params::perr("abr", e.to_string()))?;
             }
             let obj = cls
                 .call((), Some(&kw))

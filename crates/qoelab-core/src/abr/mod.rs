@@ -233,18 +233,21 @@ pub fn find(name: &str) -> Option<&'static AbrEntry> {
 }
 
 /// Builds ABRs the registry does not know (e.g. `python:...` ABRs from the bindings).
-pub type AbrFactory = Box<dyn Fn(&str, &Params, &Video) -> Result<Box<dyn Abr>, ParamError> + Send>;
+/// Its arguments: the ABR's name, its parameters, the video and the client's seed
+/// ([`component_seed`]), which the Python front passes to a class that takes a `seed`.
+pub type AbrFactory = Box<dyn Fn(&str, &Params, &Video, u64) -> Result<Box<dyn Abr>, ParamError> + Send>;
 
 /// An ABR by name: the registry, or the factory for "python:" names.
 pub fn build_with(
     name: &str,
     params: &Params,
     video: &Video,
+    seed: u64,
     factory: Option<&AbrFactory>,
 ) -> Result<Box<dyn Abr>, ParamError> {
     if name.starts_with("python:") {
         match factory {
-            Some(f) => f(name, params, video),
+            Some(f) => f(name, params, video, seed),
             None => Err(crate::params::perr("abr", format!("\"{name}\" needs the Python front (qoelab.run)"))),
         }
     } else {
@@ -257,11 +260,16 @@ pub fn build_with(
 pub fn with_default_seed(name: &str, params: Params, scenario_seed: u64, client: &str) -> Params {
     match find(name) {
         Some(e) if e.params.iter().any(|p| p.name == "seed") && !params.0.contains_key("seed") => {
-            let seed = crate::rng::Rng::for_component(scenario_seed, &format!("client/{client}/abr")).next_u64();
-            params.with("seed", seed)
+            params.with("seed", component_seed(scenario_seed, client))
         }
         _ => params,
     }
+}
+
+/// The seed of a client's ABR: the first draw of the stream named `client/<name>/abr` of the
+/// scenario seed.
+pub fn component_seed(scenario_seed: u64, client: &str) -> u64 {
+    crate::rng::Rng::for_component(scenario_seed, &format!("client/{client}/abr")).next_u64()
 }
 
 pub fn build(name: &str, params: &Params, video: &Video) -> Result<Box<dyn Abr>, ParamError> {

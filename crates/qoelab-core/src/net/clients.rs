@@ -45,7 +45,8 @@ pub fn session_parts(
     let video = Arc::new(video);
     let params = Params::from_value(&c.abr_params).map_err(|e| serr(format!("{p}.abr_params"), e.msg))?;
     let params = crate::abr::with_default_seed(&c.abr, params, cfg.seed, &c.name);
-    let abr = crate::abr::build_with(&c.abr, &params, &video, factory).map_err(|e| {
+    let seed = crate::abr::component_seed(cfg.seed, &c.name);
+    let abr = crate::abr::build_with(&c.abr, &params, &video, seed, factory).map_err(|e| {
         if e.param == "abr" {
             serr(format!("{p}.abr"), e.msg)
         } else {
