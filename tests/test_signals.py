@@ -86,6 +86,30 @@ def test_signal_while_the_command_loads_is_one_line(sig, code, word):
     assert stderr.strip().splitlines() == [f"qoelab: {word}"], stderr
 
 
+@pytest.mark.parametrize("cmd", ["validate", "run"])
+def test_ctrl_c_while_the_core_builds_a_large_scenario(tmp_path, cmd):
+    """Building a scenario at the node limit takes seconds in the core (the routing table: about
+    2 s at 15,000 nodes here), and Ctrl-C waited for it. The child says when the core's check
+    begins (`run` checks, then builds again); the signal lands 0.3 s later, inside the build."""
+    sc = tmp_path / "big.toml"
+    sc.write_text('[scenario]\nduration = "1s"\n[topology]\nrate = "10Mbps"\n'
+                  '[[flow]]\ncount = 7498\nkind = "cbr"\nrate = "1kbps"\n')
+    argv = [cmd, str(sc)] + (["--out", str(tmp_path / "o")] if cmd == "run" else [])
+    prog = ("import sys\nfrom qoelab import _core, cli\ncheck = _core.check\n"
+            "def announced(*a):\n    print('checking', flush=True)\n    return check(*a)\n"
+            f"_core.check = announced\nsys.exit(cli.main({argv!r}))\n")
+    p = subprocess.Popen([sys.executable, "-c", prog], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=REPO)
+    assert p.stdout.readline().strip() == "checking", p.communicate()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 1.0, stderr
+    assert p.returncode == 130 and stderr.strip().splitlines() == [f"qoelab {cmd}: interrupted (SIGINT)"], stderr
+    assert not (tmp_path / "o").exists()
+
+
 def test_existing_out_is_refused_before_simulating(tmp_path):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep").write_text("x")

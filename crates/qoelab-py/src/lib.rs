@@ -491,7 +491,7 @@ fn run<'py>(
     let interrupt: Interrupt = Arc::new(Mutex::new(None));
     let factory = abrs.map(|d| py_factory(d.unbind(), errors.clone(), interrupt.clone()));
     let hash = qoelab_core::report::summary::config_hash(config_json);
-    let built = py.allow_threads(move || Driver::build(cfg, factory));
+    let built = build_interruptible(py, cfg, factory)?;
     let take_interrupt = || interrupt.lock().ok().and_then(|mut s| s.take());
     let mut w = match built {
         Ok(w) => w,
@@ -572,12 +572,44 @@ fn run<'py>(
 /// message) like `run`. For `qoelab validate`.
 #[pyfunction]
 #[pyo3(signature = (config_json, abrs=None))]
-fn check(config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
+fn check(py: Python<'_>, config_json: &str, abrs: Option<Bound<'_, PyDict>>) -> PyResult<()> {
     let cfg = SimConfig::from_json(config_json).map_err(|e| config_error("config", &e))?;
     cfg.validate().map_err(|(p, m)| config_error(&p, &m))?;
     let factory = abrs.map(|d| py_factory(d.unbind(), Arc::new(Mutex::new(Vec::new())), Arc::new(Mutex::new(None))));
-    Driver::build(cfg, factory).map_err(|e| config_error(&e.path, &e.msg))?;
+    build_interruptible(py, cfg, factory)?.map_err(|e| config_error(&e.path, &e.msg))?;
     Ok(())
+}
+
+/// `Driver::build` in a thread of its own while this one handles signals every 50 ms: building
+/// a scenario near the node limit takes seconds (the routing table), and Ctrl-C then waited for
+/// it (about 2 s at 15,000 nodes). On a signal the build is left to finish in the background and
+/// its result dropped.
+fn build_interruptible(
+    py: Python<'_>,
+    cfg: SimConfig,
+    factory: Option<AbrFactory>,
+) -> PyResult<Result<Driver, qoelab_core::net::SimError>> {
+    use std::sync::mpsc::{channel, RecvTimeoutError};
+    let (tx, rx) = channel();
+    std::thread::Builder::new()
+        .name("qoelab-build".into())
+        .spawn(move || {
+            let _ = tx.send(Driver::build(cfg, factory));
+        })
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(format!("starting the build thread: {e}")))?;
+    let mut rx = rx;
+    loop {
+        // (the receiver moves into the GIL-free closure and back: it is Send, not Sync)
+        let (got, back) = py.allow_threads(move || (rx.recv_timeout(std::time::Duration::from_millis(50)), rx));
+        rx = back;
+        match got {
+            Ok(r) => return Ok(r),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err("the scenario's build failed (a panic)"))
+            }
+        }
+    }
 }
 
 /// Sprint's Program 1 (qoelab_core::session::chunk_sizing::get_chunk_size): the chunk size in
