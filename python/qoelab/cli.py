@@ -228,6 +228,10 @@ def _stopping() -> None:
     cleanup: multiprocessing's internal errors, a hang, or death by the signal with status -2."""
     for s in _STOP_SIGNALS:
         signal.signal(s, signal.SIG_IGN)
+    # A background thread that fails while the command stops is part of the stop, not news: a SIGTERM
+    # to the whole process group kills a sweep's forkserver, and the pool's worker handler thread then
+    # printed its EOFError traceback before the one line
+    threading.excepthook = lambda args: None
 
 
 def _on_sigint(signum, frame):

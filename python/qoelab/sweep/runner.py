@@ -107,6 +107,9 @@ def ignore_stop_signals():
     import signal
     for s in (signal.SIGINT, signal.SIGHUP):
         signal.signal(s, signal.SIG_IGN)
+    # A worker started while the parent was stopping inherits the SIGTERM it ignores then (cli._stopping),
+    # and Pool.terminate's SIGTERM would not end it
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @contextlib.contextmanager
@@ -134,15 +137,24 @@ def kill_pool(pool) -> None:
     lock is released here, so nobody else holds it."""
     import multiprocessing.pool as mpp
     import time as _time
-    pool._worker_handler._state = mpp.TERMINATE     # (private) the pool no longer replaces workers
-    for _ in range(2):                               # (one it was starting as the state changed)
+    handler = pool._worker_handler
+    handler._state = mpp.TERMINATE     # (private) the pool no longer replaces workers...
+    # ...once the round under way ends: after a SIGTERM to the whole process group it may be starting
+    # replacements through a new forkserver, which inherit this process's ignored SIGTERM
+    # (cli._stopping) before they can reset it, so that Pool.terminate's SIGTERM left them alive and
+    # waited for them forever. Workers are SIGKILLed until the handler has stopped (at most 5 s).
+    deadline = _time.monotonic() + 5.0
+    while True:
+        stopped = not handler.is_alive()
         for w in list(pool._pool):
             with contextlib.suppress(Exception):
                 w.kill()
         for w in list(pool._pool):
             with contextlib.suppress(Exception):
                 w.join(1.0)
-        _time.sleep(0.01)
+        if stopped or _time.monotonic() > deadline:
+            break
+        handler.join(0.05)
     lock = pool._inqueue._rlock
     if not lock.acquire(block=False):
         lock.release()                               # held by a killed worker
