@@ -136,6 +136,38 @@ def test_reference_weight_sees_scene_cuts(tmp_path):
     assert inside[len(inside) // 2] > 0.8
 
 
+def test_mp4_index_reads_the_boxes_not_the_media(prepared, tmp_path):
+    """The index is the one a whole-file parse gives, from a fraction of the bytes (rungs of several GB
+    were read whole); a file cut short or garbled is one InputError."""
+    _, out, doc = prepared
+    path = str(out / doc["meta"]["ladder"][2]["file"])
+    with open(path, "rb") as f:
+        whole = f.read()
+    assert mp4.index(path) == mp4._index(whole, path)
+    read = []
+
+    class Counting(mp4._FileBuf):
+        WINDOW = 4096    # (this rung is small: 3 segments of ~160 kB; the default window is 64 KiB)
+
+        def _get(self, a, b):
+            before = (self.base, len(self.data))
+            got = super()._get(a, b)
+            if (self.base, len(self.data)) != before:
+                read.append(len(self.data))
+            return got
+    with open(path, "rb") as f:
+        assert mp4._index(Counting(f), path) == mp4.index(path)
+    media = sum(sum(fr.sample_sizes) for fr in mp4.index(path).fragments)
+    assert sum(read) < (len(whole) - media) + 4 * 4096 * 8, (sum(read), len(whole), media)   # boxes, not media
+    for cut in (len(whole) // 3, len(whole) - 5, 20):
+        (tmp_path / "cut.mp4").write_bytes(whole[:cut])
+        with pytest.raises(InputError):
+            mp4.index(str(tmp_path / "cut.mp4"))
+    (tmp_path / "garbled.mp4").write_bytes(whole[:40] + bytes(range(256)) * 8)
+    with pytest.raises(InputError):
+        mp4.index(str(tmp_path / "garbled.mp4"))
+
+
 def test_tail_dropped_segment_decodes_with_lower_ssim(prepared):
     root, out, doc = prepared
     ffm = ff.find_ffmpeg()

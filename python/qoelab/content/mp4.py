@@ -75,7 +75,8 @@ def _codec_string(buf, moov, path) -> tuple[str, int]:
     mdia = _find(buf, trak[0] + trak[1], trak[0] + trak[2], path, "mdia")
     mdhd = _find(buf, mdia[0] + mdia[1], mdia[0] + mdia[2], path, "mdhd")
     ver = buf[mdhd[0] + 8]
-    timescale = struct.unpack(">I", buf[mdhd[0] + (28 if ver == 1 else 20):][:4])[0]
+    ts_at = mdhd[0] + (28 if ver == 1 else 20)
+    timescale = struct.unpack(">I", buf[ts_at:ts_at + 4])[0]
     minf = _find(buf, mdia[0] + mdia[1], mdia[0] + mdia[2], path, "minf")
     stbl = _find(buf, minf[0] + minf[1], minf[0] + minf[2], path, "stbl")
     stsd = _find(buf, stbl[0] + stbl[1], stbl[0] + stbl[2], path, "stsd")
@@ -91,12 +92,56 @@ def _codec_string(buf, moov, path) -> tuple[str, int]:
     return f"{etype}.{buf[p + 1]:02x}{buf[p + 2]:02x}{buf[p + 3]:02x}", timescale
 
 
+class _FileBuf:
+    """The bytes of an open file as far as the box parsing below asks for them (``buf[a:b]``,
+    ``buf[i]``, ``len(buf)``), read through a window: the parsing touches box headers, ``moov`` and
+    the ``moof`` boxes, never the media data, so a rung of several GB is indexed in a few MB (it was
+    read whole)."""
+
+    WINDOW = 1 << 16
+
+    def __init__(self, f):
+        self.f = f
+        f.seek(0, 2)
+        self.size = f.tell()
+        self.base, self.data = 0, b""
+
+    def __len__(self) -> int:
+        return self.size
+
+    def _get(self, a: int, b: int) -> bytes:
+        a, b = max(0, a), min(max(0, b), self.size)
+        if a >= b:
+            return b""
+        if not (self.base <= a and b <= self.base + len(self.data)):
+            self.f.seek(a)
+            self.data = self.f.read(max(b - a, self.WINDOW))
+            self.base = a
+        return self.data[a - self.base:b - self.base]
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            if k.step is not None or k.start is None or k.stop is None:
+                raise ValueError("only buf[a:b] slices")
+            return self._get(k.start, k.stop)
+        got = self._get(k, k + 1)
+        if not got:
+            raise IndexError(k)
+        return got[0]
+
+
 def index(path: str) -> Mp4Index:
     try:
         with open(path, "rb") as f:
-            buf = f.read()
+            return _index(_FileBuf(f), path)
     except OSError as e:
         raise InputError(path, None, "a readable MP4 file", e.strerror) from None
+    except (struct.error, TypeError, IndexError, ValueError):   # a box cut short, a box the reader needs missing
+        raise InputError(path, None, "a fragmented MP4 (ftyp, moov, then moof + mdat per segment)",
+                         "a malformed box structure") from None
+
+
+def _index(buf, path: str) -> Mp4Index:
     moov = None
     frags: list[Fragment] = []
     init_end = None
