@@ -65,6 +65,21 @@ def test_festive_draws_from_the_scenario_seed_and_the_client_name():
     assert a != festive_requests(2)  # another scenario seed: other draws
 
 
+def test_festive_randomizes_with_the_default_player():
+    """At the player's default limit (30 s, FESTIVE's target) every delay was 0: the randomized
+    scheduling and its seed changed nothing. The player now adopts target + 2 segments."""
+    def run(seed):
+        cl = [{"name": "a", "abr": "festive", "video": "synthetic:has-testbed", "video_duration": "120s"}]
+        r = qoelab.run(video(cl, duration="150s", seed=seed))
+        seg = r.table("segments")
+        return seg, r.summary["clients"][0]
+    a, summ = run(1)
+    b, _ = run(2)
+    assert (a.abr_delay_s > 0).sum() > 10, a.abr_delay_s.describe()
+    assert list(a.t_request_s) != list(b.t_request_s)
+    assert a.buffer_after_s.max() <= 34.0 + 1e-9 and a.buffer_after_s.max() > 30.0
+
+
 def test_bench_reports_speed_and_peak_memory_per_case():
     import json
     import subprocess

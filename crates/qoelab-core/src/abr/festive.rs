@@ -63,7 +63,7 @@ const PARAMS: &[ParamSpec] = &[
         unit: Unit::Duration,
         default: Default::Int(30_000_000_000),
         doc:
-            "buffer around which requests are randomized (FESTIVE 30 s); the player buffer must exceed it by a segment",
+            "buffer around which requests are randomized (FESTIVE 30 s); the player's buffer_max defaults to it plus two segments",
     },
     ParamSpec {
         name: "seed",
@@ -81,7 +81,7 @@ pub const ENTRY: AbrEntry = AbrEntry {
     build,
 };
 
-fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
+fn build(p: &Params, v: &Video) -> Result<Box<dyn Abr>, ParamError> {
     Ok(Box::new(Festive {
         p: float_in(p, PARAMS, "p", 0.0, 10.0)?,
         alpha: float_in(p, PARAMS, "alpha", 0.0, 1e6)?,
@@ -91,6 +91,7 @@ fn build(p: &Params, _v: &Video) -> Result<Box<dyn Abr>, ParamError> {
         random: p.bool(PARAMS, "random_scheduling")?,
         target_buffer: p.req_u64(PARAMS, "target_buffer")?,
         rng: Rng::for_component(p.req_u64(PARAMS, "seed")?, "abr/festive"),
+        segment: v.segment_duration,
         ups: 0,
         switches: VecDeque::new(),
     }))
@@ -105,6 +106,7 @@ pub struct Festive {
     random: bool,
     target_buffer: Ns,
     rng: Rng,
+    segment: Ns,
     ups: usize,
     switches: VecDeque<bool>,
 }
@@ -175,6 +177,17 @@ impl Abr for Festive {
         if !rec.abandoned {
             self.hm.push(self.sample.of(rec).0);
         }
+    }
+    /// With randomized scheduling, a buffer that can reach the top of the random range: the player
+    /// asks for a segment once one fits (buffer <= max - segment), so a maximum of target_buffer +
+    /// 2 segments lets every draw in [target - segment, target + segment) govern the request. The
+    /// player's default (30 s, the target itself) left every delay at 0, so the scheduling (and the
+    /// seed) changed nothing.
+    fn preferred_buffer_max(&self) -> Option<Ns> {
+        self.random.then(|| self.target_buffer.saturating_add(self.segment.saturating_mul(2)))
+    }
+    fn preferred_buffer_max_param(&self) -> &'static str {
+        "target_buffer"
     }
 }
 
