@@ -299,3 +299,26 @@ def test_a_thread_started_by_the_module_does_not_keep_the_command_running(tmp_pa
     r = subprocess.run([sys.executable, "-m", "qoelab.cli", "run", str(tmp_path / "s.toml"), "--out",
                         str(tmp_path / "o"), "--json"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and '"clients"' in r.stdout, r.stderr   # (waited forever before)
+
+
+def test_a_sweep_run_key_covers_the_abr_source(tmp_path):
+    """The configuration names a python: ABR only, so a sweep resumed after an edit of the ABR kept
+    the runs of the old code as done. The module's source is part of each run's key: the edited
+    sweep is another sweep (refused without --force, as any other change is)."""
+    (tmp_path / "k.py").write_text("class K:\n    def choose(self, obs):\n        return 0\n")
+    (tmp_path / "base.toml").write_text(
+        '[scenario]\nduration = "6s"\n[topology]\nrate = "5Mbps"\n[[client]]\nabr = "python:k.py:K"\n'
+        'video = "synthetic:pensieve"\nvideo_duration = "4s"\n')
+    (tmp_path / "s.toml").write_text('[sweep]\nname = "k"\nbase = "base.toml"\n[axes]\n"topology.aqm" = ["pfifo"]\n')
+    out = str(tmp_path / "o")
+    r = qoelab_cli("sweep", str(tmp_path / "s.toml"), "--out", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    r = qoelab_cli("sweep", str(tmp_path / "s.toml"), "--out", out, "--quiet")
+    assert r.returncode == 0 and "1 were already in the store" in r.stdout + r.stderr, (r.stdout, r.stderr)
+    (tmp_path / "k.py").write_text("class K:\n    def choose(self, obs):\n        return 1\n")
+    r = qoelab_cli("sweep", str(tmp_path / "s.toml"), "--out", out, "--quiet")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = qoelab_cli("sweep", str(tmp_path / "s.toml"), "--out", out, "--quiet", "--force")
+    assert r.returncode == 0, r.stderr
+    r = qoelab_cli("query", out, "SELECT avg_bitrate_bps FROM clients", "--format", "csv")
+    assert r.stdout.split() == ["avg_bitrate_bps", "750000.0"], r.stdout    # rung 1 of the Pensieve ladder

@@ -103,6 +103,23 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
     return cls
 
 
+def source_digest(cls) -> str | None:
+    """SHA-256 of the source file of the module defining ``cls`` (None when it has none): part of a
+    sweep run's key, so that a run is not taken as done after its ABR's code changed."""
+    import hashlib
+    path = getattr(sys.modules.get(getattr(cls, "__module__", ""), None), "__file__", None)
+    if not path or not os.path.isfile(path):
+        return None
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
 def _fresh_import(mod_name: str):
     """A new copy of the module named, executed now, so that no state (module globals, class
     attributes) carries from one run to the next: in a sweep's worker process, runs of one scenario

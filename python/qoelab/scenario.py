@@ -534,6 +534,7 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
         config["trace_schedule"] = builder.trace_schedule()
     result = Scenario(path=src, name=name, config=config, raw=data,
                       meta={"topology": kind, "bottleneck": builder.bottleneck, "python_abrs": builder.python_abrs,
+                            "python_abr_sources": builder.python_abr_sources,
                             "origin": builder.origin, "link_origin": builder.link_origin,
                             "has_trace": builder.links[builder.hops[0]["down"]].get("trace") is not None,
                             "players": builder.players, "real": real})
@@ -758,6 +759,7 @@ class _Builder:
         self.pages = []
         self.client_groups = {}
         self.python_abrs: dict = {}
+        self.python_abr_sources: dict = {}   # spec -> SHA-256 of the module's file (sweep run keys)
         # normalized config path prefix -> scenario key (for errors raised by the core)
         self.origin: dict[str, str] = {}
         #: clients[i] -> its dash.js player (clients of player "dashjs" only)
@@ -1408,6 +1410,7 @@ def _client(b, c: _Section):
         from qoelab import abr as pyabr
         if ":" in abr[len("python:"):]:  # python:<module or file>:<Class>; a bare python:<name> comes from run(abrs=...)
             b.python_abrs[abr] = pyabr.resolve(abr, b.base_dir, c.src, c.key("abr"))
+            b.python_abr_sources[abr] = pyabr.source_digest(b.python_abrs[abr])
         ap = c.sub("abr_params")
         abr_params = {}
         if ap is not None:

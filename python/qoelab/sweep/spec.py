@@ -509,7 +509,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
         except InputError as e:
             raise InputError(path, _blame(dims, derived, e, r.point), message=f"with {_show_point(r.point)}: "
                                                                              f"{e}") from None
-        r.key = run_key(sc.config, core_version)
+        r.key = run_key(sc.config, core_version, abr_sources=sc.meta.get("python_abr_sources"))
     prog.done(len(runs))
     seen_keys: dict = {}
     for r in runs:
@@ -683,13 +683,18 @@ def _key_json(x, memo: KeyMemo | None, top: bool = True) -> str:
     return json.dumps(x, sort_keys=True, separators=(",", ":"))
 
 
-def run_key(config: dict, core_version: str, memo: KeyMemo | None = None) -> str:
-    """SHA-256 of the normalized configuration (seed included) and the core version. ``memo``: see
+def run_key(config: dict, core_version: str, memo: KeyMemo | None = None, abr_sources: dict | None = None) -> str:
+    """SHA-256 of the normalized configuration (seed included) and the core version, and of the
+    source files of its ``python:`` ABR modules (``abr_sources``: spec -> SHA-256; the configuration
+    names them only, and a run resumed after an edit of the ABR kept the old results). ``memo``: see
     :func:`_key_json` (the same key, computed faster for a batch of configurations sharing objects)."""
     h = hashlib.sha256()
     h.update(_key_json(config, memo).encode())
     h.update(b"\0qoelab-core ")
     h.update(core_version.encode())
+    if abr_sources:
+        h.update(b"\0python-abr-sources ")
+        h.update(json.dumps(sorted((k, v or "") for k, v in abr_sources.items())).encode())
     return h.hexdigest()
 
 
@@ -707,6 +712,6 @@ def programmatic(name: str, runs: list[Run], columns: list, base_src: str = "<pr
                              "payload": _canonical(r.payload)}, core_version)
             continue
         sc = scn.from_dict(r.scenario, base_src, check=False)
-        r.key = run_key(sc.config, core_version, memo)
+        r.key = run_key(sc.config, core_version, memo, sc.meta.get("python_abr_sources"))
     return Sweep(base_src, name, base_src, list(columns), runs, tables, extract, {}, description,
                  max((r.rep for r in runs), default=0) + 1)

@@ -244,7 +244,7 @@ class Store:
             if st.meta.get("core_version") != core:
                 reason = f"was written by qoelab core {st.meta.get('core_version')}, this is {core}"
             elif st.meta.get("spec_id") != sweep.spec_id:
-                reason = "holds a different sweep (other axes, values, seeds or base scenario)"
+                reason = "holds a different sweep (other axes, values, seeds, base scenario or python: ABR code)"
             if reason is None:
                 st.clean_stale()
                 return st
