@@ -823,3 +823,42 @@ def test_local_media_that_is_not_a_file_is_named_for_what_it_is(tmp_path):
     os.symlink(tmp_path / "loop", tmp_path / "loop")
     assert [_not_file(str(tmp_path / n)) for n in ("fifo", "loop", "none")] + [_not_file(str(tmp_path))] == \
         ["a device, pipe or socket", "a dangling symbolic link or a link loop", "no such file", "a folder"]
+
+
+def test_an_indented_mpd_of_many_segments_loads(tmp_path):
+    """The white space between the SegmentURLs of the content pipeline's own (indented) MPD counted as
+    the SegmentList's text: more than ~5,960 segments were refused."""
+    from qoelab.content import mpd as writer
+    n, reps = 7000, []
+    for i, (bw, sz) in enumerate(((300000, 75000), (600000, 150000))):
+        ranges, off = [], 800
+        for _ in range(n):
+            ranges.append((off, off + sz))
+            off += sz
+        reps.append({"id": i, "file": f"r{i}.mp4", "width": 640, "height": 360, "codec": "avc1.64001f",
+                     "timescale": 15360, "init_end": 800, "ranges": ranges, "bandwidth": bw})
+    p = str(tmp_path / "m.mpd")
+    writer.write(p, reps, duration_s=2.0 * n, seg_frames=48, fps=24, min_buffer_s=2.0)
+    v = load_mpd(p)
+    assert len(v["sizes"]) == n and v["sizes"][0] == [75000, 150000]
+    assert v["byte_offsets"][1] == [75800, 150800]
+
+
+@pytest.mark.parametrize("body,line,needle", [
+    ('<MPD mediaPresentationDuration="PT8S" ' + " ".join(f'a{i}=""' for i in range(257)) + "/>", "1",
+     "at most 256 attributes on one element, found 258 on <MPD>"),   # (257 + mediaPresentationDuration)
+    # 8 x 10^6 attributes (95 MB) took 3.5 GB before a handler could count them
+    ('<MPD mediaPresentationDuration="PT8S">\n<!-- ' + "x" * (1 << 20) + " --></MPD>", "2",
+     "markup (a tag, a comment) of at most 1 MiB"),
+])
+def test_mpd_markup_bounds(tmp_path, body, line, needle):
+    p = write(tmp_path, "m.mpd", body)
+    raises_at(lambda: load_mpd(p), f"{p}:{line}: expected", needle)
+
+
+def test_mpd_representation_count_bound(tmp_path, monkeypatch):
+    from qoelab.video import mpd
+    monkeypatch.setattr(mpd, "MAX_REPRESENTATIONS", 3)
+    p = write(tmp_path, "m.mpd", '<MPD mediaPresentationDuration="PT8S"><Period><AdaptationSet>\n'
+              + '<Representation bandwidth="1"/>' * 4 + "</AdaptationSet></Period></MPD>")
+    raises_at(lambda: load_mpd(p), f"{p}:2: expected at most 3 Representations (rungs)")

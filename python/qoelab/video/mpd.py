@@ -109,6 +109,9 @@ MAX_XML_DEPTH = 64
 MAX_INDEX_RANGE = 16 * 2**20    # bytes of SegmentBase@indexRange read to find the sidx box
 MAX_XML_ELEMENTS = 3_000_000
 MAX_XML_TEXT = 65_536          # characters of text in one element
+MAX_XML_ATTRIBUTES = 256       # attributes of one element (a DASH element has a few dozen at most)
+MAX_XML_MARKUP = 1 << 20       # bytes from a "<" to its ">" (a start tag and its attributes, a comment)
+MAX_REPRESENTATIONS = 10_000   # over the whole MPD (real ladders have a few dozen)
 
 
 # (expected, found) of the refusals both parses make
@@ -127,12 +130,20 @@ def _parse_xml(path: str) -> _Node:
     if not os.path.exists(path):
         raise InputError(path, None, "an existing MPD file", "no such file")
     data = read_input(path, "an MPD file")   # a regular file of at most 256 MiB
+    if len(data) > MAX_XML_MARKUP:
+        # expat hands a start tag's attributes over whole: 8 x 10^6 of them (95 MB) took 3.5 GB and 30 s
+        # before a handler could count them
+        m = re.search(rb"<[^<>]{%d}" % MAX_XML_MARKUP, data)
+        if m:
+            raise InputError(path, str(data.count(b"\n", 0, m.start()) + 1),
+                             f"markup (a tag, a comment) of at most {MAX_XML_MARKUP >> 20} MiB", "more")
     if len(data) > 4 * MAX_XML_ELEMENTS:   # (<a/> is 4 bytes: a shorter file cannot hold too many elements)
         _count_elements(path, data)        # 1.4 s to refuse 3 x 10^6 elements instead of 10 s and 1.5 GB of tree
     p = xml.parsers.expat.ParserCreate()
     stack: list[_Node] = []
     root: list[_Node] = []
     count = [0]
+    reps = [0]
 
     def refuse(expected, found):
         raise _Refused(InputError(path, str(p.CurrentLineNumber), expected, found))
@@ -144,9 +155,15 @@ def _parse_xml(path: str) -> _Node:
         count[0] += 1
         if count[0] > MAX_XML_ELEMENTS:
             refuse(*_too_many())
+        if len(attrs) > MAX_XML_ATTRIBUTES:   # (8 x 10^6 on one element: 95 MB of file, 3.7 GB of dict)
+            refuse(f"at most {MAX_XML_ATTRIBUTES:,} attributes on one element", f"{len(attrs):,} on <{_local(name)}>")
         if len(stack) >= MAX_XML_DEPTH:
             refuse(f"XML elements nested at most {MAX_XML_DEPTH} deep", "deeper")
         tag = _local(name)
+        if tag == "Representation":
+            reps[0] += 1
+            if reps[0] > MAX_REPRESENTATIONS:   # (each is read in Python: 10^6 of them took minutes)
+                refuse(f"at most {MAX_REPRESENTATIONS:,} Representations (rungs)", "more")
         parent = stack[-1] if stack else None
         index = 0
         if parent is not None:
@@ -168,6 +185,10 @@ def _parse_xml(path: str) -> _Node:
     def chars(data):
         if stack:
             node = stack[-1]
+            # white space between elements (an indented SegmentList: 11 characters a segment) or before
+            # an element's text is not text: counted, it refused the pipeline's own MPDs past ~5,960 segments
+            if (node.children or not node.text) and data.isspace():
+                return
             if len(node.text) + len(data) > MAX_XML_TEXT:
                 refuse(f"at most {MAX_XML_TEXT:,} characters of text in <{node.tag}>", "more")
             node.text += data
@@ -191,6 +212,8 @@ def _parse(path: str, p, data: bytes) -> None:
         p.Parse(data, True)
     except _Refused as r:
         raise r.args[0] from None
+    except MemoryError:   # (attributes are parsed into memory before a handler can count them)
+        raise InputError(path, None, "an MPD that fits in memory", "more than the memory available") from None
     except xml.parsers.expat.ExpatError as e:
         raise InputError(path, f"{e.lineno}:{e.offset + 1}", "well-formed XML",
                          xml.parsers.expat.ErrorString(e.code)) from None
