@@ -321,3 +321,17 @@ def test_flow_level_page_size_is_bounded(tmp_path):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "at most 20,000 objects" in r.stderr and "found 20,001 objects" in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_har_of_too_many_entries_is_refused_before_its_page_is_built(tmp_path, monkeypatch):
+    """1.84 x 10^6 entries ran out of memory building the page before the 100,000-object check."""
+    from qoelab.pageload import har
+    monkeypatch.setattr(har, "MAX_ENTRIES", 2)
+
+    def no_page(*a, **k):
+        raise AssertionError("the page was built")
+    monkeypatch.setattr(har, "parse_date", no_page)
+    doc = {"log": {"entries": [{}, {}, {}]}}
+    with pytest.raises(InputError) as e:
+        page_from_har(doc, "x.har")
+    assert str(e.value) == "x.har:log.entries: expected a page of at most 2 objects, found 3"

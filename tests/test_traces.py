@@ -384,3 +384,35 @@ def test_mahimahi_rate_limit(tmp_path, monkeypatch):
     with pytest.raises(InputError, match=r"e\.down:8312: expected at most 8,311 opportunities in one millisecond "
                        r"\(0\.1 Tbit/s\), found more at 1 ms"):
         T.load_trace(p)
+
+
+@pytest.mark.parametrize("name,text", [
+    ("p.txt", "".join(f"{i} 1.5\n" for i in range(6))),
+    ("v.sum", "".join(f"{i} 1000\n" for i in range(6))),
+    ("s.json", json.dumps([{"duration_ms": 1000, "bandwidth_kbps": 1000, "latency_ms": 0}] * 6)),
+])
+def test_rate_traces_have_their_own_segment_limit(tmp_path, monkeypatch, name, text):
+    """A rate trace's segment costs ~1.5 KB at the peak of a run (10^7 Pensieve lines, within the
+    10^7-line limit of every line format, ran out of memory at 4 GB): at most 10^6 segments."""
+    monkeypatch.setattr(T, "MAX_RATE_SEGMENTS", 5)
+    p = tmp_path / name
+    p.write_text(text)
+    with pytest.raises(InputError) as e:
+        T.load_trace(str(p))
+    assert "expected a trace of at most 5 " in str(e.value) and "found 6 " in str(e.value), str(e.value)
+    monkeypatch.setattr(T, "MAX_RATE_SEGMENTS", 6)
+    T.load_trace(str(p))
+
+
+def test_json_too_large_for_memory_is_one_line(tmp_path, monkeypatch):
+    from qoelab import errors
+    p = tmp_path / "s.json"
+    p.write_text("[[]]")
+
+    def oom(*a, **k):
+        raise MemoryError
+    monkeypatch.setattr(json, "loads", oom)
+    with pytest.raises(InputError) as e:
+        errors.json_input(p.read_text(), str(p))
+    assert str(e.value).endswith("expected valid JSON that fits in memory, found 0 MB of JSON, more than the "
+                                 "memory available"), str(e.value)

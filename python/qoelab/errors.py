@@ -102,6 +102,9 @@ def json_input(text: str, path: str | None, what: str = "valid JSON"):
         raise InputError(path, f"{e.lineno}:{e.colno}", what, e.msg) from None
     except RecursionError:
         raise InputError(path, None, what, "lists or objects nested too deeply") from None
+    except MemoryError:   # (200 MB of "[[],[],...]" is ~20x that in Python objects)
+        raise InputError(path, None, what + " that fits in memory",
+                         f"{len(text) / 1e6:,.0f} MB of JSON, more than the memory available") from None
     except ValueError as e:  # "Exceeds the limit (4300 digits) for integer string conversion"
         raise digit_limit_error(e, text, path, "numbers", r"[0-9]", column=True) from None
 

@@ -67,6 +67,10 @@ MAX_TIME_NS = 10**17          # ~3 years
 MAX_RATE_BPS = 10**14         # 100 Tbit/s
 MIN_SEGMENT_NS = 1_000        # a rate segment lasts >= 1 us (the link walks segments to time a packet)
 MAX_LINES = 10**7             # 20x the longest trace in ../shared/data (505,078 lines); ~1.1 GB to load
+# Rate traces (Pensieve, VOXEL lines, Sabre entries) become one rate segment each, carried through the
+# normalized configuration: ~1.5 KB a segment at the peak of a trace-mode run (10^7 Pensieve lines ran
+# out of memory at 4 GB; 2 x 10^6 took 3.2 GB). 10^6 segments is 11 days of 1 s samples.
+MAX_RATE_SEGMENTS = 10**6
 _NUM_RE = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?\Z")
 
 
@@ -99,18 +103,19 @@ def _read_text(path: str) -> str:
         raise InputError(str(path), str(line), "UTF-8 text", "undecodable bytes") from None
 
 
-def _lines(text: str, path: str | None = None) -> list[str]:
+def _lines(text: str, path: str | None = None, limit: int | None = None) -> list[str]:
     """Split into lines; a final newline does not start a new line; CRLF is accepted. More than
-    :data:`MAX_LINES` lines is an error (when ``path`` is given): a line costs the loader about
-    100 bytes of memory, the engine 8-24."""
+    ``limit`` lines is an error (when ``path`` is given): a Mahimahi line costs the loader about
+    100 bytes of memory, the engine 8-24 (rate traces: :data:`MAX_RATE_SEGMENTS`)."""
     if text.endswith("\n"):
         text = text[:-1]
     if text == "":
         return []
     if path is not None:
+        limit = MAX_LINES if limit is None else limit
         n = text.count("\n") + 1
-        if n > MAX_LINES:
-            raise InputError(path, None, f"a trace of at most {MAX_LINES:,} lines", f"{n:,} lines")
+        if n > limit:
+            raise InputError(path, None, f"a trace of at most {limit:,} lines", f"{n:,} lines")
     return [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
 
 
@@ -202,6 +207,8 @@ def load_sabre_network(path: str) -> dict:
     if not isinstance(doc, list) or not doc:
         raise InputError(path, "1", "a non-empty JSON list of {duration_ms, bandwidth_kbps, latency_ms}",
                          type(doc).__name__ if not isinstance(doc, list) else "an empty list")
+    if len(doc) > MAX_RATE_SEGMENTS:
+        raise InputError(path, None, f"a trace of at most {MAX_RATE_SEGMENTS:,} entries", f"{len(doc):,} entries")
     segs = []
     for i, item in enumerate(doc):
         where = lambda key=None: f"{_json_line_of(text, i)}:[{i}]" + (f".{key}" if key else "")  # noqa: E731
@@ -250,7 +257,7 @@ def load_pensieve(path: str, align: str = "next") -> dict:
     path = str(path)
     if align not in ("next", "previous"):
         raise InputError(path, None, "align 'next' or 'previous'", repr(align))
-    lines = _lines(_read_text(path), path)
+    lines = _lines(_read_text(path), path, MAX_RATE_SEGMENTS)
     times: list[int] = []
     rates: list[int] = []
     lineno: list[int] = []
@@ -295,7 +302,7 @@ def load_voxel(path: str) -> dict:
     every second). Each line becomes a 1 s segment at ``bytes * 8`` bit/s.
     """
     path = str(path)
-    lines = _lines(_read_text(path), path)
+    lines = _lines(_read_text(path), path, MAX_RATE_SEGMENTS)
     if not lines:
         raise InputError(path, None, "lines 'second bytes'", "an empty file")
     segs = []

@@ -148,10 +148,15 @@ def _packet(args, page, if1: tuple[int, int], out) -> int:
     src = {"handcrafted": args.page[5:]} if args.page.startswith("hand:") else {"har": os.path.abspath(args.page)}
     try:
         res = crossmodel.packet_load(src, if1[0], if1[1], cc=args.cc, seed=args.seed, page_bytes=page.total_bytes)
-    except InputError as e:   # the generated scenario's topology is --if1
-        if e.path != "<crossmodel>" or not str(e.where or "").startswith("topology."):
+    except InputError as e:   # the generated scenario's topology is --if1, its page PAGE
+        where = str(e.where or "")
+        if e.path != "<crossmodel>":
             raise
-        raise InputError(None, "--if1", e.expected, e.found, e.message) from None
+        if where.startswith("topology."):
+            raise InputError(None, "--if1", e.expected, e.found, e.message) from None
+        if where.startswith("page[0]"):   # (it named "<crossmodel>:page[0].har")
+            raise InputError(args.page, None, e.expected, e.found, e.message) from None
+        raise
     pg = res.summary["pages"][0]
     if pg["plt_s"] is None:
         raise InputError(args.page, None, message="the load did not finish within the simulated time")

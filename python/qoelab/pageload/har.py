@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 
 from qoelab.errors import InputError, int_input, json_input, read_input
 from qoelab.pageload.page import Obj, Page
+
+MAX_ENTRIES = 100_000   # the packet model's page limit (scenario.MAX_PAGE_OBJECTS); the flow-level model takes 20,000
 from qoelab.units import MAX_DURATION_NS
 
 # The largest object the model's core accepts (crates/qoelab-core/src/pageload/page.rs).
@@ -162,6 +164,8 @@ def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
                          else type(entries).__name__)
     if not entries:
         raise InputError(path, "log.entries", "at least one entry", "an empty list")
+    if len(entries) > MAX_ENTRIES:   # (before building a page: 1.84 x 10^6 entries ran out of memory)
+        raise InputError(path, "log.entries", f"a page of at most {MAX_ENTRIES:,} objects", f"{len(entries):,}")
     rows = []
     dropped = 0
     for k, e in enumerate(entries):
