@@ -454,6 +454,22 @@ def test_a_negative_rate_is_checked_as_a_rate():
         'qoelab link: error: --rate: expected a rate such as 10Mbps, found "-1Mbps"'], r.stderr
 
 
+@pytest.mark.parametrize("text,where,found", [
+    ("1\n\n2\n", ":2:", "found an empty line"),
+    ("1\n+2\n", ":2:", "found '+2'"),
+    (" 1\n2\n", ":1:", "found ' 1'"),
+])
+def test_link_reads_a_trace_as_run_does(tmp_path, text, where, found):
+    """`qoelab link --trace` took blank lines, spaces and "+2" that `qoelab run` refuses (docs: it
+    reads a trace "as qoelab run reads one")."""
+    from conftest import qoelab_cli
+    t = tmp_path / "t.down"
+    t.write_text(text)
+    r = qoelab_cli("link", "--trace", str(t), "--rtt", "20ms", "--", "true")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"qoelab link: error: {t}{where} expected") and found in r.stderr, r.stderr
+
+
 def test_abr_seeds_take_the_scenario_seed_range_and_show_exactly(tmp_path):
     """An ABR's `seed` parameter takes 0..2^64 - 1 like scenario.seed (it stopped at 2^63 - 1), and a
     64-bit value beyond it is shown exactly: not "expected an integer <= 1.84e+19, found 1.84e+19"."""

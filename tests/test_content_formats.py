@@ -282,3 +282,17 @@ def test_import_reads_only_regular_files_of_bounded_size(tmp_path, monkeypatch):
     big.write_text('{"segment_duration_ms": 4000, "bitrates_kbps": [1], "segment_sizes_bits": [' + "[8]," * 40 + "[8]]}")
     with pytest.raises(InputError, match=r"big\.json: expected a Sabre movie JSON of at most 100 bytes, found 240 bytes"):
         formats.import_sabre(str(big))
+
+
+def test_export_reads_manifests_and_size_folders(tmp_path, capsys):
+    """`video export` says "any loadable video": an MPD was parsed as JSON ("expected valid JSON")."""
+    from qoelab.content import mpd as writer
+    reps = [{"id": i, "file": f"r{i}.mp4", "width": 640, "height": 360, "codec": "avc1.64001f", "timescale": 15360,
+             "init_end": 800, "ranges": [(800 + k * sz, 800 + (k + 1) * sz) for k in range(3)], "bandwidth": bw}
+            for i, (bw, sz) in enumerate(((300000, 75000), (600000, 150000)))]
+    m = tmp_path / "m.mpd"
+    writer.write(str(m), reps, duration_s=6.0, seg_frames=48, fps=24, min_buffer_s=2.0)
+    rc, err = _export_cli(tmp_path, capsys, m, "sabre", tmp_path / "e.json")
+    assert rc == 0, err
+    doc = json.loads((tmp_path / "e.json").read_text())
+    assert doc["bitrates_kbps"] == [300, 600] and doc["segment_sizes_bits"][0] == [75000 * 8, 150000 * 8]

@@ -149,9 +149,10 @@ def add_parser(subparsers) -> None:
     cp.set_defaults(func=cmd_corpus_plot)
 
     ex = vsub.add_parser("export", help="export a table to Sabre movie JSON or Minerva .dat/.vmaf",
-                         description="Export TABLE (a table.json, a corpus clip name, or any loadable video) "
-                                     "to another tool's format.")
-    ex.add_argument("table", metavar="TABLE", help="table.json path or corpus clip name")
+                         description="Export TABLE (a table.json, a corpus clip name, a Video JSON or Sabre "
+                                     "movie, a DASH MPD, an HLS playlist or a Pensieve size folder: a file video "
+                                     "a scenario's `video` takes) to another tool's format.")
+    ex.add_argument("table", metavar="TABLE", help="table.json, corpus clip name, video file or folder")
     ex.add_argument("--format", required=True, choices=["sabre", "minerva"], help="target format")
     ex.add_argument("--out", required=True, metavar="PATH",
                     help="output file (sabre: movie JSON; minerva: PATH.dat plus PATH.vmaf if VMAF is present)")

@@ -113,6 +113,11 @@ def load_for_export(table: str) -> dict:
     nesting too deep and overlong integers are InputError."""
     from qoelab.content import corpus
 
+    if os.path.isdir(table) or (os.path.isfile(table) and table.lower().endswith((".mpd", ".m3u8", ".m3u"))):
+        # a manifest or a Pensieve size folder: read as a scenario's `video` is (the help says "any
+        # loadable video"; they were parsed as JSON)
+        from qoelab import video as vmod
+        return check_video(vmod.load_video(table), table)
     if os.path.isfile(table) and not table.endswith(".dat"):
         try:
             with open(table, encoding="utf-8") as f:
