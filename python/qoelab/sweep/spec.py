@@ -500,6 +500,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
 
     # keys (normalized configs), and the core's check of a covering subset
     checked = set(first_of_value.values()) if check else set()
+    memo = KeyMemo()    # (the runs share their parsed videos and traces: each is encoded once)
     for i, r in enumerate(runs):
         # every run (a monotonic clock read): a base scenario can take a second to build (a probe's
         # 200,000-step weight schedule), and every 256 runs left minutes without a line
@@ -509,7 +510,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
         except InputError as e:
             raise InputError(path, _blame(dims, derived, e, r.point), message=f"with {_show_point(r.point)}: "
                                                                              f"{e}") from None
-        r.key = run_key(sc.config, core_version, abr_sources=sc.meta.get("python_abr_sources"))
+        r.key = run_key(sc.config, core_version, memo, sc.meta.get("python_abr_sources"))
     prog.done(len(runs))
     seen_keys: dict = {}
     for r in runs:
