@@ -763,3 +763,66 @@ def test_synthetic_mpd_text_reads_back_as_the_layout(tmp_path):
     for k in ("bitrates_bps", "sizes", "byte_offsets", "resolutions", "segment_duration"):
         assert got[k] == v[k], k
     ET.fromstring(p.read_bytes())   # well-formed
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_directory_without_its_slash_is_404_and_leaks_nothing(server):
+    """`GET /video` got no response and leaked the directory's descriptor (os.fdopen raised before
+    the regular-file check): 1,000 such requests left the server answering nothing for good."""
+    before = _open_fds()
+    for _ in range(50):
+        assert get(server.port, "/video")[0] == 404
+        assert get(server.port, "/video", method="HEAD")[0] == 404
+    time.sleep(0.2)
+    assert _open_fds() <= before + 2, (before, _open_fds())
+    assert get(server.port, "/video/0.mp4", [("Range", "bytes=0-9")])[0] == 206
+
+
+def test_tls_or_binary_gets_400_at_once(server):
+    """A TLS ClientHello waited for a blank line until the idle timeout (docs: binary -> 400)."""
+    t0 = time.monotonic()
+    status, _, body = raw(server.port, bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]) + os.urandom(60))
+    assert status == 400 and b"not an HTTP/1.x request" in body and time.monotonic() - t0 < 2
+
+
+def test_cors_preflight_passes_the_cors_check(server):
+    c = Client(server.port)
+    c.send(b"OPTIONS /video/0.mp4 HTTP/1.1\r\nHost: t\r\nOrigin: http://other\r\n"
+           b"Access-Control-Request-Method: GET\r\nAccess-Control-Request-Headers: range\r\n\r\n")
+    status, hdrs, _ = c.response(head_only=True)
+    c.close()
+    assert status == 204 and hdrs["access-control-allow-origin"] == "*" and "content-length" not in hdrs
+
+
+def test_the_idle_timeout_is_per_wait_not_per_body(tree, tmp_path):
+    """A steady reader slower than body / timeout was cut off: sendall's timeout covers the whole
+    call (a 17 MB MPD at 1 MB/s, 5 s timeout, ended at 8.6 MB). Here: a file and a synthetic MPD
+    (sent from memory) of 1 and 17.7 MB, a 0.3 s timeout, about a second to read each."""
+    log = open(tmp_path / "log", "w+")
+    s = serve.Server(str(tree[0]), port=0, log=log, max_connections=8, idle_timeout=0.3)
+    s.start()
+    s.start_thread()
+    try:
+        for path, chunk in (("/video/0.mp4", 16384), ("/synthetic/chunklets/s0-n15000/manifest.mpd", 131072)):
+            c = Client(s.port)
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, chunk)
+            c.send(f"GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())
+            got = b""
+            while True:
+                time.sleep(0.01)
+                d = c.sock.recv(chunk)
+                if not d:
+                    break
+                got += d
+            c.close()
+            head, body = got.split(b"\r\n\r\n", 1)
+            n = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            assert n > 900_000 and len(body) == n, (path, n, len(body))
+            if path.endswith(".mp4"):
+                assert body == tree[1]
+    finally:
+        s.stop()
+        log.close()
