@@ -826,3 +826,38 @@ def test_the_idle_timeout_is_per_wait_not_per_body(tree, tmp_path):
     finally:
         s.stop()
         log.close()
+
+
+def test_egregious_overlapping_ranges_are_served_whole(server, tree):
+    """RFC 9110 14.2: 64 x "0-" of a 64 MiB file was a 4 GB multipart response."""
+    st, h, body = get(server.port, "/video/0.mp4", [("Range", "bytes=" + ",".join(["0-"] * 64))])
+    assert st == 200 and body == tree[1]
+    st, _, _ = get(server.port, "/video/0.mp4", [("Range", "bytes=0-99,50-60,500-599")])   # twice: served
+    assert st == 206
+
+
+def test_if_range_date_of_a_file_changed_this_second_is_weak(tree):
+    """RFC 9110 8.8.2.2/13.1.5: a Last-Modified less than a second before the response is weak; a
+    file rewritten within that second was spliced into the client's copy."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "f.bin")
+        with open(p, "wb") as f:
+            f.write(b"A" * 1000)
+        log = open(os.path.join(d, "log"), "w+")
+        s = serve.Server(d, port=0, log=log, max_connections=8, idle_timeout=5.0)
+        s.start()
+        s.start_thread()
+        try:
+            _, h, _ = get(s.port, "/f.bin", method="HEAD")
+            with open(p, "wb") as f:
+                f.write(b"B" * 1000)
+            st, _, body = get(s.port, "/f.bin", [("Range", "bytes=0-9"), ("If-Range", h["last-modified"])])
+            assert st == 200 and body == b"B" * 1000    # not 206 with B bytes for an A copy
+            os.utime(p, (time.time() - 10, time.time() - 10))
+            _, h, _ = get(s.port, "/f.bin", method="HEAD")
+            st, _, body = get(s.port, "/f.bin", [("Range", "bytes=0-9"), ("If-Range", h["last-modified"])])
+            assert st == 206 and body == b"B" * 10
+        finally:
+            s.stop()
+            log.close()

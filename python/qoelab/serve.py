@@ -127,6 +127,15 @@ def parse_range(value: str | None, total: int):
             if n == 0 or total == 0:
                 continue
             out.append((max(0, total - n), total - 1))
+    if len(out) > 2:
+        # RFC 9110 14.2: "SHOULD ignore ... egregious range requests, such as requests for more than two
+        # overlapping ranges" (64 x "0-" of a 64 MiB file was a 4 GB response): a byte asked for more
+        # than twice, and the representation is served whole instead
+        depth = 0
+        for _, step in sorted([(a, 1) for a, _ in out] + [(b + 1, -1) for _, b in out], key=lambda e: (e[0], e[1])):
+            depth += step
+            if depth > 2:
+                return None
     return out
 
 
@@ -792,7 +801,7 @@ class Server:
             v = value.strip(b" \t").decode("latin-1")
             counts[k] = counts.get(k, 0) + 1
             headers[k] = v if k not in headers else headers[k] + ", " + v
-        if version == "HTTP/1.1" and counts.get("host", 0) != 1:
+        if vm.group(2) != "0" and counts.get("host", 0) != 1:   # (HTTP/1.2 is read as 1.1, RFC 9112 2.3)
             raise HttpError(400, "HTTP/1.1 request needs exactly one Host header")
         if counts.get("host", 0) > 1:
             raise HttpError(400, "more than one Host header")
@@ -852,6 +861,7 @@ class Server:
         ctype = "application/octet-stream"
         src = None          # (kind, payload)
         etag = last_mod = None
+        date_strong = True
         if segs and segs[0] == "synthetic":
             syn = _synthetic(segs[1:])
             if syn[0] == "mpd":
@@ -883,19 +893,23 @@ class Server:
             ctype = TYPES.get(os.path.splitext(real)[1].lower(), "application/octet-stream")
             etag = f'"{st.st_ino:x}-{st.st_size:x}-{st.st_mtime_ns:x}"'
             last_mod = formatdate(st.st_mtime, usegmt=True)
+            # RFC 9110 8.8.2.2: a modification date less than a second before now is a weak validator,
+            # which If-Range must not accept (a file rewritten within that second was spliced)
+            date_strong = time.time() - st.st_mtime >= 1.0
         try:
             return self._send_representation(conn, method, target, headers, keep, t0, src, total, ctype,
-                                             etag, last_mod)
+                                             etag, last_mod, date_strong)
         finally:
             if src[0] == "file":
                 src[1].close()
 
-    def _send_representation(self, conn, method, target, headers, keep, t0, src, total, ctype, etag, last_mod):
+    def _send_representation(self, conn, method, target, headers, keep, t0, src, total, ctype, etag, last_mod,
+                             date_strong=True):
         rng_hdr = headers.get("range")
         ranges = parse_range(rng_hdr, total) if rng_hdr is not None else None
         if ranges is not None and "if-range" in headers:
             ir = headers["if-range"].strip()
-            if ir != etag and (last_mod is None or ir != last_mod):
+            if ir != etag and (last_mod is None or ir != last_mod or not date_strong):
                 ranges = None
         common = [("Accept-Ranges", "bytes"), ("Access-Control-Allow-Origin", "*"),
                   ("Access-Control-Expose-Headers", "Content-Range, Content-Length, Accept-Ranges")]
