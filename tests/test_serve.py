@@ -861,3 +861,22 @@ def test_if_range_date_of_a_file_changed_this_second_is_weak(tree):
         finally:
             s.stop()
             log.close()
+
+
+def test_expect_100_continue(server):
+    """RFC 9110 10.1.1 (a MUST): an immediate final status when the head decides it, else 100."""
+    c = Client(server.port)
+    c.send(b"POST /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+    status, hdrs, _ = c.response()            # before any body byte was sent
+    assert status == 405 and hdrs.get("connection") == "close"
+    c.close()
+    c = Client(server.port)
+    c.send(b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n")
+    while b"\r\n\r\n" not in c.buf:
+        c._fill()
+    assert c.buf.startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+    c.buf = c.buf[len(b"HTTP/1.1 100 Continue\r\n\r\n"):]
+    c.send(b"0123456789")
+    status, _, body = c.response()
+    assert status == 200 and body == b"<MPD/>\n"
+    c.close()

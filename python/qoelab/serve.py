@@ -746,6 +746,15 @@ class Server:
             method, target, version, headers = self._parse_head(head)
             rng = headers.get("range")
             conn.req = [method, target, rng, t0]
+            if headers.get("expect", "").strip().lower() == "100-continue" and version != "HTTP/1.0":
+                # RFC 9110 10.1.1: a status the head alone decides is sent at once, without waiting for the
+                # body (which is then left unread: the connection closes); otherwise 100 (Continue) first.
+                # The client waited for its own timeout (curl: 1 s) or forever.
+                if method not in ("GET", "HEAD", "OPTIONS"):
+                    self._check_method(method)
+                cl = headers.get("content-length", "").strip()
+                if cl.isascii() and cl.isdigit() and 0 < int(cl[:16]) <= 1 << 20 and len(buf) < int(cl):
+                    conn.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
             self._skip_body(conn.sock, buf, headers)
             keep = self._keep_alive(version, headers)
             self._check_method(method)
