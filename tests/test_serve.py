@@ -880,3 +880,66 @@ def test_expect_100_continue(server):
     status, _, body = c.response()
     assert status == 200 and body == b"<MPD/>\n"
     c.close()
+
+
+def _own_server(tree, tmp_path, **kw):
+    log = open(tmp_path / "log", "w+")
+    s = serve.Server(str(tree[0]), port=0, log=log, max_connections=8, **kw)
+    s.start()
+    s.start_thread()
+    return s, log
+
+
+def test_a_trickling_request_head_times_out(tree, tmp_path):
+    """1 byte every 3 s kept a connection open for ever (the idle timeout re-armed on each byte)."""
+    s, log = _own_server(tree, tmp_path, idle_timeout=0.6)
+    try:
+        c = Client(s.port)
+        t0 = time.monotonic()
+        status = None
+        for ch in b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nX-Slow: " + b"a" * 100:
+            try:
+                c.send(bytes([ch]))
+            except OSError:
+                break
+            time.sleep(0.15)
+            c.sock.settimeout(0.01)
+            try:
+                d = c.sock.recv(4096)
+                if d:
+                    status = d.split(b" ")[1]
+                    break
+            except (TimeoutError, BlockingIOError):
+                pass
+        c.close()
+        assert status == b"408" and time.monotonic() - t0 < 3, (status, time.monotonic() - t0)
+    finally:
+        s.stop()
+        log.close()
+
+
+def test_an_error_response_survives_the_unread_body(tree, tmp_path):
+    """A 400 for a 3 MB body was followed by a reset that destroyed it before the client read it
+    (10 of 20 tries): the server now closes in stages."""
+    import threading
+    s, log = _own_server(tree, tmp_path, idle_timeout=5.0)
+    try:
+        for _ in range(10):
+            c = Client(s.port)
+            head = b"GET /manifest.mpd HTTP/1.1\r\nHost: t\r\nContent-Length: 3000000\r\n\r\n"
+
+            def push():
+                try:
+                    c.sock.sendall(head + b"x" * 3_000_000)
+                except OSError:
+                    pass
+            t = threading.Thread(target=push)
+            t.start()
+            time.sleep(0.05)
+            status, _, body = c.response()
+            t.join(5)
+            c.close()
+            assert status == 400 and b"too large" in body
+    finally:
+        s.stop()
+        log.close()

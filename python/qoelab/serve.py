@@ -48,7 +48,8 @@ ALLOWED = "GET, HEAD, OPTIONS"
 KNOWN_METHODS = {"POST", "PUT", "DELETE", "PATCH", "CONNECT", "TRACE"}
 TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 REASONS = {200: "OK", 204: "No Content", 206: "Partial Content", 304: "Not Modified", 400: "Bad Request",
-           403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 416: "Range Not Satisfiable",
+           403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout",
+           416: "Range Not Satisfiable",
            500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable",
            505: "HTTP Version Not Supported"}
 TYPES = {".mpd": "application/dash+xml", ".mp4": "video/mp4", ".m4s": "video/iso.segment", ".m4v": "video/mp4",
@@ -526,6 +527,7 @@ class Server:
         self.tcp_info_log, self.tcp_info_interval = tcp_info_log, tcp_info_interval
         self.log = log if log is not None else sys.stderr
         self.max_connections, self.idle_timeout = max_connections, idle_timeout
+        self.head_timeout = min(idle_timeout, 10.0)   # a whole request head, from its first byte
         self.conns: dict[int, _Conn] = {}
         self._lock = threading.Lock()
         self._log_lock = threading.Lock()
@@ -658,6 +660,7 @@ class Server:
                 t0 = time.monotonic()
                 keep = self._handle(conn, head, buf, t0)
                 if not keep:
+                    self._linger(sock)
                     return
         except OSError as e:            # reset, timeout, broken pipe: the connection just ends ...
             self._log_failure(conn, buf, f"connection error {type(e).__name__}: {e}")   # ... logged if mid-request
@@ -675,9 +678,29 @@ class Server:
             except OSError:
                 pass
 
+    @staticmethod
+    def _linger(sock) -> None:
+        """Close in stages (RFC 9112 9.6): closed with request data unread, the kernel sends a reset that
+        can destroy the response before the client reads it (a 400 for a 3 MB body was lost half the
+        time). Our side is shut, then what the client still sends is read and dropped until it closes,
+        for at most 1 s or 1 MiB."""
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(0.25)
+            deadline, n = time.monotonic() + 1.0, 0
+            while n < 1 << 20 and time.monotonic() < deadline:
+                d = sock.recv(65536)
+                if not d:
+                    break
+                n += len(d)
+        except OSError:
+            pass
+
     def _read_head(self, sock, buf: bytearray):
         """The next request head (bytes, without the blank line), removed from ``buf``; None at a clean EOF.
-        Raises HttpError(400) when the head exceeds :data:`MAX_HEAD`."""
+        Returns HttpError(400) when the head exceeds :data:`MAX_HEAD`, HttpError(408) when it is not complete
+        within ``head_timeout``."""
+        started = None
         while True:
             # RFC 9112 2.2: empty lines before the request line are ignored
             while buf[:2] == b"\r\n" or buf[:1] == b"\n":
@@ -698,6 +721,13 @@ class Server:
             sp = buf.find(b" ")
             if buf and buf[:sp if sp >= 0 else len(buf)].translate(None, _TCHAR):
                 return HttpError(400, "not an HTTP/1.x request (TLS or binary data)")
+            if buf.strip(b"\r\n"):
+                # a head is under way: it must be complete within the head timeout, however it trickles
+                # in (1 byte every 3 s kept a connection, and --max-connections of them every client, out)
+                if started is None:
+                    started = time.monotonic()
+                elif time.monotonic() - started > self.head_timeout:
+                    return HttpError(408, f"request head not complete within {self.head_timeout:g} s")
             data = sock.recv(65536)
             if not data:
                 return None
@@ -1098,7 +1128,7 @@ def add_parser(sub) -> None:
     p.add_argument("--max-connections", type=_pos_int, default=256, metavar="N",
                    help="open connections at most; more get 503 (default 256)")
     p.add_argument("--idle-timeout", type=_interval, default=60.0, metavar="SECONDS",
-                   help="close a connection idle this long (default 60 s)")
+                   help="close a connection idle this long, 0.001-3600 (default 60 s); a request head must arrive within min(this, 10 s)")
     p.set_defaults(func=_cmd_serve)
 
 
