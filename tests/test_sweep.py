@@ -111,6 +111,8 @@ system = { values = { plain = { "client.*.abr" = "dynamic" }, bola = { "client.0
     ('[sweep]\nbase = "base.toml"\n[axes]\n"topology.rate" = [10, "1Mbps"]\n', "axes.topology.rate", "rate"),
     ('[sweep]\nbase = "base.toml"\n[axes]\n"topology.aqm" = []\n', "axes.topology.aqm", "non-empty"),
     ('[sweep]\nbase = "base.toml"\nwhere = "aqm == 1"\n[axes]\n"topology.aqm" = ["codel"]\n', "axes", "no runs"),
+    ('[sweep]\nbase = "base.toml"\nwhere = "\'yes\'"\n[axes]\n"topology.aqm" = ["codel"]\n', "sweep.where",
+     "expected true or false (a comparison), found 'yes'"),      # (was taken as true)
     ('[sweep]\nbase = "base.toml"\n[axes]\n"client.5.abr" = ["bola"]\n', "axes.client.5.abr", "out of range"),
     ('[sweep]\nbase = "base.toml"\n[axes]\nx = [1, 2]\n', "axes", "same scenario"),
     ('[sweep]\nbase = "base.toml"\n[derived]\n"topology.buffer" = "__import__(\'os\')"\n', "derived.topology.buffer",

@@ -477,6 +477,9 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
             except (expr.ExprError, KeyError) as e:
                 raise InputError(path, "sweep.where", message=f"with {_show_point(point)}: "
                                                               f"{e.args[0] if e.args else e}") from None
+            if not isinstance(keep, bool):   # ("yes" or 0.5 was taken as true)
+                raise InputError(path, "sweep.where", message=f"with {_show_point(point)}: expected true or false "
+                                                              f"(a comparison), found {keep!r}")
             if not keep:
                 continue
         if any(all(point.get(c) == v for c, v in e.items()) for e in excludes):
