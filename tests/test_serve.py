@@ -943,3 +943,12 @@ def test_an_error_response_survives_the_unread_body(tree, tmp_path):
     finally:
         s.stop()
         log.close()
+
+
+def test_http10_keep_alive_is_said_after_an_error_too(server):
+    c = Client(server.port)
+    c.send(b"GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /manifest.mpd HTTP/1.0\r\n\r\n")
+    status, hdrs, _ = c.response()
+    assert status == 404 and hdrs.get("connection") == "keep-alive"
+    assert c.response()[0] == 200
+    c.close()

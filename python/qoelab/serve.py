@@ -769,7 +769,7 @@ class Server:
         return keep
 
     def _handle_request(self, conn: _Conn, head, buf: bytearray, t0: float) -> bool:
-        method, target, rng, keep = "-", "-", None, False
+        method, target, rng, keep, version = "-", "-", None, False, "HTTP/1.1"
         try:
             if isinstance(head, HttpError):
                 raise head
@@ -798,7 +798,9 @@ class Server:
             if close:
                 hdrs.append(("Connection", "close"))
             conn.status = e.status
-            conn.sock.sendall(self._head(e.status, hdrs) + (b"" if method == "HEAD" else body))
+            # (an HTTP/1.0 client is told the connection persists after an error too, as after a 200)
+            mode = "keep-alive" if not close and version == "HTTP/1.0" else True
+            conn.sock.sendall(self._head(e.status, hdrs, mode) + (b"" if method == "HEAD" else body))
             self._log_line(conn.peer, method, target, rng, e.status, 0, time.monotonic() - t0)
             return not close
 
