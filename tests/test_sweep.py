@@ -650,6 +650,33 @@ def test_ctrl_c_stops_a_sweep_within_a_second(tmp_path, sig, code, twice, group)
     assert recs == []
 
 
+def test_ctrl_c_stops_a_sweep_of_many_short_runs(tmp_path):
+    """Workers killed while sending a result held the result queue's write lock (or left half a
+    message): 3 of 4 Ctrl-Cs of a sweep of 2,000 two-second runs hung for good."""
+    short = ('[scenario]\nduration = "2s"\n[topology]\nrate = "10Mbps"\nrtt = "20ms"\nbuffer = "1000pkts"\n'
+             'aqm = "fq_codel"\n[[flow]]\nkind = "bulk"\ncc = "cubic"\ncount = 4\n')
+    p = write_sweep(tmp_path, '[sweep]\nname = "many"\nbase = "base.toml"\nrepetitions = 50\n[axes]\n'
+                              '"topology.aqm" = ["pfifo", "codel", "pie", "fq_codel"]\n'
+                              '"topology.rate" = ["5Mbps", "6Mbps", "7Mbps", "8Mbps", "9Mbps", "10Mbps"]\n', short)
+    for i, delay in enumerate((2.0, 2.7, 3.4)):
+        proc = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "sweep", p, "--out", str(tmp_path / f"o{i}"),
+                                 "--jobs", "2"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        time.sleep(delay)
+        if proc.poll() is not None:
+            continue
+        t0 = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError("the sweep hung after Ctrl-C")
+        assert time.monotonic() - t0 < 1.5 and proc.returncode == 130, (proc.returncode, err[-500:])
+        assert err.strip().splitlines()[-1] == "qoelab sweep: interrupted (SIGINT)" and "Traceback" not in err
+
+
 def test_sim_real_bad_scenarios_one_line_exit_2(tmp_path):
     sc = tmp_path / "s.toml"
     sc.write_text('[scenario]\nname = "x"\nduration = "10s"\n[topology]\nrate = "2Mbps"\n[[client]]\nname = "c"\n'
