@@ -12,6 +12,7 @@ import random
 import pandas as pd
 import pytest
 
+import qoelab
 from qoelab.errors import InputError
 from qoelab.reproduce import livi
 from qoelab.reproduce.livi import (INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Run, buffer_packets, evaluate_claims,
@@ -314,8 +315,11 @@ def test_report_helpers_escape_and_write_figures(tmp_path):
     assert f.startswith("<p class='bad'>Failed items: r1: boom &lt;x&gt;; r2: lost") and f.count("; ") == 9
     t = common.claims_table_html([{"id": "C1", "verdict": NOT_SUPPORTED, "paper": "a & b"}], "<p>intro</p>")
     assert "<h2>Claims</h2><p>intro</p><table>" in t and "a &amp; b" in t and "class='bad'" in t
-    assert common.write_html(str(tmp_path), ["x", "y"]) == str(tmp_path / "report.html")
-    assert (tmp_path / "report.html").read_text() == "x\ny"
+    assert common.write_html(str(tmp_path), ["x", "y</body></html>"]) == str(tmp_path / "report.html")
+    text = (tmp_path / "report.html").read_text()
+    # the provenance (command, versions, date) at the foot, inside the body
+    assert text.startswith("x\ny<footer><p>Made by <code>") and text.endswith("</footer></body></html>")
+    assert f"with qoelab {qoelab.__version__} (core " in text and " UTC; " in text
 
 
 def test_refuses_foreign_output_dir(tmp_path):

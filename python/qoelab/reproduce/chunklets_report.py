@@ -106,7 +106,7 @@ def write_report(out_dir: str, runs, chunks, stats, claims: list[dict], meta: di
     p = [common.report_head("chunklets", "Chunklets over AQM gateways, reproduced", CSS),
          f"<p>{html.escape(meta.get('paper', ''))}. Grid <b>{html.escape(meta.get('grid', ''))}</b>: "
          f"{meta.get('runs')} runs ({html.escape(meta.get('grid_description', ''))}); {meta.get('failed', 0)} failed; "
-         f"{meta.get('wall_s_runs', 0):.1f} s wall with {meta.get('jobs')} worker processes. Data: "
+         f"{meta.get('wall_s_runs', 0):.1f} s wall in the simulations with {meta.get('jobs')} worker processes. Data: "
          "<code>runs.parquet</code>, <code>chunks.parquet</code> (steady-state chunks), <code>cells.parquet</code>, "
          "<code>bins.parquet</code> (100-ms overlap bins), <code>claims.json</code>.</p>"]
     p.append(common.failures_html(meta.get("failures")))

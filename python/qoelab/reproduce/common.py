@@ -68,6 +68,8 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
     HTML report (``write_report()``; if it fails, the data are kept and report.html says why, and
     ``meta["report_error"]`` is set), then meta.json with the total wall time since ``t0``."""
     import time
+    global _PROVENANCE
+    meta["provenance"] = _PROVENANCE = provenance()
     dump_json(os.path.join(tmp, "claims.json"), claims, json_default)
     try:
         write_report()
@@ -222,9 +224,39 @@ def figures_html(fig_dir: str, figures, missing: str = "not run") -> list[str]:
     return parts
 
 
+_PROVENANCE: dict | None = None   # of the reproduction whose report is being written
+
+
+def provenance() -> dict:
+    """How a reproduction was made: the command line, qoelab's and the core's versions and build, and
+    the date (UTC). In meta.json and at the foot of report.html (nothing else in them depends on it)."""
+    import datetime
+    import platform
+    import shlex
+    import sys
+    from qoelab import _core, __version__
+    argv = sys.argv[:]
+    if argv and argv[0].endswith(("qoelab/cli.py", "qoelab/__main__.py")):
+        argv[0] = "qoelab"
+    elif argv:
+        argv[0] = os.path.basename(argv[0])
+    return {"command": " ".join(shlex.quote(a) for a in argv), "qoelab": __version__, "core": _core.version(),
+            "core_build": _core.build(), "python": platform.python_version(),
+            "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")}
+
+
 def write_html(out_dir: str, parts: list[str]) -> str:
-    """Join ``parts`` into ``out_dir/report.html``; returns its path."""
+    """Join ``parts`` into ``out_dir/report.html`` (with the provenance at its foot); returns its path."""
+    import html
     path = os.path.join(out_dir, "report.html")
+    p = _PROVENANCE or provenance()
+    foot = (f"<footer><p>Made by <code>{html.escape(p['command'])}</code> with qoelab {html.escape(p['qoelab'])} "
+            f"(core {html.escape(p['core'])}, {html.escape(p['core_build'])} build, Python {html.escape(p['python'])}) "
+            f"on {html.escape(p['date_utc'])} UTC; the wall time of the whole command is in meta.json "
+            f"(<code>wall_s_total</code>).</p></footer>")
+    text = "\n".join(parts)
+    end = text.rfind("</body>")
+    text = text[:end] + foot + text[end:] if end >= 0 else text + foot
     with open(path, "w") as f:
-        f.write("\n".join(parts))
+        f.write(text)
     return path

@@ -362,7 +362,7 @@ def m10(df, odf, spec):
     return claim("M10", "Fig. 11b", paper, rule, grade,
                  f"N = 4: median share {100 * med:.1f}% (CI {_ci([100 * x for x in s4])}), 75th pct |share - 50%| "
                  f"{100 * p75:.1f} points, IQR {100 * i4:.1f}; N = 8: median {100 * median_ci(s8)[0]:.1f}%, IQR "
-                 f"{_f(100 * i8)}", value=med)
+                 f"{_f(100 * i8)}" + (f" (n = {len(s8)}: an IQR needs 2 runs)" if len(s8) < 2 else ""), value=med)
 
 
 def m11(df, odf, spec):
@@ -376,8 +376,9 @@ def m11(df, odf, spec):
     under = float((lose["share_m"] < 0.5).mean()) if len(lose) else float("nan")
     ok = f <= 0.25 and (not len(lose) or under > 0.5)
     return claim("M11", "§8.4", paper, rule, "PASS" if ok else "FAIL",
-                 f"Cubic group better in {len(lose)} of {len(d)} runs ({100 * f:.0f}%); Minerva share < 50% in "
-                 f"{_f(100 * under, 0)}% of those", value=f)
+                 f"Cubic group better in {len(lose)} of {len(d)} runs ({100 * f:.0f}%); "
+                 + (f"Minerva share < 50% in {_f(100 * under, 0)}% of those" if len(lose)
+                    else "no such run, so the share condition holds by default"), value=f)
 
 
 def m12(df, odf, spec):

@@ -76,7 +76,7 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
     parts = [common.report_head("minerva", "Minerva, reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs + {meta.get('opt_runs', 0)} "
-             f"fixed-rate trace-mode runs, {meta['failed']} failed, {meta['wall_s_runs']:.1f} s wall with "
+             f"fixed-rate trace-mode runs, {meta['failed']} failed, {meta['wall_s_runs']:.1f} s wall in the simulations with "
              f"{meta['jobs']} worker processes. "
              + ("<b>Quick run: 1 seed and short runs; the verdicts are indicative only.</b> " if meta['grid'] == 'quick'
                 else "") +

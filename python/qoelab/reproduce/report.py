@@ -230,7 +230,7 @@ def write_report(out_dir: str, df, claims: list[dict], meta: dict) -> str:
     parts = [common.report_head("livi", "HAS over AQM testbed, reproduced", CSS),
              f"<p>{html.escape(meta.get('paper', ''))}. Grid <b>{html.escape(meta.get('grid', ''))}</b>: "
              f"{meta.get('runs')} runs of {DURATION_S} s simulated ({html.escape(meta.get('grid_description', ''))}); "
-             f"{meta.get('failed', 0)} failed; {meta.get('wall_s_runs', 0):.1f} s wall with {meta.get('jobs')} "
+             f"{meta.get('failed', 0)} failed; {meta.get('wall_s_runs', 0):.1f} s wall in the simulations with {meta.get('jobs')} "
              f"worker processes. Data: <code>runs.parquet</code>, <code>clients.parquet</code>, <code>sweep/</code> "
              "(the sweep store: <code>qoelab query DIR/sweep ...</code>), <code>claims.json</code>.</p>"]
     parts.append(common.failures_html(meta.get("failures")))

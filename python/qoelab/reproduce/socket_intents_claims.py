@@ -381,19 +381,21 @@ def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None
                         "object size and more objects", "median page size of s > 2 cases >= 2x that of equal cases; "
                         "rho(s, median object size) > 0 and rho(s, objects) > 0 (CI excluding 0)",
                         wd(_grade(ok_r and ok_rho, ok_r or ok_rho)),
-                        f"median page size: s > 2 {m2 / 1e3:.0f} KB vs equal {me / 1e3:.0f} KB ({ratio:.1f}x); rho "
+                        f"median page size: s > 2 {m2 / 1e3:.0f} KB vs equal {me / 1e3:.0f} KB ({ratio:.2f}x); rho "
                         f"median object size {q1[0]:.3f} [{q1[1]:.3f}, {q1[2]:.3f}], objects {q2[0]:.3f} "
                         f"[{q2[1]:.3f}, {q2[2]:.3f}]"))
     # P16
     beta = (tb / cases["bw1_bytes"].to_numpy()) / base.to_numpy()
     qs = pd.qcut(pd.Series(beta), 4, labels=False, duplicates="drop").to_numpy()
     means = [float(np.mean(sv[qs == q])) for q in range(int(np.nanmax(qs)) + 1)]
-    inv = [means[i] - means[i + 1] for i in range(len(means) - 1) if means[i + 1] < means[i]]
-    mono = len(inv) == 0 or (len(inv) == 1 and inv[0] <= 0.02 * means[-1])
+    # the claims file's "one inversion <= 2% allowed": a drop of at most 2% of the quartile before it
+    # (it was 2% of the top quartile's mean, five times looser in the quick run)
+    inv = [(means[i] - means[i + 1]) / means[i] for i in range(len(means) - 1) if means[i + 1] < means[i]]
+    mono = len(inv) == 0 or (len(inv) == 1 and inv[0] <= 0.02)
     top = float(np.mean(qs[sv > 2] == qs.max())) if (sv > 2).any() else math.nan
     claims.append(claim("P16", "§3.5.5", "multi-access policies help when the page load is bandwidth-limited",
-                        "mean EAF speedup rises over quartiles of beta = (bytes / bw1) / PLT(if1); top quartile "
-                        "holds >= 60% of the s > 2 cases", _grade(mono and top >= 0.6, mono or top >= 0.6),
+                        "mean EAF speedup rises over quartiles of beta = (bytes / bw1) / PLT(if1) (one drop of at "
+                        "most 2% of the quartile before it allowed); top quartile holds >= 60% of the s > 2 cases", _grade(mono and top >= 0.6, mono or top >= 0.6),
                         "mean s by beta quartile: " + ", ".join(f"{m:.2f}" for m in means)
                         + f"; top quartile holds {pct(top)} of the s > 2 cases"))
     claims.extend(crossmodel_claims(cross))

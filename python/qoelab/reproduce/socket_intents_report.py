@@ -136,7 +136,7 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
     parts = [common.report_head("socket-intents", "Socket Intents (multi-access page loads), reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']:,} page loads, {meta['failed']} failed "
-             f"items, {meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes "
+             f"items, {meta['wall_s_runs']:.1f} s wall in the simulations with {meta['jobs']} worker processes "
              f"({perf.get('loads_per_s_wall')} loads/s; {perf.get('loads_per_s_per_worker')} per worker"
              + (f"; {perf['tasks_resumed']} tasks resumed from the sweep store, {perf.get('page_loads_run', 0):,} "
                 "loads run in this invocation" if perf.get("tasks_resumed") else "") + "). "

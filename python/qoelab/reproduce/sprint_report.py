@@ -163,7 +163,7 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
     parts = [common.report_head("sprint", "Sprint / Sprint-x, reproduced", CSS),
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs, {meta['failed']} failed, "
-             f"{meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes. "
+             f"{meta['wall_s_runs']:.1f} s wall in the simulations with {meta['jobs']} worker processes. "
              + ("<b>Quick run: 1 seed and short runs; the verdicts are indicative only.</b> " if meta['grid'] == 'quick'
                 else "") +
              "Verdicts: the claims file's grade (PASS/PARTIAL/FAIL) mapped to SUPPORTED / INCONCLUSIVE (PARTIAL) / "

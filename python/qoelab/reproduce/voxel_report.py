@@ -202,7 +202,7 @@ def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
     parts = [common.report_head("voxel", "VOXEL, reproduced", CSS), warn,
              f"<p>{html.escape(meta['paper'])}. Run <b>{html.escape(meta['grid'])}</b> "
              f"({html.escape(meta.get('grid_description', ''))}): {meta['runs']} runs, {meta['failed']} failed, "
-             f"{meta['wall_s_runs']:.1f} s wall with {meta['jobs']} worker processes. "
+             f"{meta['wall_s_runs']:.1f} s wall in the simulations with {meta['jobs']} worker processes. "
              + ("<b>Quick run: 1 shift per configuration and 120 s of media; the verdicts are indicative only.</b> "
                 if meta['grid'].startswith('quick') else "") +
              "Videos: <b>" + html.escape(meta.get("content_label", "")) + "</b>. Verdicts: the claims file's grade "
