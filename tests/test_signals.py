@@ -135,6 +135,8 @@ def test_out_never_names_the_current_directory_or_a_foreign_one(tmp_path):
             (["run", str(sc), "--out", "", "--force"], work, "--out: expected a directory path, found an empty"),
             (["run", str(sc), "--out", ".", "--force"], work, "holds the current directory"),
             (["run", str(sc), "--out", "..", "--force"], work / "sub", "holds the current directory"),
+            # an empty current directory was replaced, deleted from under the caller
+            (["run", str(sc), "--out", "."], work / "sub", "holds the current directory"),
             (["sweep", os.path.join(REPO, "examples", "aqm-buffer-sweep.toml"), "--out", ""], work,
              "--out: expected a directory path"),
             (["demo", "--out", ""], work, "--out: expected a directory path"),
@@ -147,7 +149,7 @@ def test_out_never_names_the_current_directory_or_a_foreign_one(tmp_path):
         r = qoelab_cli(*argv, cwd=str(cwd))
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, (argv, r.stderr)
     assert (work / "keep").read_text() == "x" and (tmp_path / "pie" / "mine").read_text() == "y"
-    assert sorted(os.listdir(work)) == ["keep", "sub"]
+    assert sorted(os.listdir(work)) == ["keep", "sub"] and os.listdir(work / "sub") == []
     assert not is_prepare_output(str(work))
     (work / "table.json").write_text('{"format": "qoelab-content/1"}')
     assert is_prepare_output(str(work))

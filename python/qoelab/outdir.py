@@ -57,7 +57,7 @@ def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use 
     non-empty directory unless ``force`` or ``replaceable(path)`` is true (the refusal ends with
     ``hint``). Call it before the work starts, so that a refusal costs nothing. Never replaced,
     even with ``force``: "" (an unset shell variable would otherwise name the current directory)
-    and a non-empty directory that holds the current directory."""
+    and a directory (empty or not) that is or holds the current directory."""
     out_dir = given(out_dir)
     creatable(out_dir)
     if os.path.lexists(out_dir):
@@ -66,7 +66,9 @@ def check(out_dir: str, force: bool = False, replaceable=None, hint: str = "use 
         if os.listdir(out_dir):
             if not force and not (replaceable and replaceable(out_dir)):
                 raise InputError(out_dir, None, message=f"output directory exists and is not empty ({hint})")
-            refuse_if_holds_cwd(out_dir)
+        # empty too: the result replaces the directory (a rename), and `--out .` in an empty current
+        # directory deleted it from under the caller's shell
+        refuse_if_holds_cwd(out_dir)
     return out_dir
 
 
