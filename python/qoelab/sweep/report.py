@@ -356,7 +356,9 @@ def write(dir_: str, out: str | None = None) -> str:
     extra = [c for c in ("video_jfi_goodput", "jain_index", "events") if c in runs.columns]
     t = runs[show + extra].head(MAX_TABLE_ROWS)
     parts.append(f"<h2>Runs</h2><p>{'First ' + str(MAX_TABLE_ROWS) + ' of ' if len(runs) > MAX_TABLE_ROWS else ''}"
-                 f"{len(runs)} runs; all of them: <code>qoelab query {html.escape(st.path)} \"SELECT * FROM runs\"</code>."
+                 f"{len(runs)} runs; all of them: <code>qoelab query {html.escape(os.path.basename(st.path))} \"SELECT * "
+                 f"FROM runs\"</code> (from the folder that holds the store: the report names no absolute path, "
+                 f"so that it can be shared)."
                  "</p><table><tr>" + "".join(f"<th class='s'>{html.escape(c)}</th>" for c in t.columns) + "</tr>")
     for row in t.itertuples(index=False):
         parts.append("<tr>" + "".join(f"<td class='s'>{html.escape(_fmt(v)[:12] if c == 'key' else _fmt(v))}</td>"
