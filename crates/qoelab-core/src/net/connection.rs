@@ -106,8 +106,11 @@ impl World {
     /// Close the client's side of connection (`rq`, `rs`) at once and send a reset to the server,
     /// whose side keeps sending until it arrives.
     pub(crate) fn close_connection(&mut self, rq: FlowId, rs: FlowId) {
+        let now = self.engine.now();
         self.flows[rq].closing = Some(rs);
         self.flows[rs].closing = Some(rq);
+        self.flows[rq].closed_at.get_or_insert(now);
+        self.flows[rs].closed_at.get_or_insert(now);
         let (a, b) = (self.flows[rq].tx, self.flows[rs].rx);
         self.close_ep(a);
         self.close_ep(b);

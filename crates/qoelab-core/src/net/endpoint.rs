@@ -51,6 +51,8 @@ pub struct FlowRt {
     pub stop: Option<Ns>,
     /// When the last byte of a finite transfer arrived.
     pub done_at: Option<Ns>,
+    /// When the client closed (reset) this half's connection: its active span ends there.
+    pub closed_at: Option<Ns>,
     /// Bytes received at the previous sample (for interval goodput).
     pub(crate) prev_bytes: u64,
     /// Size of a finite transfer (bytes).
@@ -97,6 +99,7 @@ impl FlowRt {
             start,
             stop: None,
             done_at: None,
+            closed_at: None,
             prev_bytes: 0,
             size: None,
             cc: None,

@@ -63,13 +63,14 @@ pub fn link_summary<P>(l: &Link<P>, dur: u64) -> LinkSummary {
 }
 
 impl World {
-    /// Active span of a flow within the run (ns): from its start to its stop, completion or the end.
+    /// Active span of a flow within the run (ns): from its start to its stop, completion, reset (the
+    /// client closing its connection; it ran to the end of the run before) or the end.
     pub fn flow_span(&self, fid: FlowId) -> (u64, u64) {
         let f = &self.flows[fid];
         let end = self.cfg.duration;
         let mut stop = f.stop.unwrap_or(end).min(end);
-        if let Some(d) = f.done_at {
-            stop = stop.min(d);
+        for t in [f.done_at, f.closed_at].into_iter().flatten() {
+            stop = stop.min(t);
         }
         (f.start.min(end), stop.max(f.start.min(end)))
     }
