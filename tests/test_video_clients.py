@@ -176,3 +176,21 @@ def test_freebsd10_profile_newreno_host_and_its_restart_rule():
           f"linux {linux['idle_restarts']}")
     assert rfc["idle_restarts"] >= 10
     assert linux["idle_restarts"] >= 10
+
+
+def test_a_reset_connection_ends_its_active_span_at_the_reset():
+    """goodput_bps = bytes x 8 / active span: a response flow reset at 66 s of a 200 s run was
+    divided by 200 s (0.90 instead of 2.74 Mbit/s). Each reopened connection (name~k) starts when
+    the one before it was reset."""
+    import os
+    import qoelab
+    from conftest import REPO
+    r = qoelab.run(os.path.join(REPO, "scenarios", "video-two-clients-fqcodel.toml"))
+    flows = {f["name"]: f for f in r.summary["flows"]}
+    reopened = [n for n in flows if "~" in n]
+    assert reopened, sorted(flows)
+    for n in reopened:
+        base, k = n.rsplit("~", 1)
+        prev = flows[base if k == "1" else f"{base}~{int(k) - 1}"]
+        assert abs(prev["start_s"] + prev["active_s"] - flows[n]["start_s"]) < 1e-5, (n, prev, flows[n])
+        assert abs(prev["goodput_bps"] - prev["bytes_received"] * 8 / prev["active_s"]) < 1e-3 * prev["goodput_bps"]
