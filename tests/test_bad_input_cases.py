@@ -431,6 +431,13 @@ def test_unknown_key_suggests_nearest(tmp_path, typo, suggestion):
     ["run", "s.toml", "--out", "o", "--bogus"],
     ["run", "s.toml", "--out", "o", "--seed", "-3"],
     ["run", "s.toml", "--out", "o", "--seed", "-3x"],   # (was "expected one argument": read as an option)
+    # an empty path named the current directory; empty or repeated systems were dropped silently
+    ["query", "", "SELECT 1"],
+    ["report", ""],
+    ["sweep", "", "--out", "o"],
+    ["compare", "--systems", "dash,,sprint", "--out", "o"],
+    ["compare", "--systems", "dash,dash", "--out", "o"],
+    ["bench", "--sweep", "20", "--case", "dumbbell-4cubic-10M-fqcodel-200s"],
 ])
 def test_bad_cli_arguments(tmp_path, argv):
     (tmp_path / "s.toml").write_text(scen())

@@ -122,6 +122,8 @@ def _cmd_bench(args):
     if args.sweep is not None:
         if args.instructions:
             raise InputError(None, "--instructions", "the suite's cases (it does not apply to --sweep)", "--sweep")
+        if args.case:
+            raise InputError(None, "--case", "the suite's cases (it does not apply to --sweep)", "--sweep")
         from qoelab.sweep import bench as sbench
         return sbench.main(args.sweep, json_out=args.json)
     from qoelab import bench

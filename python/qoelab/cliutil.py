@@ -41,6 +41,16 @@ def int_at_least(minimum: int, what: str = "an integer", maximum: int | None = N
     return conv
 
 
+def nonempty(what: str):
+    """An argparse ``type``: a string that is not empty (an unset shell variable gave "" and an empty
+    path named the current directory)."""
+    def conv(s):
+        if not s.strip():
+            raise argparse.ArgumentTypeError(f"expected {what}, found an empty string")
+        return s
+    return conv
+
+
 def max_workers() -> int:
     """The most local worker processes a --jobs may ask for: 4 per CPU (simulations are CPU-bound;
     more only costs memory: a worker of `reproduce sprint --quick` holds 190-280 MB)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from qoelab.cliutil import int_at_least, worker_count
+from qoelab.cliutil import int_at_least, nonempty, worker_count
 
 
 _jobs = worker_count
@@ -94,11 +94,11 @@ def add_parser(sub) -> None:
                     "does not hold yet, on all cores (or on Ray). Each run is keyed by the hash of its normalized "
                     "configuration, seed and core version; a killed sweep resumes where it stopped. Query the store "
                     "with `qoelab query DIR`, plot it with `qoelab report DIR`. See docs/sweeps.md.")
-    s.add_argument("spec", metavar="SPEC.toml")
+    s.add_argument("spec", metavar="SPEC.toml", type=nonempty("a sweep file"))
     s.add_argument("--out", required=True, metavar="DIR", help="the sweep directory (created, or resumed)")
     s.add_argument("--jobs", type=_jobs, default=None, metavar="N",
                    help="local worker processes (default: number of CPUs)")
-    s.add_argument("--ray", metavar="ADDRESS", default=None,
+    s.add_argument("--ray", metavar="ADDRESS", default=None, type=nonempty("local or a Ray address"),
                    help="run on Ray: 'auto' (the cluster this machine belongs to), 'local' (start Ray here) or "
                         "an address such as ray://head:10001; needs pip install 'qoelab[ray]'")
     s.add_argument("--force", action="store_true",
@@ -115,7 +115,7 @@ def add_parser(sub) -> None:
                     "per video client), flows (per flow), links (per monitored link), tables.<name> (per-run tables "
                     "with their run's key and axis columns). Without SQL: the views and their columns. Schema: "
                     "docs/tables.md.")
-    q.add_argument("dir", metavar="DIR")
+    q.add_argument("dir", metavar="DIR", type=nonempty("a sweep store folder"))
     q.add_argument("sql", nargs="?", default=None, metavar="SQL")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default: an aligned table)")
@@ -129,6 +129,6 @@ def add_parser(sub) -> None:
         description="Write a self-contained HTML page (inline SVG plots): one panel per metric against each axis, "
                     "means with 95% confidence intervals over repetitions, grouped by a second axis, and the run "
                     "table. A sweep file's [report] section can name the panels. See docs/sweeps.md.")
-    r.add_argument("dir", metavar="DIR")
+    r.add_argument("dir", metavar="DIR", type=nonempty("a sweep store folder"))
     r.add_argument("--out", default=None, metavar="DIR2", help="where to write report.html (default: DIR)")
     r.set_defaults(func=_cmd_report)

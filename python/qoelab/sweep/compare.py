@@ -95,7 +95,13 @@ def main(args) -> int:
 
     from qoelab.sweep import report, runner, spec
     from qoelab.sweep.store import Store
-    d = sweep_dict([s.strip() for s in args.systems.split(",") if s.strip()], args.clients, args.rate, args.rtt,
+    systems = [s.strip() for s in args.systems.split(",")]
+    if "" in systems:   # (`dash,,sprint` and a trailing comma were read as fewer systems, silently)
+        raise InputError(None, "--systems", "comma-separated system names", repr(args.systems))
+    dup = next((s for i, s in enumerate(systems) if s in systems[:i]), None)
+    if dup is not None:
+        raise InputError(None, "--systems", "each system once", f"{dup} twice")
+    d = sweep_dict(systems, args.clients, args.rate, args.rtt,
                    args.aqm, args.buffer, args.cross, args.duration, args.seeds, args.abr, args.video,
                    args.chunklets_n)
     _check_options(d["base"])
