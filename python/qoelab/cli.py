@@ -63,8 +63,11 @@ def _cmd_validate(args):
         n = len(sc.config["flows"])
         nc = len(sc.config.get("clients", []))
         npg = len(sc.config.get("pages", []))
-        pg = f"{npg} page loads, " if npg else ""
-        print(f"{path}: ok ({sc.meta['topology']}, {n} flows, {nc} video clients, {pg}{len(sc.config['links'])} links, "
+        def count(k, one, many):
+            return f"{k} {one if k == 1 else many}"
+        pg = count(npg, "page load", "page loads") + ", " if npg else ""
+        print(f"{path}: ok ({sc.meta['topology']}, {count(n, 'flow', 'flows')}, "
+              f"{count(nc, 'video client', 'video clients')}, {pg}{count(len(sc.config['links']), 'link', 'links')}, "
               f"{sc.config['duration'] / 1e9:g} s)")
     return 0
 
