@@ -952,3 +952,9 @@ def test_http10_keep_alive_is_said_after_an_error_too(server):
     assert status == 404 and hdrs.get("connection") == "keep-alive"
     assert c.response()[0] == 200
     c.close()
+
+
+@pytest.mark.parametrize("target", [b"/manifest\t.mpd", b"/manifest\x7f.mpd", b"/a\x01b"])
+def test_control_characters_in_the_target_are_400(server, target):
+    status, _, body = raw(server.port, b"GET " + target + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert status == 400 and b"control character" in body, (status, body)

@@ -819,6 +819,8 @@ class Server:
         method, target, version = parts
         if not TOKEN.match(method.encode()):
             raise HttpError(400, "bad method")
+        if any(c < "!" or c == "\x7f" for c in target):   # (RFC 3986: no controls or white space; a tab was a 404)
+            raise HttpError(400, "control character or white space in the request target")
         vm = re.fullmatch(r"HTTP/(\d)\.(\d)", version)
         if not vm:
             raise HttpError(400, "bad HTTP version")

@@ -116,7 +116,9 @@ def add_parser(sub) -> None:
                     "with their run's key and axis columns). Without SQL: the views and their columns. Schema: "
                     "docs/tables.md.")
     q.add_argument("dir", metavar="DIR", type=nonempty("a sweep store folder"))
-    q.add_argument("sql", nargs="?", default=None, metavar="SQL")
+    q.add_argument("sql", nargs="?", default=None, metavar="SQL",
+                   help="a DuckDB query (any SQL: COPY and ATTACH write files; with several statements, the "
+                        "last one's result is printed); without it, the views and their columns")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
                    help="output format (default: an aligned table)")
     q.add_argument("--max-rows", type=int_at_least(1, "a number of rows"), default=None, metavar="N",
