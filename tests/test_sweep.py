@@ -272,6 +272,14 @@ def test_query_and_report_cli(tmp_path):
     page = (tmp_path / "rep" / "report.html").read_text()
     assert page.count("<svg") >= 8 and "95% CI" in page and "aqm = codel" in page
     assert "<script" not in page and 'href="http' not in page and 'src="http' not in page   # self-contained
+    # every id once (matplotlib gave every figure figure_1, axes_1, its glyphs), every reference resolves
+    import collections
+    import re as _re
+    ids = collections.Counter(_re.findall(r'\bid="([^"]+)"', page))
+    assert ids and max(ids.values()) == 1, [k for k, v in ids.items() if v > 1][:5]
+    refs = [a or b for a, b in _re.findall(r'href="#([^"]+)"|url\(#([^)]+)\)', page)]
+    assert refs and all(r in ids for r in refs)
+    assert str(tmp_path) not in page     # no absolute path (a report is shared)
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         pytest.skip("chromium not installed: the page was not rendered in a browser")

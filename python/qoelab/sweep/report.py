@@ -20,6 +20,7 @@ import html
 import io
 import math
 import os
+import re
 
 from qoelab.errors import InputError, reraise_interrupt
 from qoelab.reproduce.livi_params import mean_ci
@@ -171,7 +172,15 @@ def _sort_key(v):
     return (0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v))
 
 
-def _plot(panel: dict, data) -> str:
+def _unique_ids(svg: str, prefix: str) -> str:
+    """Every id of one inline SVG, and the references to it, prefixed: matplotlib gives every figure
+    the same ids (figure_1, axes_1, its glyphs), 150 duplicates in one report (invalid HTML)."""
+    svg = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{prefix}{m.group(1)}"', svg)
+    svg = re.sub(r'(href="#)([^"]+)"', lambda m: f'{m.group(1)}{prefix}{m.group(2)}"', svg)
+    return re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}{m.group(1)})", svg)
+
+
+def _plot(panel: dict, data, prefix: str = "") -> str:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -218,7 +227,7 @@ def _plot(panel: dict, data) -> str:
     svg = buf.getvalue()
     svg = svg[svg.find("<svg"):]
     panel["cells"] = rows
-    return svg
+    return _unique_ids(svg, prefix) if prefix else svg
 
 
 def _fmt(v) -> str:
@@ -310,7 +319,7 @@ def write(dir_: str, out: str | None = None) -> str:
         d = d[d["v"].notna()]
         if not len(d):
             continue
-        figs.append((p, _plot(p, d)))
+        figs.append((p, _plot(p, d, prefix=f"f{len(figs)}-")))
     ok = int((runs["status"] == "ok").sum())
     failed = len(runs) - ok
     name = st.meta.get("name") or "sweep"
