@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from qoelab.cliutil import EXIT_INPUT, Parser, worker_count
+from qoelab.cliutil import EXIT_INPUT, Parser, max_workers, worker_count
 from qoelab.errors import InputError
 
 
@@ -32,7 +32,8 @@ def _run_reproduction(name: str, args) -> int:
         kw["corpus_mode"] = args.corpus
     meta = mod.reproduce(args.out, quick=args.quick, jobs=args.jobs or 0, log=log, **kw)
     extra = f" + {meta['opt_runs']} fixed-rate runs" if meta.get("opt_runs") else ""
-    print(f"{name} ({meta['grid']} grid): {meta['runs']} runs{extra}, {meta['failed']} failed, "
+    what = "page loads" if name == "socket_intents" else "runs"   # (its items are page loads)
+    print(f"{name.replace('_', '-')} ({meta['grid']} grid): {meta['runs']} {what}{extra}, {meta['failed']} failed, "
           f"{meta['wall_s_total']:.1f} s wall")
     for c in meta["claims"]:
         print(f"  {c['id']:<4} {c.get('verdict_label', c['verdict']):<24} {c.get('ours', '')[:150]}")
@@ -67,7 +68,7 @@ def _add_chunklets(rsub) -> None:
     ck.add_argument("--out", default="results/chunklets", metavar="DIR",
                     help="output directory (default results/chunklets)")
     ck.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running simulations in parallel (default: number of CPUs)")
+                    help=f"worker processes running simulations in parallel, 1-{max_workers()} (default: number of CPUs)")
     ck.set_defaults(func=_cmd_chunklets)
 
 
@@ -82,7 +83,7 @@ def _add_sprint(rsub) -> None:
     sp.add_argument("--quick", action="store_true", help="a small subset (1 seed, short runs), under a minute")
     sp.add_argument("--out", default="results/sprint", metavar="DIR", help="output directory (default results/sprint)")
     sp.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running simulations in parallel (default: number of CPUs)")
+                    help=f"worker processes running simulations in parallel, 1-{max_workers()} (default: number of CPUs)")
     sp.set_defaults(func=_cmd_sprint)
 
 
@@ -107,7 +108,7 @@ def _add_socket_intents(rsub) -> None:
     si.add_argument("--out", default="results/socket-intents", metavar="DIR",
                     help="output directory (default results/socket-intents)")
     si.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running page loads in parallel (default: number of CPUs)")
+                    help=f"worker processes running page loads in parallel, 1-{max_workers()} (default: number of CPUs)")
     si.set_defaults(func=_cmd_socket_intents)
 
 
@@ -130,7 +131,7 @@ def _add_minerva(rsub) -> None:
     mn.add_argument("--out", default="results/minerva", metavar="DIR",
                     help="output directory (default results/minerva)")
     mn.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running simulations in parallel (default: number of CPUs)")
+                    help=f"worker processes running simulations in parallel, 1-{max_workers()} (default: number of CPUs)")
     mn.set_defaults(func=_cmd_minerva)
 
 
@@ -152,7 +153,7 @@ def _add_voxel(rsub) -> None:
                     help="BBB stand-in, 120 s of media, 4 traces x 1/7 segments x VOXEL/BOLA/BETA-like, 1 shift; under a minute")
     vx.add_argument("--out", default="results/voxel", metavar="DIR", help="output directory (default results/voxel)")
     vx.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running simulations in parallel (default: number of CPUs)")
+                    help=f"worker processes running simulations in parallel, 1-{max_workers()} (default: number of CPUs)")
     vx.add_argument("--tcp-only", action="store_true",
                     help="debug: every arm over TCP with the sequential data plane (no QUIC*); no network claim is graded")
     vx.set_defaults(func=_cmd_voxel)
@@ -182,7 +183,7 @@ def add_parser(subparsers) -> None:
                          "bandwidths 1.2-2.4 Mbit/s) that finishes in under a minute on 2 cores")
     lv.add_argument("--out", default="results/livi", metavar="DIR", help="output directory (default results/livi)")
     lv.add_argument("--jobs", type=_jobs, default=None, metavar="N",
-                    help="worker processes running simulations in parallel (default: number of CPUs)")
+                    help=f"worker processes running simulations in parallel, 1-{max_workers()} (default: number of CPUs)")
     lv.set_defaults(func=_cmd_livi)
     _add_sprint(rsub)
     _add_chunklets(rsub)

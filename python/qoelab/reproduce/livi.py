@@ -617,8 +617,8 @@ def claim_rtt(df) -> dict:
         if x is not None and len(x):
             per.append(f"{ALGO_LABEL[algo]} {x['a'].mean():.0f}% vs {x['b'].mean():.0f}%")
     ratio = ex_a / ex_b if ex_b > 0 else float("inf")
-    ours = (f"RTTi droptail {a:.0f}% vs CoDel {b:.0f}% (excess ratio {_fmt(ratio)}x; n = {n}); "
-            + ", ".join(per))
+    ours = (f"RTTi droptail {a:.0f}% vs CoDel {b:.0f}% (excess ratio {_fmt(ratio)}x; paired difference "
+            f"{m:.1f} ± {h:.1f} points, 95% CI; n = {n}); " + ", ".join(per))
     if a <= b:
         v = NOT_SUPPORTED
     elif ratio >= 3 and _sig(m, h) > 0:
