@@ -77,16 +77,7 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
                 raise InputError(src, key, "a regular Python file", f"{mod_name!r} ({not_a_file(path)})")
             if os.path.getsize(path) > 64 * 2**20:
                 raise InputError(src, key, "a Python file of at most 64 MiB", f"{os.path.getsize(path):,} bytes")
-            s = importlib.util.spec_from_file_location(f"qoelab_user_abr_{abs(hash(path))}", path)
-            mod = importlib.util.module_from_spec(s)
-            # registered while it runs, as an import does (dataclasses with postponed annotations
-            # look their module up in sys.modules)
-            sys.modules[s.name] = mod
-            try:
-                s.loader.exec_module(mod)
-            except BaseException:
-                sys.modules.pop(s.name, None)
-                raise
+            mod = _exec_module(importlib.util.spec_from_file_location(f"qoelab_user_abr_{abs(hash(path))}", path))
         else:
             mod = _fresh_import(mod_name)
     except (InputError, KeyboardInterrupt):
@@ -106,18 +97,28 @@ def resolve(spec: str, base_dir: str | None = None, src: str | None = None, key:
 def source_digest(cls) -> str | None:
     """SHA-256 of the source file of the module defining ``cls`` (None when it has none): part of a
     sweep run's key, so that a run is not taken as done after its ABR's code changed."""
-    import hashlib
+    from qoelab.filememo import sha256_file
     path = getattr(sys.modules.get(getattr(cls, "__module__", ""), None), "__file__", None)
     if not path or not os.path.isfile(path):
         return None
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        return sha256_file(path)
     except OSError:
         return None
-    return h.hexdigest()
+
+
+def _exec_module(spec):
+    """The module of ``spec``, executed now. It is registered in sys.modules while it runs, as an
+    import does (dataclasses with postponed annotations look their module up there), and removed
+    again if it fails."""
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        sys.modules.pop(spec.name, None)
+        raise
+    return mod
 
 
 def _fresh_import(mod_name: str):
@@ -136,16 +137,8 @@ def _fresh_import(mod_name: str):
     parent, _, leaf = mod_name.rpartition(".")
     # in the module's own package, so that relative imports resolve as they would
     private = (parent + "." if parent else "") + "_qoelab_fresh_" + leaf
-    fresh = importlib.util.spec_from_file_location(private, origin,
-                                                   submodule_search_locations=spec.submodule_search_locations)
-    mod = importlib.util.module_from_spec(fresh)
-    sys.modules[private] = mod    # registered while it runs, as an import does (see above)
-    try:
-        fresh.loader.exec_module(mod)
-    except BaseException:
-        sys.modules.pop(private, None)
-        raise
-    return mod
+    return _exec_module(importlib.util.spec_from_file_location(
+        private, origin, submodule_search_locations=spec.submodule_search_locations))
 
 
 def _restore_cwd(cwd: str) -> None:

@@ -25,3 +25,13 @@ def load(memo: dict, path: str, parse: Callable[[str], object]):
             memo.clear()
         memo[ident] = v
     return v
+
+
+def sha256_file(path: str) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MiB pieces. ``OSError`` propagates."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

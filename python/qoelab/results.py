@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -153,12 +154,9 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None, progress: b
     bar = _Bar(f"run {scenario.config.get('name', 'scenario')}") if progress else None
     t0 = time.perf_counter()
     try:
-        if classes:
-            from qoelab.abr import run_guard
-            with run_guard(scenario.config.get("seed", 1)):
-                summary_json, tables, pcaps = _core.run(scenario.to_json(), classes, bar)
-        else:
-            summary_json, tables, pcaps = _core.run(scenario.to_json(), None, bar)
+        from qoelab.abr import run_guard
+        with run_guard(scenario.config.get("seed", 1)) if classes else contextlib.nullcontext():
+            summary_json, tables, pcaps = _core.run(scenario.to_json(), classes or None, bar)
     except ValueError as e:
         if len(e.args) == 2:
             path, msg = e.args

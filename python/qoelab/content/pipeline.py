@@ -26,6 +26,7 @@ from qoelab.content import frames as frm
 from qoelab.content import ladder as lad
 from qoelab.content import measure as meas
 from qoelab.content import mp4, mpd, sources
+from qoelab.filememo import sha256_file
 from qoelab.content.progress import Progress
 from qoelab import outdir
 from qoelab.errors import InputError
@@ -68,14 +69,6 @@ def default_cache() -> str:
 
 def _key(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Cache:
@@ -264,7 +257,7 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
 
     # ---- reference
     ref_in, desc = reference_args(source, p)
-    src_id = {"gen": source, "graph": ref_in} if gen else {"sha256": _sha256_file(source)}
+    src_id = {"gen": source, "graph": ref_in} if gen else {"sha256": sha256_file(source)}
     ref_key = _key({"v": 2, "src": src_id, "w": p.width, "h": p.height, "fps": p.fps, "dur": p.duration_s,
                     "ff": ffver, **({"codec": p.reference_codec} if p.reference_codec != "ffv1" else {})})
     timing: dict[str, dict] = {}

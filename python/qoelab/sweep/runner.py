@@ -136,14 +136,13 @@ def kill_pool(pool) -> None:
     calling os._exit) never releases it, and terminate waited forever. The workers are dead when the
     lock is released here, so nobody else holds it."""
     import multiprocessing.pool as mpp
-    import time as _time
     handler = pool._worker_handler
     handler._state = mpp.TERMINATE     # (private) the pool no longer replaces workers...
     # ...once the round under way ends: after a SIGTERM to the whole process group it may be starting
     # replacements through a new forkserver, which inherit this process's ignored SIGTERM
     # (cli._stopping) before they can reset it, so that Pool.terminate's SIGTERM left them alive and
     # waited for them forever. Workers are SIGKILLed until the handler has stopped (at most 5 s).
-    deadline = _time.monotonic() + 5.0
+    deadline = time.monotonic() + 5.0
     while True:
         stopped = not handler.is_alive()
         for w in list(pool._pool):
@@ -152,7 +151,7 @@ def kill_pool(pool) -> None:
         for w in list(pool._pool):
             with contextlib.suppress(Exception):
                 w.join(1.0)
-        if stopped or _time.monotonic() > deadline:
+        if stopped or time.monotonic() > deadline:
             break
         handler.join(0.05)
     # Locks a killed worker may have held: the task queue's read lock (an idle worker waits for a task
@@ -160,9 +159,8 @@ def kill_pool(pool) -> None:
     # result handler, the task handler and Pool.terminate's own sentinel then waited for it for ever:
     # 3 of 4 Ctrl-Cs of a sweep of 2,000 two-second runs hung). Nobody else holds them now.
     for lock in (pool._inqueue._rlock, getattr(pool._outqueue, "_wlock", None)):
-        if lock is not None and not lock.acquire(block=False):
-            lock.release()
-        elif lock is not None:
+        if lock is not None:
+            lock.acquire(block=False)    # (held by a killed worker, or taken here)
             lock.release()
     # The task handler ends when the worker handler sends it None; a worker handler that died (it
     # could not start a replacement through a forkserver killed by the same SIGTERM) never did, and
