@@ -158,9 +158,12 @@ def kill_pool(pool) -> None:
     # holding it) and the result queue's write lock (a worker killed while sending a result; the
     # result handler, the task handler and Pool.terminate's own sentinel then waited for it for ever:
     # 3 of 4 Ctrl-Cs of a sweep of 2,000 two-second runs hung). Nobody else holds them now.
+    # A thread of this process may hold the result queue's lock for a moment (the task handler sending
+    # its sentinel): taking it from that thread made its release fail ("released too many times"), so
+    # a lock is released unasked only when it stays held for 0.2 s (by a worker killed above).
     for lock in (pool._inqueue._rlock, getattr(pool._outqueue, "_wlock", None)):
         if lock is not None:
-            lock.acquire(block=False)    # (held by a killed worker, or taken here)
+            lock.acquire(timeout=0.2)
             lock.release()
     # The task handler ends when the worker handler sends it None; a worker handler that died (it
     # could not start a replacement through a forkserver killed by the same SIGTERM) never did, and
