@@ -92,3 +92,29 @@ def test_sprint_probe_runs_on_its_own_connection_and_trains_start():
     assert c["http"]["trains"] >= 1
     kinds = {f["name"]: f.get("kind") for f in r.summary["flows"]}
     assert kinds.get("v/c1/resp") in (None, "probe")
+
+
+def test_adding_a_flow_leaves_the_other_connections_in_their_fq_codel_queues():
+    # FQ-CoDel classifies on a connection's 5-tuple, which another host's connections do not
+    # change: a flow appended to the scenario (here one that starts after the end, so it never
+    # sends) must leave every other connection's flow queue, and so every result, as it was.
+    # With 16 flow queues for 4 bulk flows and 8 chunklets connections, queues are shared.
+    def run(extra):
+        s = scen({"kind": "chunklets", "n": 8}, abr="dynamic", bulk=4, duration="40s", video_duration="40s")
+        s["topology"]["aqm_params"] = {"flows": 16}
+        if extra:
+            s["flow"].append({"name": "late", "start": "50s"})
+        return qoelab.run(s)
+    a, b = run(False), run(True)
+    link = [x for x in a.summary["links"] if x.get("fq_collisions")]
+    assert link, "no flow queue was shared: the case tests nothing"
+    # a client's `flow` and a flow's `id` are indexes in `flows`, which the appended flow moves
+    ca, cb = ({k: v for k, v in c.items() if k != "flow"} for c in (a.summary["clients"][0], b.summary["clients"][0]))
+    assert ca == cb
+    fa = {f["name"]: {k: v for k, v in f.items() if k != "id"} for f in a.summary["flows"]}
+    fb = {f["name"]: {k: v for k, v in f.items() if k != "id"} for f in b.summary["flows"]}
+    assert set(fb) == set(fa) | {"late"}
+    for name, f in fa.items():
+        assert fb[name] == f, name
+    assert a.summary["links"] == b.summary["links"]
+    assert a.table("segments").equals(b.table("segments"))

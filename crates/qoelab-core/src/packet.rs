@@ -136,7 +136,27 @@ impl Packet {
     }
 }
 
-/// Direction-aware flow hash (stands in for a 5-tuple hash).
+/// The stable key of a connection's 5-tuple: a 32-bit FNV-1a hash of the name of the flow that
+/// opens it (`bulk0`, `alice/c3/req`). A name does not change when flows or nodes are added
+/// before it, as a real connection's addresses and ports do not change when another host opens
+/// connections, so adding a flow never moves another one to another FQ flow queue.
+pub fn name_key(name: &str) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (h ^ (h >> 32)) as u32
+}
+
+/// The hash of one direction of connection `key` (stands in for a 5-tuple hash): `rev` false for
+/// the direction in which the connection was opened (client -> server), true for the other.
+#[inline]
+pub fn direction_hash(key: u32, rev: bool) -> u32 {
+    flow_hash(key, rev as u16, !rev as u16)
+}
+
+/// Direction-aware flow hash of `flow` from `src` to `dst`.
 pub fn flow_hash(flow: u32, src: u16, dst: u16) -> u32 {
     let mut x = (flow as u64) << 32 | (src as u64) << 16 | dst as u64;
     x ^= x >> 33;
@@ -155,5 +175,14 @@ mod tests {
         assert_eq!(MSS, 1448);
         assert!(std::mem::size_of::<Packet>() <= 88, "{}", std::mem::size_of::<Packet>());
         assert_ne!(flow_hash(1, 0, 1), flow_hash(1, 1, 0));
+        assert_ne!(direction_hash(1, false), direction_hash(1, true));
+    }
+    #[test]
+    fn name_keys_are_fnv1a_and_tell_names_apart() {
+        // FNV-1a 64 of "" is the offset basis; "a" is the published test vector 0xaf63dc4c8601ec8c
+        assert_eq!(name_key(""), (0xcbf2_9ce4_8422_2325u64 ^ 0xcbf2_9ce4) as u32);
+        assert_eq!(name_key("a"), (0xaf63_dc4c_8601_ec8cu64 ^ 0xaf63_dc4c) as u32);
+        let keys: std::collections::BTreeSet<u32> = (0..10_000).map(|i| name_key(&format!("bulk{i}"))).collect();
+        assert_eq!(keys.len(), 10_000);
     }
 }

@@ -121,11 +121,11 @@ impl World {
     /// Make `req` and `resp` the two halves of one TCP connection (`resp` runs opposite to `req`).
     ///
     /// * **FQ classification** (unless the request half's TCP config has `connection_hash =
-    ///   false`): the response half hashes on the request half's flow id, so that the packets of
-    ///   both halves in one direction carry one hash, as the 5-tuple of one connection does:
-    ///   client -> server (the requests and the ACKs of the responses) `flow_hash(req, client,
-    ///   server)`, server -> client (the responses and the ACKs of the requests) `flow_hash(req,
-    ///   server, client)`.
+    ///   false`): the response half hashes on the request half's key (the key of its name), so
+    ///   that the packets of both halves in one direction carry one hash, as the 5-tuple of one
+    ///   connection does: client -> server (the requests and the ACKs of the responses)
+    ///   `direction_hash(key, false)`, server -> client (the responses and the ACKs of the
+    ///   requests) `direction_hash(key, true)`.
     /// * **Receive time**: each half's sender is told when the other half's receiver on the same
     ///   host gets a segment ([`crate::tcp::TcpSender::note_peer_rx`]; FreeBSD's restart after
     ///   idle looks at the last segment received on the connection).
@@ -135,15 +135,16 @@ impl World {
     pub(crate) fn pair_halves(&mut self, req: FlowId, resp: FlowId) {
         let (a, b) = (&self.flows[req], &self.flows[resp]);
         assert!(req != resp && a.src == b.dst && a.dst == b.src, "pair_halves: halves must run in opposite directions");
-        let (req_tx, resp_tx, resp_rx) = (a.tx, b.tx, b.rx);
+        let (req_tx, resp_tx, resp_rx, key) = (a.tx, b.tx, b.rx, a.hash_key);
         if let Ep::QuicTx(_) = &self.eps[req_tx] {
             match &mut self.eps[resp_tx] {
-                Ep::QuicTx(s) => s.set_hash_flow(req.0),
+                Ep::QuicTx(s) => s.set_hash_key(key, true),
                 _ => panic!("pair_halves: the response half is not QUIC"),
             }
             if let Ep::QuicRx(r) = &mut self.eps[resp_rx] {
-                r.set_hash_flow(req.0);
+                r.set_hash_key(key, true);
             }
+            (self.flows[resp].hash_key, self.flows[resp].hash_rev) = (key, true);
             self.flows[req].peer = Some(resp);
             self.flows[resp].peer = Some(req);
             return;
@@ -151,12 +152,13 @@ impl World {
         let Ep::TcpTx(s) = &self.eps[req_tx] else { panic!("pair_halves: the request half is not TCP") };
         if s.config().connection_hash {
             match &mut self.eps[resp_tx] {
-                Ep::TcpTx(s) => s.set_hash_flow(req.0),
+                Ep::TcpTx(s) => s.set_hash_key(key, true),
                 _ => panic!("pair_halves: the response half is not TCP"),
             }
             if let Ep::TcpRx(r) = &mut self.eps[resp_rx] {
-                r.set_hash_flow(req.0);
+                r.set_hash_key(key, true);
             }
+            (self.flows[resp].hash_key, self.flows[resp].hash_rev) = (key, true);
         }
         self.flows[req].peer = Some(resp);
         self.flows[resp].peer = Some(req);
@@ -168,7 +170,7 @@ mod tests {
     use crate::ids::FlowId;
     use crate::net::config::SimConfig;
     use crate::net::World;
-    use crate::packet::{flags, flow_hash};
+    use crate::packet::{direction_hash, flags, name_key};
     use crate::time::{MS, SEC};
 
     /// Two hosts and a link each way; the world gets two TCP halves opened by hand as the
@@ -251,7 +253,8 @@ mod tests {
         let (mut w, req, resp) = world("{}");
         w.pair_halves(req, resp);
         let seen = exchange(&mut w, req, resp);
-        let (up, down) = (flow_hash(req.0, 0, 1), flow_hash(req.0, 1, 0));
+        let key = name_key(&w.flows[req].name);
+        let (up, down) = (direction_hash(key, false), direction_hash(key, true));
         assert_ne!(up, down);
         let mut kinds = std::collections::BTreeSet::new();
         for (from, flow, data, hash) in &seen {
@@ -277,7 +280,9 @@ mod tests {
             }
             let seen = exchange(&mut w, req, resp);
             for (from, flow, _, hash) in &seen {
-                assert_eq!(*hash, flow_hash(*flow, *from, 1 - *from));
+                // each half on the key of its own name, data forward, ACKs reversed
+                let f = &w.flows[FlowId(*flow)];
+                assert_eq!(*hash, direction_hash(name_key(&f.name), *from != f.src.0));
             }
             assert!(seen.iter().any(|x| x.1 == resp.0) && seen.iter().any(|x| x.1 == req.0));
         }

@@ -77,6 +77,11 @@ pub struct FlowRt {
     /// The other half-connection of the same TCP connection (set by `World::pair_halves`): its
     /// sender is told when this flow's receiver gets a segment (same host).
     pub peer: Option<FlowId>,
+    /// The key its packets hash on ([`crate::packet::name_key`] of its name, or of the request
+    /// half's for the response half of a paired connection) and whether its data direction is
+    /// the reverse of that connection's (FQ classification, `TcpConfig::connection_hash`).
+    pub hash_key: u32,
+    pub hash_rev: bool,
 }
 
 impl FlowRt {
@@ -90,6 +95,8 @@ impl FlowRt {
         start: Ns,
     ) -> FlowRt {
         FlowRt {
+            hash_key: crate::packet::name_key(name),
+            hash_rev: false,
             name: name.to_string(),
             kind,
             src,

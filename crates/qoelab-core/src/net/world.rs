@@ -10,7 +10,7 @@ use super::loss::Loss;
 use super::trace::{Opportunities, RateSchedule, TraceCfg};
 use crate::aqm::{AqmBuildCtx, Queue};
 use crate::ids::{ClientId, EpId, FlowId, Id, IdVec, LinkId, NodeId};
-use crate::packet::{flags, flow_hash, Packet};
+use crate::packet::{direction_hash, flags, name_key, Packet};
 use crate::params::Params;
 use crate::quic::{QuicConfig, QuicReceiver, QuicSender};
 use crate::report::table::Table;
@@ -559,7 +559,7 @@ impl World {
             seed: Rng::for_component(self.seed, &format!("flow/{name}/cc")).next_u64(),
         };
         let ctl = cc::build(cc_name, ccp, &ctx).map_err(|e| cc_err(p, e))?;
-        let (tx, rx) = eps(FlowAddr::new(fid.0, src.0, dst.0), ctl);
+        let (tx, rx) = eps(FlowAddr::new(fid.0, src.0, dst.0, name_key(name)), ctl);
         let tx = self.new_ep(tx, src, fid);
         let rx = self.new_ep(rx, dst, fid);
         let mut f = FlowRt::new(name, kind, src, dst, tx, rx, start);
@@ -827,7 +827,7 @@ impl World {
             size: 40,
             payload: 0,
             flags: flags::RST | flags::ACK,
-            hash: flow_hash(req.0, r.src.0, r.dst.0),
+            hash: direction_hash(r.hash_key, r.hash_rev),
             ..Packet::EMPTY
         };
         self.forward(node, &p);
@@ -959,7 +959,7 @@ impl World {
                 p.flow = fid.0;
                 p.src = f.src.0;
                 p.dst = f.dst.0;
-                p.hash = flow_hash(fid.0, f.src.0, f.dst.0);
+                p.hash = direction_hash(f.hash_key, f.hash_rev);
             }
             self.forward(node, &p);
         }

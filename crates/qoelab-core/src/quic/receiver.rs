@@ -106,8 +106,9 @@ impl QuicReceiver {
         h[i..].iter().take_while(|&&(s, _)| s < b).map(|&(s, e)| (s.max(a), e.min(b))).collect()
     }
     /// Hash ACKs as connection `key`'s (both halves of one connection share a 5-tuple).
-    pub fn set_hash_flow(&mut self, key: u32) {
-        self.addr.hash_flow = key;
+    pub fn set_hash_key(&mut self, key: u32, rev: bool) {
+        self.addr.hash_key = key;
+        self.addr.hash_rev = rev;
         self.hash = self.addr.ack_hash();
     }
     pub fn hole_bytes(&self) -> u64 {

@@ -281,8 +281,9 @@ impl QuicSender {
         self.has_abandoned_in(self.expire_sent, s).then_some(s)
     }
     /// Hash packets as connection `key`'s (both halves of one connection share a 5-tuple).
-    pub fn set_hash_flow(&mut self, key: u32) {
-        self.addr.hash_flow = key;
+    pub fn set_hash_key(&mut self, key: u32, rev: bool) {
+        self.addr.hash_key = key;
+        self.addr.hash_rev = rev;
         self.hash = self.addr.data_hash();
     }
     pub fn cc(&self) -> &dyn CongestionControl {

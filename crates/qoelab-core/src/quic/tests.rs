@@ -11,7 +11,7 @@ use crate::time::{Ns, MS, NEVER, SEC};
 
 fn sender(cfg: &QuicConfig, cc_name: &str) -> QuicSender {
     let ctx = CcBuildCtx { mss: cfg.max_datagram as u64, initial_window: 10, abc_l: 1, seed: 1 };
-    QuicSender::new(cfg, FlowAddr::new(0, 0, 1), cc::build(cc_name, &Params::new(), &ctx).unwrap())
+    QuicSender::new(cfg, FlowAddr::new(0, 0, 1, 0), cc::build(cc_name, &Params::new(), &ctx).unwrap())
 }
 
 /// Delivers packets after `delay` each way; `drop(pn, now)` drops chosen data packets.
@@ -32,7 +32,7 @@ impl Path {
     fn new(cfg: &QuicConfig, cc_name: &str, delay: Ns, gap: Ns) -> Path {
         Path {
             tx: sender(cfg, cc_name),
-            rx: QuicReceiver::new(cfg, FlowAddr::new(0, 0, 1)),
+            rx: QuicReceiver::new(cfg, FlowAddr::new(0, 0, 1, 0)),
             delay,
             wire: Vec::new(),
             now: 0,
@@ -233,7 +233,7 @@ fn persistent_congestion_collapses_the_window() {
 #[test]
 fn receiver_acks_every_second_packet_gaps_at_once_else_after_max_ack_delay() {
     let cfg = QuicConfig::default();
-    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1));
+    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1, 0));
     let data = |pn: u64| Packet { flow: 0, src: 0, dst: 1, ack: pn, seq: pn * 1000, payload: 1000, ..Packet::EMPTY };
     r.on_packet(0, &data(0));
     assert_eq!(r.poll_at(), 25 * MS);
@@ -376,7 +376,7 @@ fn fin_is_always_resent_and_unreliable_holes_are_zero_filled_exactly() {
 #[test]
 fn receiver_zero_fills_only_below_the_expiry_offset() {
     let cfg = QuicConfig::default();
-    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1));
+    let mut r = QuicReceiver::new(&cfg, FlowAddr::new(0, 0, 1, 0));
     let data = |pn: u64, s: u64, e: u64, expire: u64| Packet {
         flow: 0,
         src: 0,

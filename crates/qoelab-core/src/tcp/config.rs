@@ -152,30 +152,34 @@ impl TcpConfig {
 }
 
 /// Addresses of a half-connection: data travels `src -> dst`, ACKs `dst -> src`; both directions
-/// carry the same `flow` id and set `Packet.hash` to [`packet::flow_hash`]`(hash_flow, from, to)`
-/// of their direction.
+/// carry the same `flow` id and set `Packet.hash` to [`packet::direction_hash`]`(hash_key, rev)`
+/// of their direction (data: `hash_rev`, ACKs: `!hash_rev`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowAddr {
     pub flow: u32,
     pub src: u16,
     pub dst: u16,
-    /// The flow id the packets hash on (FQ classification): `flow` itself, or the id of the other
-    /// half of the same connection, so that both halves' packets in one direction share one
-    /// hash, as the 5-tuple of one TCP connection does on a real host.
-    pub hash_flow: u32,
+    /// The connection key the packets hash on (FQ classification): the key of this half's flow
+    /// name ([`packet::name_key`]), or that of the other half of the same connection, so that
+    /// both halves' packets in one direction share one hash, as the 5-tuple of one TCP
+    /// connection does on a real host.
+    pub hash_key: u32,
+    /// This half's data runs opposite to the direction in which `hash_key`'s connection was
+    /// opened (the response half of a paired connection).
+    pub hash_rev: bool,
 }
 
 impl FlowAddr {
-    /// A half-connection hashing on its own flow id.
-    pub fn new(flow: u32, src: u16, dst: u16) -> FlowAddr {
-        FlowAddr { flow, src, dst, hash_flow: flow }
+    /// A half-connection hashing on key `key` (the driver gives the key of its name).
+    pub fn new(flow: u32, src: u16, dst: u16, key: u32) -> FlowAddr {
+        FlowAddr { flow, src, dst, hash_key: key, hash_rev: false }
     }
     /// Hash of the data direction (`src -> dst`).
     pub fn data_hash(&self) -> u32 {
-        packet::flow_hash(self.hash_flow, self.src, self.dst)
+        packet::direction_hash(self.hash_key, self.hash_rev)
     }
     /// Hash of the ACK direction (`dst -> src`).
     pub fn ack_hash(&self) -> u32 {
-        packet::flow_hash(self.hash_flow, self.dst, self.src)
+        packet::direction_hash(self.hash_key, !self.hash_rev)
     }
 }

@@ -71,10 +71,11 @@ impl TcpReceiver {
         }
     }
 
-    /// Hash this half's ACKs on flow id `key` instead of its own (see
-    /// [`super::TcpSender::set_hash_flow`]).
-    pub fn set_hash_flow(&mut self, key: u32) {
-        self.addr.hash_flow = key;
+    /// Hash this half's ACKs on connection key `key` instead of its own (see
+    /// [`super::TcpSender::set_hash_key`]).
+    pub fn set_hash_key(&mut self, key: u32, rev: bool) {
+        self.addr.hash_key = key;
+        self.addr.hash_rev = rev;
         self.hash = self.addr.ack_hash();
     }
 
@@ -294,7 +295,7 @@ mod tests {
         p
     }
     fn rx() -> TcpReceiver {
-        TcpReceiver::new(&TcpConfig::default(), FlowAddr::new(1, 0, 1))
+        TcpReceiver::new(&TcpConfig::default(), FlowAddr::new(1, 0, 1, 1))
     }
 
     #[test]
@@ -362,7 +363,7 @@ mod tests {
     #[test]
     fn ece_until_cwr() {
         let cfg = TcpConfig { ecn: true, delayed_ack: false, ..TcpConfig::default() };
-        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1));
+        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1, 1));
         let mut p = data(0, 1000, 1);
         p.ecn = ecn::CE;
         r.on_packet(0, &p);
@@ -392,7 +393,7 @@ mod tests {
     #[test]
     fn linux_quickack_at_start_and_after_idle() {
         let cfg = TcpConfig { quickack: true, ..TcpConfig::default() };
-        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1));
+        let mut r = TcpReceiver::new(&cfg, FlowAddr::new(1, 0, 1, 1));
         let m = 1448u64;
         let mut acks = 0;
         for i in 0..40 {

@@ -280,10 +280,11 @@ impl TcpSender {
     pub fn addr(&self) -> FlowAddr {
         self.addr
     }
-    /// Hash this half's data packets on flow id `key` instead of its own (`FlowAddr::hash_flow`;
-    /// the driver pairs the two halves of one connection this way).
-    pub fn set_hash_flow(&mut self, key: u32) {
-        self.addr.hash_flow = key;
+    /// Hash this half's data packets on connection key `key` instead of its own, reversed or not
+    /// (`FlowAddr::hash_key`; the driver pairs the two halves of one connection this way).
+    pub fn set_hash_key(&mut self, key: u32, rev: bool) {
+        self.addr.hash_key = key;
+        self.addr.hash_rev = rev;
         self.hash = self.addr.data_hash();
     }
     /// A segment of the same connection arrived at this host on the reverse half-connection

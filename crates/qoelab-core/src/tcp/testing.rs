@@ -190,7 +190,7 @@ impl Sim {
 
     /// Like [`Sim::new`] with a controller that asks for a fixed pacing rate.
     pub fn with_pacing_cc(cfg: &TcpConfig, net: NetCfg, pacing: Option<u64>) -> Sim {
-        let addr = FlowAddr::new(7, 1, 2);
+        let addr = FlowAddr::new(7, 1, 2, 7);
         let (cc, reno) = TestReno::boxed(cfg.mss as u64, cfg.initial_window as u64, pacing);
         let mut s = Sim {
             now: 0,
@@ -225,7 +225,7 @@ impl Sim {
 
     fn drain_tx(&mut self) {
         while let Some(p) = self.tx.poll_transmit(self.now) {
-            assert_eq!(p.hash, crate::packet::flow_hash(7, 1, 2));
+            assert_eq!(p.hash, crate::packet::direction_hash(7, false));
             if p.payload > 0 && !p.has(crate::packet::flags::RETX) {
                 // new data only when it fits cwnd (or nothing else was in flight)
                 let pipe = self.tx.bytes_in_flight();
@@ -246,7 +246,7 @@ impl Sim {
 
     fn drain_rx(&mut self) {
         while let Some(p) = self.rx.poll_transmit(self.now) {
-            assert_eq!(p.hash, crate::packet::flow_hash(7, 2, 1));
+            assert_eq!(p.hash, crate::packet::direction_hash(7, true));
             self.log.push((self.now, ACKED, p));
             if self.net.ack_loss > 0.0 && self.rng.chance(self.net.ack_loss) {
                 self.log.push((self.now, DROPPED, p));
