@@ -77,9 +77,10 @@ const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "perturb",
         unit: Unit::Bool,
-        default: Default::Bool(false),
-        doc: "perturb the flow-queue index with a random value drawn from the scenario seed (Linux and dummynet \
-              perturb with a random value per queue); false: hash % flows",
+        default: Default::Bool(true),
+        doc: "perturb the flow-queue index with a random value drawn from the scenario seed and the link name, \
+              so that which connections share a flow queue changes from seed to seed (Linux and dummynet \
+              perturb with a random value per queue); false: hash % flows, the same in every run",
     },
     ParamSpec {
         name: "variant",
@@ -402,7 +403,9 @@ mod tests {
     use super::*;
     use crate::time::{SEC, US};
 
+    /// A queue whose flow queue is `hash % flows` unless the test sets `perturb`.
     fn fq(p: Params) -> Queue {
+        let p = if p.0.contains_key("perturb") { p } else { p.with("perturb", false) };
         queue("fq_codel", p, &ctx())
     }
 
@@ -523,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn perturbation_moves_buckets_per_seed_and_is_off_by_default() {
+    fn perturbation_moves_buckets_per_seed_and_is_on_by_default() {
         let raw = |perturb: bool, seed: u64| {
             from_params(&Params::new().with("perturb", perturb), &AqmBuildCtx { seed, ..ctx() }).unwrap()
         };
@@ -531,6 +534,8 @@ mod tests {
         assert_eq!(off.bucket(5), 5);
         assert_eq!(off.bucket(5 + 1024), 5);
         let (a, b) = (raw(true, 7), raw(true, 8));
+        let default = from_params(&Params::new(), &AqmBuildCtx { seed: 7, ..ctx() }).unwrap();
+        assert!((0..1000u32).all(|h| default.bucket(h) == a.bucket(h)));
         // the same seed gives the same mapping; hashes colliding without perturbation are split
         assert_eq!(a.bucket(5), raw(true, 7).bucket(5));
         assert_ne!(a.bucket(5), a.bucket(5 + 1024));
