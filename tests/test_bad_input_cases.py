@@ -145,6 +145,15 @@ CASES = [
     ("seed-negative", scen(scenario="seed = -1"), "scenario.seed", {}),
     ("flow-count-1e12", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 1000000000000'), "flow[0].count", {}),
     ("client-count-1e12", vscen("count = 1000000000000"), "client[0].count", {}),
+    # names the run gives its own flows: a bulk flow "w#1" beside web flow "w"'s first flow, a
+    # flow "a/c1/req" beside client "a"'s second connection (one FQ hash, one random stream)
+    ("flow-name-of-a-web-flow", scen(flow='name = "w#1"', extra='[[flow]]\nkind = "web"\nname = "w"\n'
+                                                               'arrival_rate = 2'), "flow[0].name", {}),
+    ("flow-name-of-a-connection", scen(flow='name = "a/c1/req"', client='name = "a"\n' + VIDEO),
+     "flow[0].name", {}),
+    ("client-name-with-slash", vscen('name = "a/b"'), "client[0].name", {}),
+    ("page-name-with-hash", scen(flow=None, extra='[[page]]\nname = "p#1"\nhandcrafted = "simple"'),
+     "page[0].name", {}),
     ("flow-count-nodes", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 40000'), "flow[0].count", {}),
     ("packet-size-u32", scen(flow='kind = "cbr"\nrate = "1Mbps"\npacket_size = 10000000000'), "flow[0].packet_size", {}),
     ("packet-size-huge", scen(flow='kind = "cbr"\nrate = "1Mbps"\npacket_size = 100000'), "flow[0].packet_size", {}),

@@ -1031,7 +1031,7 @@ class _Builder:
 
     def flow(self, f: _Section):
         kind = f.str("kind", default="bulk", choices=["bulk", "cbr", "web", "onoff"])
-        name = f.str("name", default=f"{kind}{len(self.flows)}")
+        name = _entry_name(f, f"{kind}{len(self.flows)}")
         if name in self.entry_names["flow"]:
             raise f.err("name", "a name not used by another [[flow]] entry", name)
         self.entry_names["flow"].add(name)
@@ -1392,10 +1392,22 @@ def _fit_duration(v: dict, dur_ns: int) -> dict:
     return v
 
 
+def _entry_name(sec: _Section, default: str) -> str:
+    """The `name` of a [[flow]], [[client]] or [[page]]: without the separators of the flow names
+    the run makes from it (web flows `NAME#k`, session clients `NAME#k`, connections `NAME/req`,
+    `NAME/c1/req~1`), so that no two flows share a name, and with it an FQ flow-queue hash or a
+    random stream."""
+    name = sec.str("name", default=default)
+    if "/" in name or "#" in name:
+        raise sec.err("name", "a name without '/' or '#' (the run names its web flows NAME#k and its "
+                      "connections NAME/c1/req)", name)
+    return name
+
+
 def _client(b, c: _Section):
     if b.abrs is None:
         b.abrs = _describe_abr()
-    name = c.str("name", default=f"client{len(b.clients)}")
+    name = _entry_name(c, f"client{len(b.clients)}")
     if name in b.client_groups:
         raise c.err("name", "a name not used by another [[client]] entry (providers name clients by it)", name)
     count = c.int("count", default=1, minimum=1)
@@ -1680,7 +1692,7 @@ def _page(b, p: _Section):
     """A `[[page]]`: a browser loading a web page (a HAR file or a handcrafted page) over HTTP/1.1
     from one server host, `count` times (each copy on its own hosts)."""
     from qoelab.pageload import cli as plcli
-    name = p.str("name", default=f"page{len(b.pages)}")
+    name = _entry_name(p, f"page{len(b.pages)}")
     if name in b.entry_names["page"]:
         raise p.err("name", "a name not used by another [[page]] entry", name)
     b.entry_names["page"].add(name)
