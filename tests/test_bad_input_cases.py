@@ -145,6 +145,11 @@ CASES = [
     ("seed-negative", scen(scenario="seed = -1"), "scenario.seed", {}),
     ("flow-count-1e12", scen(flow='kind = "cbr"\nrate = "1Mbps"\ncount = 1000000000000'), "flow[0].count", {}),
     ("client-count-1e12", vscen("count = 1000000000000"), "client[0].count", {}),
+    # an n out of range in a run long enough that n connections' table rows would be too many:
+    # the key is n, not the duration
+    ("chunklets-n-80-long-run", scen(scenario='duration = "3600s"', flow=None,
+                                     client='video = "synthetic:chunklets"\ndata_plane = {kind = "chunklets", n = 80}'
+                                     ).replace('duration = "1s"\n', "", 1), "client[0].data_plane.n", {}),
     # names the run gives its own flows: a bulk flow "w#1" beside web flow "w"'s first flow, a
     # flow "a/c1/req" beside client "a"'s second connection (one FQ hash, one random stream)
     ("flow-name-of-a-web-flow", scen(flow='name = "w#1"', extra='[[flow]]\nkind = "web"\nname = "w"\n'

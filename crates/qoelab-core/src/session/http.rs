@@ -91,7 +91,9 @@ pub struct HttpStats {
     pub requests: u64,
     pub completed: u64,
     pub cancelled: u64,
-    /// Response bytes (headers + body) received for requests later cancelled.
+    /// Response bytes (headers + body) received for requests later cancelled, but for those the
+    /// client used (the completed segments of a cancelled Sprint-x range, the kept part of a
+    /// VOXEL segment cut short).
     pub wasted_bytes: u64,
     pub resets: u64,
     /// Most requests outstanding at once on one connection.
@@ -194,10 +196,20 @@ impl Http {
     /// Reset `conn`: every outstanding request on it is cancelled (their ids are returned, oldest
     /// first) and the transport opens a fresh connection in the slot.
     pub fn reset(&mut self, now: Ns, conn: ConnId, t: &mut dyn Transport) -> Vec<ReqId> {
+        self.reset_keeping(now, conn, 0, t)
+    }
+
+    /// [`Http::reset`] after the client used the first `kept` body bytes of the oldest
+    /// outstanding response (with its header): those are not waste.
+    pub fn reset_keeping(&mut self, now: Ns, conn: ConnId, kept: u64, t: &mut dyn Transport) -> Vec<ReqId> {
         let c = &mut self.conns[conn.0 as usize];
         let ids: Vec<ReqId> = c.out.iter().map(|o| o.id).collect();
         self.stats.cancelled += ids.len() as u64;
-        self.stats.wasted_bytes += c.out.iter().map(|o| o.reported).sum::<u64>();
+        let used = match c.out.front() {
+            Some(o) if kept > 0 => o.reported.min(o.header + kept),
+            _ => 0,
+        };
+        self.stats.wasted_bytes += c.out.iter().map(|o| o.reported).sum::<u64>() - used;
         self.stats.resets += 1;
         let (issued, completed) = (c.issued, c.completed);
         *c = Conn { issued, completed, ..Conn::default() };
@@ -401,6 +413,23 @@ mod tests {
     }
 
     #[test]
+    fn bytes_the_client_used_are_not_waste() {
+        for (kept, wasted) in [(0, 600), (200, 350), (549, 1), (550, 0), (1000, 0)] {
+            let mut h = Http::new(cfg(), 1);
+            let mut t = Instant::default();
+            let a = h.get(0, ConnId(0), 1000, &mut t);
+            let b = h.get(0, ConnId(0), 1000, &mut t);
+            let mut ev = Vec::new();
+            h.on_delivered(1, ConnId(0), Dir::Request, &mut t, &mut ev);
+            // 600 bytes of a's response (50 of header, 550 of body) arrived; b's none
+            t.written[0][1] = 600;
+            h.on_delivered(2, ConnId(0), Dir::Response, &mut t, &mut ev);
+            assert_eq!(h.reset_keeping(3, ConnId(0), kept, &mut t), vec![a, b]);
+            assert_eq!(h.stats.wasted_bytes, wasted, "kept {kept}");
+        }
+    }
+
+    #[test]
     fn reset_cancels_the_connection_and_counts_waste() {
         let mut h = Http::new(cfg(), 2);
         let mut t = Instant::default();
@@ -416,6 +445,7 @@ mod tests {
         assert_eq!(gone, vec![a, b]);
         assert_eq!(h.stats.wasted_bytes, 300);
         assert_eq!(h.stats.cancelled, 2);
+
         assert_eq!(t.resets, 1);
         assert_eq!(h.outstanding(ConnId(1)), 0);
         assert_eq!(h.outstanding(ConnId(0)), 1);

@@ -164,7 +164,11 @@ pub struct Cx<'a> {
 impl Cx<'_> {
     /// Reset `conn`, recording its cancelled requests.
     pub fn reset(&mut self, now: Ns, conn: ConnId) -> Vec<ReqId> {
-        let ids = self.http.reset(now, conn, self.t);
+        self.reset_keeping(now, conn, 0)
+    }
+    /// Reset `conn` after using the first `kept` body bytes of its oldest response (not waste).
+    pub fn reset_keeping(&mut self, now: Ns, conn: ConnId, kept: u64) -> Vec<ReqId> {
+        let ids = self.http.reset_keeping(now, conn, kept, self.t);
         for &id in &ids {
             self.log.cancel(now, id);
         }

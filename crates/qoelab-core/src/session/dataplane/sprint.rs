@@ -218,16 +218,24 @@ impl Estimates {
         });
         self.samples += 1;
     }
+    /// Track a delivery of the probe: the RTT sample. Returns true if `d` was the probe's
+    /// (consumed).
+    pub fn on_probe_delivery(&mut self, now: Ns, d: &Delivery) -> bool {
+        if Some(d.id) != self.probe {
+            return false;
+        }
+        if d.complete() {
+            self.probe = None;
+            if let Some(t0) = self.probe_issued {
+                self.rtt = Some((now - t0) as f64 / 1e9);
+            }
+        }
+        true
+    }
     /// Track a delivery on the video connection: per-response samples. Returns true if `d` was
     /// the probe's (consumed).
     pub fn on_delivery(&mut self, now: Ns, d: &Delivery) -> bool {
-        if Some(d.id) == self.probe {
-            if d.complete() {
-                self.probe = None;
-                if let Some(t0) = self.probe_issued {
-                    self.rtt = Some((now - t0) as f64 / 1e9);
-                }
-            }
+        if self.on_probe_delivery(now, d) {
             return true;
         }
         if d.received > 0 && self.cur_start.map(|c| c.0) != Some(d.id) {

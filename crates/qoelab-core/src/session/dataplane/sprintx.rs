@@ -8,7 +8,8 @@
 //! so the buffer may overfill by up to one range. Needs a video with a byte layout (the segments
 //! of a rung must be contiguous in its file).
 //!
-//! Estimates and the RTT probe are Sprint's (see [`super::sprint`]).
+//! Estimates and the RTT probe are Sprint's (see [`super::sprint`]), with one bandwidth sample
+//! per segment of a range (Sprint has one per segment request), none for the range as a whole.
 
 use super::sprint::{parse, Estimates, PARAMS};
 use super::{Cx, DataPlane, DataPlaneEntry, Outcome, Track};
@@ -98,8 +99,10 @@ impl SprintX {
         } else {
             // A switch: cancel the range (reset the connection) and request a new one.
             cx.log.switch_cancels.push(now);
+            // the segments before `cur` were played: only what came after them is waste
+            let kept = r.offs[r.cur - r.first];
             self.range = None;
-            cx.reset(now, ConnId(0));
+            cx.reset_keeping(now, ConnId(0), kept);
             self.start_range(now, &req, cx);
             true
         }
@@ -123,7 +126,7 @@ impl SprintX {
                 Outcome::Nothing => return false,
                 Outcome::Abandoned => {
                     self.range = None;
-                    cx.reset(now, ConnId(0));
+                    cx.reset_keeping(now, ConnId(0), off);
                     return true;
                 }
                 Outcome::Complete => {
@@ -183,7 +186,8 @@ impl DataPlane for SprintX {
         }
     }
     fn on_delivery(&mut self, now: Ns, d: &Delivery, cx: &mut Cx) -> bool {
-        if self.est.on_delivery(now, d) {
+        // bandwidth samples are per segment (`progress`), not per range: only the probe here
+        if self.est.on_probe_delivery(now, d) {
             cx.log.deliver_to(now, d, cx.player);
             return d.complete();
         }

@@ -229,13 +229,44 @@ fn sprint_x_cancels_its_range_on_a_switch_and_wastes_what_arrived() {
     assert!(ranges.iter().any(|r| r.last_segment > r.segment), "no range spanned several segments");
     assert!(!log.switch_cancels.is_empty());
     assert!(t.resets as usize >= log.switch_cancels.len());
-    // The cancelled ranges had received bytes beyond the switch point: waste.
-    assert!(s.http_stats().wasted_bytes > 0);
     // Every segment was played at the rung the ABR chose.
     let done: Vec<_> = s.player.log().iter().filter(|l| !l.abandoned).collect();
     assert_eq!(done.len(), 30);
-    for l in done {
+    for l in &done {
         assert_eq!(l.rung, if (l.segment / 4).is_multiple_of(2) { 2 } else { 3 });
+    }
+    // Waste: what a cancelled range received beyond its switch point (the first of its segments
+    // played at another rung); the segments before it were played, so they are not waste.
+    let rung_of = |seg: usize| done.iter().find(|l| l.segment == seg).unwrap().rung;
+    let (mut beyond, mut used, mut n) = (0, 0, 0);
+    for r in log.requests.iter().filter(|r| r.kind == "range" && r.cancelled) {
+        let cut = (r.segment..=r.last_segment).find(|&k| rung_of(k) != r.rung).unwrap_or(r.last_segment + 1);
+        let played: u64 = (r.segment..cut).map(|k| s.player.video().size(k, r.rung)).sum();
+        assert!(r.received >= played, "{r:?}: {played} played");
+        beyond += r.received - played;
+        used += played;
+        n += 1;
+    }
+    let hdr = HttpCfg::default().response_header_bytes;
+    let w = s.http_stats().wasted_bytes;
+    assert!(beyond > 0 && used > 0, "beyond {beyond}, used {used}");
+    assert!(w >= beyond && w <= beyond + n * hdr, "wasted {w}, beyond the switch points {beyond}, {n} ranges");
+}
+
+#[test]
+fn sprint_x_samples_bandwidth_once_per_segment() {
+    // Program 1's chunk (several segments here) is used once `min_samples` bandwidth samples
+    // exist: one per completed segment, so the first range of several segments starts at segment
+    // `min_samples` or later (a range's own sample on top of its segments' made it about k / 2).
+    for k in 1..=6 {
+        let params = serde_json::json!({"eps": 0.05, "min_samples": k});
+        let mut s = session(Box::new(Fixed { rung: 2, delay: 0 }), "sprint-x", params, PlayerConfig::default());
+        run(&mut s, 10_000_000);
+        let log = s.plane_log();
+        let first =
+            log.requests.iter().find(|r| r.kind == "range" && r.last_segment > r.segment).expect("a long range");
+        assert!(first.segment >= k as usize, "min_samples {k}: first long range at segment {}", first.segment);
+        assert!(first.segment <= k as usize + 2, "min_samples {k}: first long range at segment {}", first.segment);
     }
 }
 

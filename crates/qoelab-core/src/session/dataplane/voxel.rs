@@ -276,15 +276,16 @@ impl VoxelPlane {
     }
 
     /// Cut the response of `req` (body `[0, len)`) short from body offset `from`: skip on QUIC,
-    /// else reset the connection. Returns whether the connection was reset.
-    fn cut(now: Ns, cx: &mut Cx, start: u64, from: u64, len: u64) -> bool {
+    /// else reset the connection. `used`: the client keeps the body before `from` (not waste).
+    /// Returns whether the connection was reset.
+    fn cut(now: Ns, cx: &mut Cx, start: u64, (from, used): (u64, bool), len: u64) -> bool {
         if from >= len {
             return false;
         }
         if cx.t.skip(now, C0, Dir::Response, start + from, start + len) {
             return false;
         }
-        cx.reset(now, C0);
+        cx.reset_keeping(now, C0, if used { from } else { 0 });
         true
     }
 
@@ -355,7 +356,7 @@ impl VoxelPlane {
                     }
                     None => {
                         // abandoned to a lower rung: cut the response, fetch again
-                        Self::cut(now, cx, start, d.body, d.body_len);
+                        Self::cut(now, cx, start, (d.body, false), d.body_len);
                         cx.log.cancel(now, req);
                         self.state = State::Idle;
                         return true;
@@ -381,7 +382,7 @@ impl VoxelPlane {
         cx.player.complete(now, dl);
         if matches!(keep, Some(k) if k != u64::MAX) {
             // TCP: the kept bytes are in; drop the rest of the response
-            Self::cut(now, cx, start, total, d.body_len);
+            Self::cut(now, cx, start, (total, true), d.body_len);
         }
         self.after(now, seg, cx);
         true
@@ -504,7 +505,7 @@ impl DataPlane for VoxelPlane {
                     let (req, start, len) = (*req, *start, *body_len);
                     let got = cx.log.received(req).min(len);
                     self.stats.cut_short += 1;
-                    Self::cut(now, cx, start, got, len);
+                    Self::cut(now, cx, start, (got, true), len);
                     cx.log.cancel(now, req);
                     self.finish_extra(now, cx, got);
                     if let State::Idle = self.state {
