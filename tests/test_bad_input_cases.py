@@ -150,6 +150,10 @@ CASES = [
     ("chunklets-n-80-long-run", scen(scenario='duration = "3600s"', flow=None,
                                      client='video = "synthetic:chunklets"\ndata_plane = {kind = "chunklets", n = 80}'
                                      ).replace('duration = "1s"\n', "", 1), "client[0].data_plane.n", {}),
+    ("sprint-probe-bytes-huge", vscen('data_plane = {kind = "sprint", probe_bytes = "1000TB"}'),
+     "client[0].data_plane.probe_bytes", {}),
+    ("sprint-min-samples-huge", vscen('data_plane = {kind = "sprint-x", min_samples = 1000000}'),
+     "client[0].data_plane.min_samples", {}),
     # names the run gives its own flows: a bulk flow "w#1" beside web flow "w"'s first flow, a
     # flow "a/c1/req" beside client "a"'s second connection (one FQ hash, one random stream)
     ("flow-name-of-a-web-flow", scen(flow='name = "w#1"', extra='[[flow]]\nkind = "web"\nname = "w"\n'

@@ -4,7 +4,7 @@
 //! transport through [`Cx`], and returns its next wake-up.
 //!
 //! Adding a data plane: one file with its parameters (published defaults), `pub const ENTRY:
-//! DataPlaneEntry`, tests; one line in [`REGISTRY`]; a page in docs/models/dataplane-<name>.md.
+//! DataPlaneEntry`, tests; one line in [`REGISTRY`]; a page in docs/models/data_plane-<name>.md.
 
 pub mod chunklets;
 pub mod pipelined;

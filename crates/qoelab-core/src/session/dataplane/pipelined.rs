@@ -25,7 +25,7 @@ const PARAMS: &[ParamSpec] = &[ParamSpec {
 
 pub const ENTRY: DataPlaneEntry = DataPlaneEntry {
     name: "pipelined",
-    summary: "HTTP/1.1 pipelining of a fixed depth on one connection (Sprint's no-train ablation)",
+    summary: "HTTP/1.1 pipelining of a fixed depth on one connection (a fixed-depth no-train ablation of Sprint)",
     reference: "RFC 9112 9.3.2; Arye et al., Sprint, Fig. 11",
     params: PARAMS,
     needs_layout: false,

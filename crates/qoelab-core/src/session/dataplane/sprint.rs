@@ -127,16 +127,25 @@ pub(super) fn parse(p: &Params) -> Result<SprintCfg, ParamError> {
     if ewma_ref == 0 {
         return Err(perr("ewma_ref", "expected > 0 bytes, found 0"));
     }
+    // a probe is a small request: at most 1 MB (a larger one is a second download)
+    let probe_bytes = p.req_u64(PARAMS, "probe_bytes")?;
+    if probe_bytes > 1_000_000 {
+        return Err(perr("probe_bytes", format!("expected at most 1MB (a small request), found {probe_bytes} bytes")));
+    }
+    let min_samples = p.req_u64(PARAMS, "min_samples")?;
+    if min_samples > 1000 {
+        return Err(perr("min_samples", format!("expected 0 to 1000, found {min_samples}")));
+    }
     Ok(SprintCfg {
         eps,
         min_depth: min_depth as usize,
         train: p.bool(PARAMS, "train")?,
         mss: mss as f64,
         probe_interval,
-        probe_bytes: p.req_u64(PARAMS, "probe_bytes")?,
+        probe_bytes,
         ewma_a0,
         ewma_ref: ewma_ref as f64,
-        min_samples: p.req_u64(PARAMS, "min_samples")?.min(1000) as u32,
+        min_samples: min_samples as u32,
     })
 }
 

@@ -39,8 +39,8 @@ const PARAMS: &[ParamSpec] = &[
         name: "reliability",
         unit: Unit::Choice(&["partial", "reliable"]),
         default: Default::Str("partial"),
-        doc: "partial: droppable frames sent unreliably (QUIC*, needs transport \"quic\"); reliable: everything \
-              reliably (VOXEL rel, or any transport)",
+        doc: "partial: droppable frames sent unreliably (QUIC*; unreliable only over transport \"quic\", over TCP \
+              everything arrives anyway); reliable: everything reliably (VOXEL rel, or any transport)",
     },
     ParamSpec {
         name: "hole_filling",
