@@ -309,3 +309,16 @@ def test_perf_lines_maps_samples_to_core_lines(tmp_path):
     assert sum(bool(re.search(r"\s(sim|net|tcp|aqm|cc)/\w+\.rs:\d+", r)) for r in rows[1:]) >= 5, p.stdout
     p = subprocess.run([sys.executable, tool, str(tmp_path / "none.data")], capture_output=True, text=True)
     assert p.returncode == 2 and p.stderr.strip().splitlines() == [f"perf_lines: {tmp_path / 'none.data'}: no such file"]
+
+
+def test_a_bulk_flow_that_never_runs_does_not_count_in_jain_index():
+    def scn(extra):
+        s = {"scenario": {"name": "j", "duration": "20s"},
+             "topology": {"rate": "10Mbps", "rtt": "20ms", "aqm": "fq_codel"},
+             "flow": [{"name": "a", "count": 2}]}
+        if extra:
+            s["flow"].append({"name": "late", "start": "30s"})
+        return s
+    a, b = qoelab.run(scn(False)), qoelab.run(scn(True))
+    assert a.summary["jain_index"] > 0.9
+    assert b.summary["jain_index"] == a.summary["jain_index"]

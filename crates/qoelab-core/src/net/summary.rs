@@ -84,7 +84,8 @@ impl World {
             let (a, b) = self.flow_span(fid);
             let bytes = self.flow_bytes_received(fid);
             let gp = if b > a { bytes as f64 * 8.0 / secs(b - a) } else { 0.0 };
-            if f.kind == "bulk" {
+            // a bulk flow that was never active (it starts at or after the end) does not compete
+            if f.kind == "bulk" && b > a {
                 goodputs.push(gp);
             }
             out.flows.push(FlowSummary {
