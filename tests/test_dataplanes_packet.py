@@ -118,3 +118,10 @@ def test_adding_a_flow_leaves_the_other_connections_in_their_fq_codel_queues():
         assert fb[name] == f, name
     assert a.summary["links"] == b.summary["links"]
     assert a.table("segments").equals(b.table("segments"))
+
+
+def test_sequential_written_out_is_the_default_configuration():
+    a = qoelab.run(scen(duration="10s", video_duration="10s"))
+    b = qoelab.run(scen({"kind": "sequential"}, duration="10s", video_duration="10s"))
+    assert a.summary["config_hash"] == b.summary["config_hash"]
+    assert a.summary["clients"] == b.summary["clients"]

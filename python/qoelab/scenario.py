@@ -1505,6 +1505,8 @@ def _client(b, c: _Section):
         data_plane = {"kind": kind, "params": convert_params(rest, b.planes[kind]["params"], f"data plane {kind}")}
         ds.used.update(ds.data.keys())
         ds.finish()
+        if data_plane == {"kind": "sequential", "params": {}}:
+            data_plane = None   # the default, written out: the same configuration (config_hash, sweep keys)
     first = c.int("from_hop", default=0, minimum=0, maximum=len(b.hops) - 1)
     last = c.int("to_hop", default=len(b.hops), minimum=1, maximum=len(b.hops))
     arrival_rate = c.num("arrival_rate", default=None, minimum=0)
