@@ -322,3 +322,16 @@ def test_a_bulk_flow_that_never_runs_does_not_count_in_jain_index():
     a, b = qoelab.run(scn(False)), qoelab.run(scn(True))
     assert a.summary["jain_index"] > 0.9
     assert b.summary["jain_index"] == a.summary["jain_index"]
+
+
+def test_a_client_that_never_starts_does_not_count_in_the_video_fairness():
+    def scn(extra):
+        v = {"video": "synthetic:sabre-bbb", "video_duration": "30s"}
+        clients = [{"name": "a", "abr": "dynamic", **v}, {"name": "b", "abr": "bola", **v}]
+        if extra:
+            clients.append({"name": "late", "abr": "dynamic", "start": "40s", **v})
+        return video(clients, duration="30s")
+    a, b = qoelab.run(scn(False)), qoelab.run(scn(True))
+    assert a.summary["video"]["clients"] == 2
+    assert b.summary["video"] == a.summary["video"]
+    assert [c["name"] for c in b.summary["clients"]] == ["a", "b", "late"]

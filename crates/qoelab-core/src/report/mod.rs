@@ -25,7 +25,8 @@ pub struct PacketClientInfo {
     pub loss_phases: Option<LossPhaseCounts>,
 }
 
-/// Per-client summaries and the fairness metrics across the clients that have metrics.
+/// Per-client summaries and the fairness metrics across the clients that have metrics and whose
+/// player started during the run.
 pub fn client_summaries(
     clients: &[(SessionView<'_>, Option<PacketClientInfo>)],
 ) -> (Vec<ClientSummary>, Option<FairnessMetrics>) {
@@ -66,7 +67,11 @@ pub fn client_summaries(
         };
         match ClientMetrics::compute(c.log, &c.summary, c.video.n_rungs(), &QoeParams::default()) {
             Ok(m) => {
-                all.push(m.clone());
+                // a client whose player never started (it starts at or after the end) is listed but
+                // does not compete: it stays out of the fairness metrics
+                if c.summary.now > c.summary.start {
+                    all.push(m.clone());
+                }
                 row.metrics = Some(m);
                 row.video = Some(c.video.name.clone());
                 row.buffer_max_s = Some(crate::time::secs(c.buffer_max));
