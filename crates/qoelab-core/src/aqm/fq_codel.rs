@@ -1,5 +1,5 @@
-//! FQ-CoDel (RFC 8290): flow queues classified by `pkt.hash % flows` (optionally perturbed by a
-//! per-queue random value, as Linux and dummynet do), deficit round robin with new/old flow
+//! FQ-CoDel (RFC 8290): flow queues classified by `pkt.hash % flows` (perturbed by a per-queue
+//! random value unless `perturb = false`, as Linux and dummynet do), deficit round robin with new/old flow
 //! lists, and a CoDel instance per flow ([`super::codel::CodelVars`]). `variant = "dummynet"`
 //! follows FreeBSD dummynet's `dn_sched_fq_codel` where it differs from Linux. Flow-hash
 //! collisions (distinct hashes sharing a flow queue) are counted.
