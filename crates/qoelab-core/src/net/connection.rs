@@ -136,27 +136,22 @@ impl World {
         let (a, b) = (&self.flows[req], &self.flows[resp]);
         assert!(req != resp && a.src == b.dst && a.dst == b.src, "pair_halves: halves must run in opposite directions");
         let (req_tx, resp_tx, resp_rx, key) = (a.tx, b.tx, b.rx, a.hash_key);
-        if let Ep::QuicTx(_) = &self.eps[req_tx] {
+        // QUIC always shares the connection's hash; TCP unless its config opts out
+        let (quic, share) = match &self.eps[req_tx] {
+            Ep::QuicTx(_) => (true, true),
+            Ep::TcpTx(s) => (false, s.config().connection_hash),
+            _ => panic!("pair_halves: the request half is not TCP"),
+        };
+        if share {
             match &mut self.eps[resp_tx] {
-                Ep::QuicTx(s) => s.set_hash_key(key, true),
-                _ => panic!("pair_halves: the response half is not QUIC"),
+                Ep::QuicTx(s) if quic => s.set_hash_key(key, true),
+                Ep::TcpTx(s) if !quic => s.set_hash_key(key, true),
+                _ => panic!("pair_halves: the response half is not {}", if quic { "QUIC" } else { "TCP" }),
             }
-            if let Ep::QuicRx(r) = &mut self.eps[resp_rx] {
-                r.set_hash_key(key, true);
-            }
-            (self.flows[resp].hash_key, self.flows[resp].hash_rev) = (key, true);
-            self.flows[req].peer = Some(resp);
-            self.flows[resp].peer = Some(req);
-            return;
-        }
-        let Ep::TcpTx(s) = &self.eps[req_tx] else { panic!("pair_halves: the request half is not TCP") };
-        if s.config().connection_hash {
-            match &mut self.eps[resp_tx] {
-                Ep::TcpTx(s) => s.set_hash_key(key, true),
-                _ => panic!("pair_halves: the response half is not TCP"),
-            }
-            if let Ep::TcpRx(r) = &mut self.eps[resp_rx] {
-                r.set_hash_key(key, true);
+            match &mut self.eps[resp_rx] {
+                Ep::QuicRx(r) => r.set_hash_key(key, true),
+                Ep::TcpRx(r) => r.set_hash_key(key, true),
+                _ => {}
             }
             (self.flows[resp].hash_key, self.flows[resp].hash_rev) = (key, true);
         }
