@@ -315,7 +315,7 @@ def test_report_helpers_escape_and_write_figures(tmp_path):
     assert f.startswith("<p class='bad'>Failed items: r1: boom &lt;x&gt;; r2: lost") and f.count("; ") == 9
     t = common.claims_table_html([{"id": "C1", "verdict": NOT_SUPPORTED, "paper": "a & b"}], "<p>intro</p>")
     assert "<h2>Claims</h2><p>intro</p><table>" in t and "a &amp; b" in t and "class='bad'" in t
-    assert common.write_html(str(tmp_path), ["x", "y</body></html>"]) == str(tmp_path / "report.html")
+    assert common.write_html(str(tmp_path), ["x", "y</body></html>"], {}) == str(tmp_path / "report.html")
     text = (tmp_path / "report.html").read_text()
     # the provenance (command, versions, date) at the foot, inside the body
     assert text.startswith("x\ny<footer><p>Made by <code>") and text.endswith("</footer></body></html>")

@@ -136,4 +136,4 @@ def write_report(out_dir: str, runs, chunks, stats, claims: list[dict], meta: di
     p.append("<h2>Deviations from the testbed</h2><ul>"
              + "".join(f"<li>{html.escape(d)}</li>" for d in meta.get("deviations", [])) + "</ul>")
     p.append("<p>Setup and numbers: docs/reproductions/chunklets.md.</p></body></html>")
-    return common.write_html(out_dir, p)
+    return common.write_html(out_dir, p, meta)

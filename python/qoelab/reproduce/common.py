@@ -68,8 +68,7 @@ def write_claims_report_meta(tmp: str, claims: list, meta: dict, write_report, t
     HTML report (``write_report()``; if it fails, the data are kept and report.html says why, and
     ``meta["report_error"]`` is set), then meta.json with the total wall time since ``t0``."""
     import time
-    global _PROVENANCE
-    meta["provenance"] = _PROVENANCE = provenance()
+    meta["provenance"] = provenance()
     dump_json(os.path.join(tmp, "claims.json"), claims, json_default)
     try:
         write_report()
@@ -224,9 +223,6 @@ def figures_html(fig_dir: str, figures, missing: str = "not run") -> list[str]:
     return parts
 
 
-_PROVENANCE: dict | None = None   # of the reproduction whose report is being written
-
-
 def provenance() -> dict:
     """How a reproduction was made: the command line, qoelab's and the core's versions and build, and
     the date (UTC). In meta.json and at the foot of report.html (nothing else in them depends on it)."""
@@ -245,11 +241,12 @@ def provenance() -> dict:
             "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")}
 
 
-def write_html(out_dir: str, parts: list[str]) -> str:
-    """Join ``parts`` into ``out_dir/report.html`` (with the provenance at its foot); returns its path."""
+def write_html(out_dir: str, parts: list[str], meta: dict) -> str:
+    """Join ``parts`` into ``out_dir/report.html`` with the provenance at its foot (``meta``'s, the
+    one in meta.json, else this command's); returns its path."""
     import html
     path = os.path.join(out_dir, "report.html")
-    p = _PROVENANCE or provenance()
+    p = meta.get("provenance") or provenance()
     foot = (f"<footer><p>Made by <code>{html.escape(p['command'])}</code> with qoelab {html.escape(p['qoelab'])} "
             f"(core {html.escape(p['core'])}, {html.escape(p['core_build'])} build, Python {html.escape(p['python'])}) "
             f"on {html.escape(p['date_utc'])} UTC; the wall time of the whole command is in meta.json "

@@ -107,4 +107,4 @@ def write_report(out_dir: str, df, odf, claims: list[dict], meta: dict) -> str:
                  "fixed-rate optimum: qoelab minerva fixed-rate-optimal (mpc, trace mode, capacity = link x 0.95). "
                  "See docs/reproductions/minerva.md."
                  "</p></body></html>")
-    return common.write_html(out_dir, parts)
+    return common.write_html(out_dir, parts, meta)

@@ -264,4 +264,4 @@ def write_report(out_dir: str, df, claims: list[dict], meta: dict) -> str:
     for a, b, c in setup_rows():
         parts.append(f"<tr><td>{html.escape(a)}</td><td>{html.escape(b)}</td><td>{html.escape(c)}</td></tr>")
     parts.append("</table><p>Metric definitions: docs/reproductions/livi.md and docs/metrics.md.</p></body></html>")
-    return common.write_html(out_dir, parts)
+    return common.write_html(out_dir, parts, meta)

@@ -197,4 +197,4 @@ def write_report(out_dir: str, df, pages, scen, claims: list[dict], meta: dict, 
                  "20/50/100/200 ms x bandwidth 0.5/5/20/50 Mbit/s in the public code's binary units (Mbit = 2^20 "
                  "bit; 0.5 Mbit/s = kbit(500) = 64,000 B/s). Speedups: eps = 1e-3. Workload targets met "
                  f"(whole sets): {html.escape(str(wl))}. See docs/reproductions/socket-intents.md.</p></body></html>")
-    return common.write_html(out_dir, parts)
+    return common.write_html(out_dir, parts, meta)

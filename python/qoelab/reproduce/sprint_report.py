@@ -184,4 +184,4 @@ def write_report(out_dir: str, df, mdf, claims: list[dict], meta: dict) -> str:
                  "IW 10, slow start after idle; video synthetic:sprint (4-s segments, 13 rungs 250 kbit/s-20 Mbit/s); "
                  "Huang-style ABR (240 s buffer) unless stated; warm-up 60 s excluded from every %FS. "
                  "See docs/reproductions/sprint.md.</p></body></html>")
-    return common.write_html(out_dir, parts)
+    return common.write_html(out_dir, parts, meta)

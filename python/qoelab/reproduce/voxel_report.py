@@ -233,4 +233,4 @@ def write_report(out_dir: str, df, sdf, claims: list[dict], meta: dict) -> str:
                  "segments) over reliable QUIC; BETA-like = beta over reliable QUIC; BOLA-SSIM = abrstar without keep-partial over reliable QUIC; VOXEL rel = VOXEL with every "
                  "transfer reliable; X/QUIC* = the same ABR in Q* mode. bufRatio excludes startup (runs.parquet also "
                  "has it with startup). See docs/reproductions/voxel.md for the deviations.</p></body></html>")
-    return common.write_html(out_dir, parts)
+    return common.write_html(out_dir, parts, meta)
