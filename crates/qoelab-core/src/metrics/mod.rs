@@ -332,7 +332,8 @@ impl ClientMetrics {
             instability_index_mean: mean(&ii),
             instability_index_max: ii.iter().copied().fold(0.0, f64::max),
             qoe_mean: mean(&qoe),
-            qoe_total: qoe.iter().sum(),
+            // + 0.0: the sum of no chunk is -0.0 in Rust; a client with no segment reports 0
+            qoe_total: qoe.iter().sum::<f64>() + 0.0,
             achieved_rate_mean_bps: mean(&ar),
             smoothed_ar_last_bps: sa.last().copied().unwrap_or(0.0),
             goodput_bps: if session == 0 { 0.0 } else { s.bytes as f64 * 8.0 / secs(session) },

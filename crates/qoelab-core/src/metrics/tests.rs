@@ -177,6 +177,32 @@ fn client_metrics_show_the_stalls_below_the_lowest_rung() {
 }
 
 #[test]
+fn a_client_with_no_segment_reports_zeros_not_negative_zeros() {
+    // a client that starts at the end of the run: no log, no time
+    let s = crate::player::PlayerSummary {
+        abr: "x".into(),
+        start: 10 * SEC,
+        now: 10 * SEC,
+        ended: false,
+        end: None,
+        startup: 0,
+        played: 0,
+        stalled: 0,
+        stall_count: 0,
+        segments_downloaded: 0,
+        abandoned: 0,
+        bytes: 0,
+        buffer: 0,
+        buffer_max: 30 * SEC,
+        max_buffer_seen: 0,
+    };
+    let m = ClientMetrics::compute(&[], &s, LADDER.len(), &QoeParams::default()).unwrap();
+    let json = serde_json::to_string(&m).unwrap();
+    assert!(!json.contains("-0"), "{json}");
+    assert_eq!(m.qoe_total.to_bits(), 0.0f64.to_bits());
+}
+
+#[test]
 fn client_metrics_at_5mbps_no_stall() {
     let v = cbr_video(30, 4 * SEC, &LADDER);
     let r = run_trace_mode(
