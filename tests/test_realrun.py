@@ -230,6 +230,14 @@ video = "synthetic:sprint"
 video_duration = "30s"
 [client.data_plane]
 kind = "sprint"
+
+[[client]]
+name = "late"
+start = "20s"
+video = "synthetic:sabre-bbb"
+[client.data_plane]
+kind = "chunklets"
+n = 2
 """
 
 
@@ -247,7 +255,20 @@ def test_chunklets_and_sprint_data_planes_on_real_connections(tmp_path):
     s_sim = json.loads((tmp_path / "sim" / "summary.json").read_text())
     assert key_paths(s) == key_paths(s_sim), (key_paths(s) ^ key_paths(s_sim))
     req = pd.read_parquet(tmp_path / "real" / "requests.parquet")
-    chunk, sprint = s["clients"]
+    chunk, sprint, late = s["clients"]
+    # A client that starts after the end: its own flows, named as the simulator's (its `flow` was
+    # 0, another client's or a bulk flow's), and out of the fairness figures.
+    names = [f["name"] for f in s["flows"]]
+    assert names[late["flow"]] == "late/resp"
+    assert [n for n in names if n.startswith("late/")] == ["late/req", "late/resp", "late/c1/req", "late/c1/resp"]
+    assert s["video"]["clients"] == 2
+    # The flows table has the sample at the end, whose bytes are the summary's (it stopped one
+    # interval early, 0.5-2% short).
+    fl = pd.read_parquet(tmp_path / "real" / "flows.parquet")
+    assert fl["time_s"].max() == 10.0
+    last = fl.sort_values("time_s").groupby("flow").last()
+    assert all(int(r.bytes_received) == s["flows"][int(f)]["bytes_received"] for f, r in last.iterrows())
+    assert pd.read_parquet(tmp_path / "real" / "tcp.parquet")["time_s"].max() == 10.0
     # Chunklets: each segment as 3 byte ranges at once, one per connection.
     k = req[req["client"] == 0]
     assert set(k["kind"]) == {"chunklet"} and set(k["conn"]) == {0, 1, 2}
@@ -317,8 +338,12 @@ def test_kernel_cubic_alone_reaches_90_percent_of_the_link_rate(tmp_path):
     import pandas as pd
     sc = tmp_path / "bulk.toml"
     sc.write_text(BULK_ALONE)
-    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "o"))
+    r = qoelab("run", "--real", str(sc), "--out", str(tmp_path / "o"), "--json")
     assert r.returncode == 0, r.stderr
+    # --json: the summary on stdout, the timing quality (printed at the end of every run) on stderr
+    assert json.loads(r.stdout)["flows"][0]["name"] == "bulk"
+    assert [ln.split(":")[0].strip() for ln in r.stderr.splitlines() if "departure lateness" in ln] == [
+        "timing downlink", "timing uplink"]
     fl = pd.read_parquet(tmp_path / "o" / "flows.parquet")
     at = fl.set_index("time_s")["bytes_received"]
     gp = (at.loc[5.0] - at.loc[1.0]) * 8 / 4.0
@@ -415,6 +440,33 @@ def test_unsupported_scenarios_exit_2_with_one_line(tmp_path, body, what):
     if _reason is None:
         assert what in lines[0] and str(sc) in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the emulator is Linux-only")
+def test_an_emulator_built_from_other_sources_is_refused(tmp_path):
+    """`qoelab link` and `run --real` refuse an emulator binary whose source fingerprint is not the
+    module's (a target/release/qoelab-netemu left from older sources ran other link, AQM and
+    session code than the simulator, silently), with one line, exit 2, nothing written; the
+    binary `make build` made beside this module carries the module's fingerprint."""
+    from qoelab import _core, realrun
+    fake = tmp_path / "qoelab-netemu"
+    fake.write_text("#!/bin/sh\necho 0123456789abcdef\n")
+    fake.chmod(0o755)
+    sc = tmp_path / "s.toml"
+    sc.write_text(BULK_ALONE)
+    env = {**os.environ, "QOELAB_NETEMU": str(fake)}
+    for args in (["link", "--rate", "10Mbps", "--", "true"], ["run", "--real", str(sc), "--out", str(tmp_path / "o")]):
+        r = subprocess.run([sys.executable, "-m", "qoelab.cli", *args], capture_output=True, text=True, cwd=REPO,
+                           env=env, timeout=60)
+        assert r.returncode == 2, (args, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "built from other sources" in lines[0] and "make build" in lines[0], r.stderr
+        assert "0123456789abcdef" in lines[0] and _core.source_id() in lines[0]
+    assert not (tmp_path / "o").exists()
+    binary = realrun.find_driver()
+    if binary is not None and "QOELAB_NETEMU" not in os.environ:
+        got = subprocess.run([binary, "--source-id"], capture_output=True, text=True, timeout=10).stdout.strip()
+        assert got == _core.source_id(), f"{binary} is stale: run `make build`"
 
 
 @real

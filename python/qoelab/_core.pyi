@@ -8,6 +8,10 @@ Column = tuple[str, Literal["i64", "f64", "str"], bytes | list[str]]
 def version() -> str:
     """Version of the core."""
 
+def source_id() -> str:
+    """A fingerprint of the Rust sources this module was built from (16 hex digits): the emulator
+    binary built from the same sources prints the same (`qoelab-netemu --source-id`)."""
+
 def build() -> str:
     """How the core was compiled: "pgo" (profile-guided release build, tools/build-core),
     "pgo+x86-64-v3" (the same for x86-64-v3 CPUs), "pgo-training" (its instrumented build),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,6 +33,23 @@ def find_emulator() -> str | None:
         if c.is_file() and os.access(c, os.X_OK):
             return str(c)
     return None
+
+
+def emulator_mismatch(binary: str) -> str | None:
+    """None if the emulator binary was built from the sources this module was built from (their
+    source fingerprints agree), else what is wrong, for a one-line error: a stale emulator runs
+    other link, AQM and session code than the simulator."""
+    from qoelab import _core
+    try:
+        p = subprocess.run([binary, "--source-id"], capture_output=True, text=True, timeout=10)
+        got = p.stdout.strip() if p.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        got = ""
+    want = _core.source_id()
+    if got == want:
+        return None
+    return (f"the emulator binary {binary} was built from other sources than this qoelab module "
+            f"(source id {got or 'unknown'}, the module's {want}); run `make build` to rebuild both")
 
 
 def add_parser(subparsers) -> None:
@@ -99,6 +117,10 @@ def _cmd_link(args) -> int:
     if binary is None:
         print(f"qoelab link: error: the emulator binary {BINARY} was not found (run `make build`, or set "
               "QOELAB_NETEMU)", file=sys.stderr)
+        return EXIT_INPUT
+    bad = emulator_mismatch(binary)
+    if bad:
+        print(f"qoelab link: error: {bad}", file=sys.stderr)
         return EXIT_INPUT
     argv = [binary]
     for opt in ("rate", "uplink_rate", "rtt", "aqm", "buffer", "trace", "uplink_trace", "loss", "server",

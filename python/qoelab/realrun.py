@@ -301,6 +301,11 @@ def run(args) -> int:
         print(f"{err} the emulator binary qoelab-netemu was not found (run `make build`, or set QOELAB_NETEMU)",
               file=sys.stderr)
         return EXIT_INPUT
+    from qoelab.realnet import emulator_mismatch
+    bad = emulator_mismatch(driver)
+    if bad:
+        print(f"{err} {bad}", file=sys.stderr)
+        return EXIT_INPUT
     if not os.path.exists("/dev/net/tun"):
         print(f"{err} /dev/net/tun is missing (load the tun module or create the device node)", file=sys.stderr)
         return EXIT_INPUT
@@ -361,6 +366,9 @@ def run(args) -> int:
         shutil.rmtree(work)
     if args.json:
         print(json.dumps(summary, indent=2))
+        # the timing quality is printed at the end of every run: with --json, on stderr
+        for ln in _timing(perf):
+            print(ln, file=sys.stderr)
     else:
         _print(summary, perf, names, out)
     return 0
@@ -512,6 +520,12 @@ class _Exit(Exception):
         self.code = code
 
 
+def _timing(perf: dict) -> list[str]:
+    """The emulator's departure lateness per direction, one line each."""
+    return [f"  timing {k}: departure lateness p50 {lat['p50']} us, p99 {lat['p99']} us, max {lat['max']} us"
+            for k in ("downlink", "uplink") for lat in [perf["realnet"][k]["lateness_us"]]]
+
+
 def _print(s: dict, perf: dict, names: list[str], out: str) -> None:
     r = perf["realnet"]
     print(f"scenario {s['scenario']} (seed {s['seed']}), {s['duration_s']:g} s on the real network in "
@@ -526,9 +540,8 @@ def _print(s: dict, perf: dict, names: list[str], out: str) -> None:
         d = l["queue_delay_ms"]
         print(f"  link {l['name']:<14} {l['aqm']:<9} utilization {l['utilization']:.3f}  queue delay mean "
               f"{d.get('mean', 0):.2f} ms p99 {d.get('p99', 0):.2f} ms  drops {l['dropped_packets']}")
-    for k in ("downlink", "uplink"):
-        lat = r[k]["lateness_us"]
-        print(f"  timing {k}: departure lateness p50 {lat['p50']} us, p99 {lat['p99']} us, max {lat['max']} us")
+    for ln in _timing(perf):
+        print(ln)
     print(f"results: {out}/ (summary.json, perf.json, {', '.join(n + '.parquet' for n in names)})")
 
 

@@ -498,6 +498,24 @@ impl App<'_> {
         Ok(())
     }
 
+    /// The flow records of a client that never started (it starts at or after the end), named
+    /// and numbered as `open_conn` would have, as the simulator lists them: no socket, no bytes.
+    fn register_unstarted(&mut self, ci: usize) {
+        let c = &mut self.clients[ci];
+        let cfg = &self.cfg.clients[c.idx];
+        for k in 0..c.conns.len() {
+            let slot = if k == 0 { String::new() } else { format!("/c{k}") };
+            let mk = |name: String, kind, src, dst| Flow::new(name, kind, (src, dst), &cfg.cc, cfg.start, 0);
+            let probe = c.session.probe_slot() == Some(k as u32);
+            let kind = if probe { "probe" } else { "video" };
+            if !probe {
+                c.resp_flows.push(self.flows.len() + 1);
+            }
+            self.flows.push(mk(format!("{}{slot}/req", cfg.name), "http_req", cfg.client, cfg.server));
+            self.flows.push(mk(format!("{}{slot}/resp", cfg.name), kind, cfg.server, cfg.client));
+        }
+    }
+
     /// After a session call: close the connections it reset, open fresh ones, send the requests
     /// it issued, and tell it about request bytes written; until nothing changes.
     fn settle(&mut self, ci: usize, now: Ns) -> Result<(), Fatal> {
@@ -698,6 +716,51 @@ fn end_at(f: &mut Flow, t: Ns) {
 impl Xfer {
     fn wants_write(&self) -> bool {
         !self.shut && self.quota != Some(0)
+    }
+}
+
+/// The `flows` and `tcp` tables' rows of every sample due at or before `upto`.
+fn take_samples(
+    upto: Ns,
+    next_sample: &mut Ns,
+    si: Ns,
+    app: &mut App,
+    xfers: &[Xfer],
+    flows_tab: &mut Table,
+    tcp: &mut Table,
+) {
+    while upto >= *next_sample {
+        let t = secs(*next_sample);
+        let from = next_sample.saturating_sub(si);
+        for (fid, f) in app.flows.iter_mut().enumerate() {
+            let d = f.bytes - f.prev_bytes;
+            f.prev_bytes = f.bytes;
+            let ended = f.end.is_some_and(|e| e <= from);
+            if *next_sample < f.start || (ended && d == 0) {
+                continue;
+            }
+            flows_tab.f(0, t);
+            flows_tab.i(1, fid as i64);
+            flows_tab.i(2, f.bytes as i64);
+            flows_tab.f(3, d as f64 * 8.0 / secs(si));
+        }
+        for x in xfers.iter() {
+            if let Some(s) = &x.sender {
+                if let Some(i) = TcpInfo::of(s.as_raw_fd()) {
+                    tcp_row(tcp, t, x.flow, &i);
+                }
+            }
+        }
+        for c in &app.clients {
+            for conn in &c.conns {
+                if let (Some(s), true) = (&conn.sock, conn.connected) {
+                    if let Some(x) = TcpInfo::of(s.as_raw_fd()) {
+                        tcp_row(tcp, t, conn.req_flow, &x);
+                    }
+                }
+            }
+        }
+        *next_sample += si;
     }
 }
 
@@ -1124,6 +1187,8 @@ fn app_loop(
         loops += 1;
         let now = sys::monotonic_ns() - t0;
         if now >= dur {
+            // The samples due up to the end, the one at `dur` included (as the simulator's).
+            take_samples(dur, &mut next_sample, si, app, xfers, &mut flows_tab, &mut tcp);
             // The senders still running end with the run: their last TCP_INFO.
             for x in xfers.iter() {
                 if let Some(s) = &x.sender {
@@ -1134,6 +1199,11 @@ fn app_loop(
             // and stalls count up to it).
             for c in app.clients.iter_mut().filter(|c| c.started) {
                 c.session.finish(dur);
+            }
+            for ci in 0..app.clients.len() {
+                if !app.clients[ci].started {
+                    app.register_unstarted(ci);
+                }
             }
             break;
         }
@@ -1268,39 +1338,7 @@ fn app_loop(
             }
         }
         // Samples.
-        while now >= next_sample {
-            let t = secs(next_sample);
-            let from = next_sample.saturating_sub(si);
-            for (fid, f) in app.flows.iter_mut().enumerate() {
-                let d = f.bytes - f.prev_bytes;
-                f.prev_bytes = f.bytes;
-                let ended = f.end.is_some_and(|e| e <= from);
-                if next_sample < f.start || (ended && d == 0) {
-                    continue;
-                }
-                flows_tab.f(0, t);
-                flows_tab.i(1, fid as i64);
-                flows_tab.i(2, f.bytes as i64);
-                flows_tab.f(3, d as f64 * 8.0 / secs(si));
-            }
-            for x in xfers.iter() {
-                if let Some(s) = &x.sender {
-                    if let Some(i) = TcpInfo::of(s.as_raw_fd()) {
-                        tcp_row(&mut tcp, t, x.flow, &i);
-                    }
-                }
-            }
-            for c in &app.clients {
-                for conn in &c.conns {
-                    if let (Some(s), true) = (&conn.sock, conn.connected) {
-                        if let Some(x) = TcpInfo::of(s.as_raw_fd()) {
-                            tcp_row(&mut tcp, t, conn.req_flow, &x);
-                        }
-                    }
-                }
-            }
-            next_sample += si;
-        }
+        take_samples(now, &mut next_sample, si, app, xfers, &mut flows_tab, &mut tcp);
 
         // Wait.
         let mut deadline = dur.min(next_sample);
@@ -1736,7 +1774,8 @@ fn finish(
             let i = info_of(&b.resp_flows, b.resp_flows.len() as u32);
             let bp = plan.browsers[b.idx].as_ref().expect("a browser plan");
             json!({"client": b.idx, "name": cfg.clients[b.idx].name, "events": bp.events, "stderr": bp.stderr,
-                   "go_s": b.go.map(secs), "flow": i.flow, "connections": i.connections,
+                   "go_s": b.go.map(secs), "flow": (!b.resp_flows.is_empty()).then_some(i.flow),
+                   "connections": i.connections,
                    "srtt_mean_ms": i.srtt_mean_ms,
                    "loss_phases": i.loss_phases.map(|k| json!({"b": k.b, "t": k.t, "c": k.c}))})
         })

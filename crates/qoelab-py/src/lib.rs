@@ -273,6 +273,13 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// A fingerprint of the Rust sources this module was built from (crates/qoelab-net/build.rs): the
+/// emulator binary built from the same sources prints the same (`qoelab-netemu --source-id`).
+#[pyfunction]
+fn source_id() -> &'static str {
+    env!("QOELAB_SOURCE_ID")
+}
+
 /// How the core was compiled: "pgo" (profile-guided release build, tools/build-core),
 /// "pgo+x86-64-v3" (the same for x86-64-v3 CPUs), "pgo-training" (its instrumented build),
 /// "release" or "debug".
@@ -680,6 +687,7 @@ fn instability_index_levels(rungs: Vec<usize>) -> Vec<f64> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(source_id, m)?)?;
     m.add_function(wrap_pyfunction!(describe, m)?)?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(describe_tcp, m)?)?;
