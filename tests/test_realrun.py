@@ -395,6 +395,49 @@ def test_sigkill_of_run_real_leaves_nothing_behind(tmp_path):
 
 
 @real
+def test_a_killed_driver_is_named_and_leaves_nothing_behind(tmp_path):
+    """SIGKILL of the driver alone (not of `qoelab run --real`): one line naming the signal (it said
+    "exit status -9"), exit 1, no result directory, no process or namespace left."""
+    sc = tmp_path / "s.toml"
+    sc.write_text(VIDEO_BULK.format(duration="30s", aqm="codel", start="6s", stop="14s"))
+    out = tmp_path / "o"
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "run", "--real", str(sc), "--out", str(out)], cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        own = _netns(os.getpid())
+        deadline = time.monotonic() + 20
+        driver, spaces = None, set()
+        while time.monotonic() < deadline and driver is None:
+            for k in _children(p.pid):
+                try:
+                    with open(f"/proc/{k}/cmdline", "rb") as f:
+                        cmd = f.read()
+                except OSError:
+                    continue
+                if b"qoelab-netemu" in cmd and len({_netns(c) for c in _children(k)} - {None, own}) >= 1:
+                    driver = k
+            time.sleep(0.2)
+        assert driver is not None
+        time.sleep(2)   # traffic flowing
+        tree = [driver, *_children(driver)]
+        spaces = {_netns(k) for k in tree} - {None, own}
+        os.kill(driver, signal.SIGKILL)
+        _, err = p.communicate(timeout=20)
+        assert p.returncode == 1, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "was killed by signal 9 (SIGKILL)" in lines[0], err
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and (_holders(spaces) or [k for k in tree if os.path.exists(f"/proc/{k}")]):
+            time.sleep(0.1)
+        assert not [k for k in tree if os.path.exists(f"/proc/{k}")], "processes left"
+        assert not _holders(spaces), "namespaces still held"
+        assert not out.exists()
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+@real
 def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
     sc = tmp_path / "s.toml"
     sc.write_text(BULK_ALONE)

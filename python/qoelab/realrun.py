@@ -339,7 +339,9 @@ def run(args) -> int:
             raise Terminated(code - 128)
         if code != 0:
             if code != EXIT_INPUT:
-                print(f"{err} the real-network driver failed (exit status {code})", file=sys.stderr)
+                how = (f"was killed by signal {-code} ({signal.Signals(-code).name})" if code < 0
+                       and -code in signal.valid_signals() else f"failed (exit status {code})")
+                print(f"{err} the real-network driver {how}", file=sys.stderr)
             raise _Exit(EXIT_INPUT if code == EXIT_INPUT else 1)
         with open(os.path.join(work, "summary.json")) as f:
             summary = json.load(f)
