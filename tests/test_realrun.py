@@ -467,6 +467,8 @@ def test_ctrl_c_stops_run_real_within_a_second(tmp_path):
      '[output]\npacket_log=true\n', "output.packet_log"),
     ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\n'
      '[output]\ntables=["flows","packets"]\n', "output.tables"),
+    ('[scenario]\nname="p"\nduration="5s"\n[topology]\nrate="10Mbps"\naccess_rate="5Mbps"\n[[flow]]\nname="a"\n',
+     "topology.access_rate"),
     # refused by the driver after the namespaces, servers and browsers were up
     ('[scenario]\nname="q"\nduration="5s"\n[topology]\nrate="10Mbps"\n[[flow]]\nname="a"\ntransport="quic"\n',
      "flow[0] (a).transport"),

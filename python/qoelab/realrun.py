@@ -73,18 +73,20 @@ def _path(links: list[dict], src: int, dst: int) -> list[int] | None:
     return out[::-1]
 
 
-def _video_path(v: dict) -> str:
+def _video_path(v: dict, where: str) -> str:
     """The URL path of a synthetic video's rung files under `qoelab serve` (its bytes have exactly
     the scenario's layout), or Unsupported."""
     from qoelab.serve import synthetic_layout
     from qoelab.video.ladders import LADDERS
     m = re.fullmatch(r"(.+)-seed(\d+)", v.get("name", ""))
     if not m or m.group(1) not in LADDERS:
-        raise Unsupported(f"video {v.get('name')!r}: only synthetic:<ladder> videos are served on the real network yet")
+        raise Unsupported(f"{where}.video ({v.get('name')!r}): only synthetic:<ladder> videos are served on the "
+                          "real network yet")
     ladder, seed, n = m.group(1), int(m.group(2)), len(v["sizes"])
     lay = synthetic_layout(ladder, seed, n)
     if lay["sizes"] != v["sizes"] or lay.get("byte_offsets") != v.get("byte_offsets"):
-        raise Unsupported(f"video {v.get('name')!r}: its sizes differ from the synthetic video served for it")
+        raise Unsupported(f"{where}.video ({v.get('name')!r}): its sizes differ from the synthetic video served "
+                          "for it")
     return f"/synthetic/{ladder}/s{seed}-n{n}/"
 
 
@@ -168,7 +170,7 @@ def plan_for(sc, work: str, out: str) -> dict:
         if pl is not None:
             c["cc"] = KERNEL_CC.get(c["cc"], c["cc"])
             _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)
-            path = _video_path(cfg["videos"][c["video"]]) + "media/"
+            path = _video_path(cfg["videos"][c["video"]], where) + "media/"
             _check_playable(where, cfg["videos"][c["video"]])
             # A server of its own (with the client's cc): its TCP_INFO log then holds exactly this
             # browser's connections.
@@ -185,7 +187,7 @@ def plan_for(sc, work: str, out: str) -> dict:
             raise Unsupported(f"{where}.http.think: the real server has no think time")
         c["cc"] = KERNEL_CC.get(c["cc"], c["cc"])
         _check_cc(where, c["cc"], c.get("cc_params"), c.get("tcp"), avail)
-        path = _video_path(cfg["videos"][c["video"]])
+        path = _video_path(cfg["videos"][c["video"]], where)
         if c["cc"] not in ports:
             ports[c["cc"]] = add_server(c["cc"])
         clients.append({"path": path, "server": ports[c["cc"]]})
@@ -203,8 +205,9 @@ def plan_for(sc, work: str, out: str) -> dict:
             if li in (down, up):
                 continue
             if l.get("loss") or l.get("trace") or (rate and l.get("rate_bps", 0) < rate):
-                raise Unsupported(f"link {l['name']}: an access link that limits or loses does not map onto one "
-                                  "emulated hop")
+                key = "topology.access_rate" if not (l.get("loss") or l.get("trace")) else f"link {l['name']}"
+                raise Unsupported(f"{key}: an access link ({l['name']}) that limits or loses does not map onto one "
+                                  "emulated hop (only the bottleneck is emulated)")
         delays.add((sum(links[i]["delay"] for i in pd), sum(links[i]["delay"] for i in pu)))
     if len(delays) > 1:
         raise Unsupported("flows with different RTTs: the emulated bottleneck has one delay per direction")
