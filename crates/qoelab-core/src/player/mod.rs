@@ -507,20 +507,29 @@ impl Player {
         }
     }
 
-    /// Downloads pause while buffer + media in flight + next segment > buffer_max (only while
-    /// playing: during startup or a stall the buffer cannot drain, so pausing could never end).
-    /// Returns how long until the cap allows the next request.
+    /// Downloads pause while buffer + media in flight + next segment > buffer_max. Returns how
+    /// long until the cap allows the next request: while playing, until the buffer has drained
+    /// enough; during startup or a stall the buffer does not drain, so the pause lasts while a
+    /// download is in flight (NEVER: its completion lifts it) and a request with none in flight
+    /// always goes (pausing it could never end; the startup may need the buffer up to
+    /// `buffer_max`). Before 2026-11-30 startup and stalls were not capped at all, so a plane with
+    /// several requests outstanding (pipelined, sprint) could fill the buffer past buffer_max +
+    /// one segment there.
     fn paused_for_buffer(&self) -> Option<Ns> {
-        if self.phase != Phase::Playing || self.all_requested() {
+        if self.phase == Phase::Ended || self.all_requested() {
             return None;
         }
         let next = self.video.seg_duration(self.next_request);
         let lim = self.buffer_max.saturating_sub(next);
         let level = self.buffer + self.in_flight_media();
-        if level > lim {
-            Some(level - lim)
-        } else {
+        if level <= lim {
             None
+        } else if self.phase == Phase::Playing {
+            Some(level - lim)
+        } else if self.in_flight.is_empty() {
+            None
+        } else {
+            Some(NEVER)
         }
     }
 
@@ -649,7 +658,7 @@ impl Player {
         if self.phase == Phase::Ended || self.all_requested() {
             return NEVER;
         }
-        let wait = self.paused_for_buffer().map(|w| self.clock + w);
+        let wait = self.paused_for_buffer().map(|w| self.clock.saturating_add(w));
         match (&self.pending, wait) {
             (Some(p), Some(w)) => p.not_before.max(w),
             (Some(p), None) => p.not_before.max(self.clock),
