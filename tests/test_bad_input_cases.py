@@ -396,6 +396,10 @@ CASES = [
      "provider[0].normalization_file", {**PV, "n.json": NORM_BAD}),
     ("provider-normalization-file-without-table", pscen('clients = ["a"]\nnormalization = "file"'),
      "provider[0].normalization", PV),
+    # a run of nothing: named at `flow` (it said `flows`, an alias few write)
+    ("no-entry", scen(flow=None), "s.toml:flow:", {}),
+    # session arrivals run on the packet network only
+    ("session-arrivals-trace", vscen('arrival_rate = 0.1', scenario='network = "trace"'), "client[0].arrival_rate", {}),
     ("provider-trace-network", pscen('clients = ["a"]').replace('duration = "1s"', 'duration = "1s"\nnetwork = "trace"', 1),
      "provider", PV),
 ]

@@ -442,7 +442,8 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
     if not isinstance(providers_raw, list):
         raise InputError(src, "provider", "an array of tables [[provider]]", _show(providers_raw))
     if not flows_raw and not clients_raw and not pages_raw:
-        raise InputError(src, flow_key, message="expected at least one [[flow]], [[client]] or [[page]]")
+        raise InputError(src, flow_key if flow_key in data else "flow",
+                         message="expected at least one [[flow]], [[client]] or [[page]]")
     if pages_raw and network == "trace":
         raise InputError(src, "page", message="page loads run on the packet network only; use network = \"packet\"")
 
