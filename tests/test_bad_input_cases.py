@@ -217,6 +217,8 @@ CASES = [
     ("weight-schedule-datetime", scen(flow='kind = "bulk"\nweight_schedule = [["1s", 1979-05-27]]'),
      "flow[0].weight_schedule", {}),
     ("weight-schedule-nan", scen(flow='kind = "bulk"\nweight_schedule = [["1s", nan]]'), "flow[0].weight_schedule", {}),
+    ("weight-schedule-zero", scen(flow='kind = "bulk"\ncc = "wcubic"\nweight_schedule = [["1s", 0]]'),
+     "flow[0].weight_schedule", {}),
     ("cbr-rate-zero", scen(flow='kind = "cbr"\nrate = "0bps"'), "flow[0].rate", {}),
     ("cbr-rate-above-access", scen(flow='kind = "cbr"\nrate = "90000Gbps"\npacket_size = 28'), "flow[0].rate", {}),
     ("cbr-rate-inf", scen(flow='kind = "cbr"\nrate = "infbps"'), "flow[0].rate", {}),

@@ -1079,8 +1079,8 @@ class _Builder:
                     raise ValueError("expected a list of [time, weight] pairs like [[\"100s\", 3.0]]")
                 out = []
                 for t, w in v:
-                    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < math.inf:
-                        raise ValueError(f"expected a list of [time, weight] pairs with finite weights >= 0, "
+                    if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 < w < math.inf:
+                        raise ValueError(f"expected a list of [time, weight] pairs with finite weights > 0, "
                                          f"found weight {_show(w)}")
                     out.append([units.duration(t), float(w)])
                 return out
