@@ -120,6 +120,21 @@ system = { values = { plain = { "client.*.abr" = "dynamic" }, bola = { "client.0
     ('[sweep]\nbase = "nope.toml"\n', "sweep.base", "cannot read"),
     ('[sweep]\nbase = "base.toml"\nrepetitons = 3\n', "sweep.repetitons", "unknown key"),
     ('[sweep]\nbase = "base.toml"\n[axes]\n"topology.aqm" = ["codel"]\n"a.aqm" = ["x"]\n', "axes.a.aqm", "two axes"),
+    # (found by a probe) two axes, or an axis and a derived value, setting one key: the later one
+    # silently replaced a variant's value, whatever the order of the tables
+    ('[sweep]\nbase = "base.toml"\n[axes.system.values]\nA = { "topology.aqm" = "pie" }\nB = { "topology.rate" = "5Mbps" }'
+     '\n[axes]\n"topology.aqm" = ["pfifo", "codel"]\n', "axes.topology.aqm", "axes.system sets too"),
+    ('[sweep]\nbase = "base.toml"\n[axes.system.values]\nA = { "topology.buffer" = "100pkts" }\nB = {}\n'
+     '[derived]\n"topology.buffer" = "7"\n', "derived.topology.buffer", "axes.system sets too"),
+    # a typo in sweep.tables kept no table at all
+    ('[sweep]\nbase = "base.toml"\ntables = ["segmentz"]\n[axes]\n"topology.aqm" = ["codel", "pie"]\n', "sweep.tables",
+     "segmentz"),
+    ('[sweep]\nbase = "base.toml"\ntables = ["segments", "segments"]\n[axes]\n"topology.aqm" = ["codel", "pie"]\n',
+     "sweep.tables", "each table once"),
+    # errors of list keys and of [set] keys name the axis or the key (they said `axes`)
+    ('[sweep]\nbase = "base.toml"\n[axes]\n"client.*.abr" = ["dynamic", 3]\n', "axes.client.*.abr", "expected a string"),
+    ('[sweep]\nbase = "base.toml"\n[set]\n"scenario.durationn" = "5s"\n[axes]\n"topology.aqm" = ["codel", "pie"]\n',
+     "set.scenario.durationn", "unknown key"),
 ])
 def test_bad_sweep_files_one_line_exit_2(tmp_path, body, where, what):
     p = write_sweep(tmp_path, body)
@@ -245,6 +260,32 @@ def test_store_refuses_other_sweeps_and_versions(tmp_path):
     assert (tmp_path / "notastore" / "x").read_text() == "keep me"
     r = qoelab_cli("query", str(tmp_path / "notastore"), "SELECT 1")
     assert r.returncode == 2 and "sweep.json" in r.stderr
+
+
+def test_a_resumed_sweep_with_other_extract_or_tables_is_refused_and_takes_a_new_report(tmp_path):
+    """Resuming with an edited sweep file: a changed `extract` or `tables` (what each run records)
+    is refused, one line, exit 2 (the missing runs used the new file's, the store kept the old
+    one's: 43 runs of one hook, 5 of the other); a changed `[report]` or description is taken into
+    sweep.json and the copy sweep.toml (it was kept from the first file, silently)."""
+    from qoelab.sweep import runner, spec
+    body = SIMPLE.replace('repetitions = 2', 'repetitions = 2\ntables = ["segments"]')
+    p = write_sweep(tmp_path, body)
+    runner.run(spec.load(p), str(tmp_path / "s"), jobs=2, quiet=True)
+    for edited, what in ((body.replace('tables = ["segments"]', 'tables = ["segments", "flows"]'), "tables"),
+                         (body.replace('tables = ["segments"]', 'tables = ["segments"]\n'
+                                       'extract = "qoelab.sweep.selftest:segment_count"'), "extract")):
+        (tmp_path / "s.toml").write_text(edited)
+        r = qoelab_cli("sweep", p, "--out", str(tmp_path / "s"))
+        assert r.returncode == 2, r.stderr
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and what in lines[0] and "--force" in lines[0], r.stderr
+    panel = body + '\n[[report.panel]]\ny = "clients.qoe_mean"\nx = "aqm"\n'
+    (tmp_path / "s.toml").write_text(panel)
+    r = qoelab_cli("sweep", p, "--out", str(tmp_path / "s"))
+    assert r.returncode == 0, r.stderr
+    meta = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert meta["report"] == {"panel": [{"y": "clients.qoe_mean", "x": "aqm"}]}
+    assert (tmp_path / "s" / "sweep.toml").read_text() == panel
 
 
 def test_query_and_report_cli(tmp_path):

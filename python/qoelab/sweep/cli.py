@@ -129,8 +129,8 @@ def add_parser(sub) -> None:
     r = sub.add_parser(
         "report", help="an HTML report of a sweep store: every metric against every axis, 95%% CIs",
         description="Write a self-contained HTML page (inline SVG plots): one panel per metric against each axis, "
-                    "means with 95% confidence intervals over repetitions, grouped by a second axis, and the run "
-                    "table. A sweep file's [report] section can name the panels. See docs/sweeps.md.")
+                    "means with 95% confidence intervals over the runs of each cell (its repetitions and the runs of "
+                    "the axes the panel does not show), grouped by a second axis, and the run table. A sweep file's [report] section can name the panels. See docs/sweeps.md.")
     r.add_argument("dir", metavar="DIR", type=nonempty("a sweep store folder"))
     r.add_argument("--out", default=None, metavar="DIR2", help="where to write report.html (default: DIR)")
     r.set_defaults(func=_cmd_report)

@@ -29,6 +29,9 @@ MAX_POINTS = 1_000_000          # combinations of the axes' values, before the f
 # Seeds of sweep runs: as a scenario's, 0..2^64 - 1 (the store's views keep them as uint64).
 SEED_MAX = 2 ** 64 - 1
 _COL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The tables a run can write (docs/tables.md), the names `sweep.tables` may keep.
+RUN_TABLES = ("flow_info", "link_info", "flows", "tcp", "queues", "web", "requests", "segments", "weights", "pages",
+              "packets")
 SWEEP_KEYS = ("name", "base", "repetitions", "seeds", "seed", "where", "tables", "extract", "description")
 RESERVED = {"key", "index", "rep", "seed", "status", "error", "wall_s", "client", "flow", "link", "row"}
 
@@ -341,6 +344,13 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
     tables = sw.get("tables")
     if tables is not None and (not isinstance(tables, list) or not all(isinstance(t, str) for t in tables)):
         raise InputError(path, "sweep.tables", "a list of table names", repr(tables))
+    for t in tables or []:
+        # a typo kept no table at all, silently (found by a probe)
+        if t not in RUN_TABLES:
+            raise InputError(path, "sweep.tables", f"names of the tables a run writes ({', '.join(RUN_TABLES)})",
+                             repr(t))
+        if tables.count(t) > 1:
+            raise InputError(path, "sweep.tables", "each table once", repr(t))
     extract = sw.get("extract")
     if extract is not None and (not isinstance(extract, str) or ":" not in extract):
         raise InputError(path, "sweep.extract", "\"module:function\"", repr(extract))
@@ -395,6 +405,21 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
         col = _column_of(k) if "." in k else k
         _check_col(path, where, col, seen)
         derived.append(Derived(col, k if "." in k else None, tree, unit, where))
+
+    # Two axes (or an axis and a derived value) setting one scenario key: the later one silently
+    # replaced the earlier's value, so a variant's column described a configuration that did not
+    # run, depending on the order of the tables in the file (found by a probe).
+    setter = {}
+    for ax in [ax for d in dims for ax in d]:
+        for k in ax.keys:
+            if k in setter:
+                raise InputError(path, ax.where, message=f"sets {k!r}, which {setter[k]} sets too: one key, one "
+                                                         "axis (put the settings into one axis's variants)")
+            setter[k] = ax.where
+    for dv in derived:
+        if dv.key in setter:
+            raise InputError(path, dv.where, message=f"sets {dv.key!r}, which {setter[dv.key]} sets too: one key, "
+                                                     "one axis or derived value")
 
     where_src = sw.get("where")
     where_tree = None
@@ -511,7 +536,7 @@ def from_dict(data: dict, path: str = "<sweep>", check: bool = True, progress=No
         try:
             sc = scn.from_dict(r.scenario, base_src, check=i in checked)
         except InputError as e:
-            raise InputError(path, _blame(dims, derived, e, r.point), message=f"with {_show_point(r.point)}: "
+            raise InputError(path, _blame(dims, derived, e, r.point, fixed), message=f"with {_show_point(r.point)}: "
                                                                              f"{e}") from None
         r.key = run_key(sc.config, core_version, memo, sc.meta.get("python_abr_sources"))
     prog.done(len(runs))
@@ -564,18 +589,30 @@ def _fmt_s(s: float) -> str:
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def _blame(dims, derived, err: InputError, point) -> str:
-    """The axis whose key the scenario error names, else ``axes``."""
+def _key_matches(pattern: str, where: str) -> bool:
+    """Whether a scenario error's key path (``client[0].data_plane.n``) is at or below a sweep key
+    (``client.*.data_plane.n``, ``client.0.data_plane``; ``*`` any index)."""
+    w = re.sub(r"\[(\d+)\]", r".\1", where).split(".")
+    k = pattern.split(".")
+    return len(w) >= len(k) and all(p in ("*", x) for p, x in zip(k, w))
+
+
+def _blame(dims, derived, err: InputError, point, fixed=None) -> str:
+    """The axis (or `[set]` key, or derived value) whose key the scenario error names, else ``axes``.
+    (It matched list keys such as ``client[0].data_plane.n`` to no axis, and never `[set]`.)"""
     w = (err.where or "") if isinstance(err.where, str) else ""
+    if not w:
+        return "axes"
     for d in dims:
         for ax in d:
-            for k in ax.keys:
-                kk = k.replace(".*", "").split(".")
-                if w and (w == k or w.startswith(kk[0] + ".") and w.split(".")[-1] == kk[-1]):
-                    return ax.where
+            if any(_key_matches(k, w) for k in ax.keys):
+                return ax.where
     for dv in derived:
-        if dv.key and w and w.split(".")[-1] == dv.key.split(".")[-1]:
+        if dv.key and _key_matches(dv.key, w):
             return dv.where
+    for k in fixed or {}:
+        if _key_matches(k, w):
+            return f"set.{k}"
     return "axes"
 
 

@@ -245,8 +245,17 @@ class Store:
                 reason = f"was written by qoelab core {st.meta.get('core_version')}, this is {core}"
             elif st.meta.get("spec_id") != sweep.spec_id:
                 reason = "holds a different sweep (other axes, values, seeds, base scenario or python: ABR code)"
+            elif st.meta.get("extract") != sweep.extract:
+                # what each run records: resuming would mix the two (found by a probe: 43 runs of one
+                # hook, 5 of the other, exit 0)
+                reason = (f"was written with extract = {st.meta.get('extract')!r}, this sweep file has "
+                          f"{sweep.extract!r} (its runs would record other metrics)")
+            elif list(st.meta.get("tables") or []) != list(sweep.tables or []):
+                reason = (f"keeps the tables {st.meta.get('tables')!r}, this sweep file asks for {sweep.tables!r} "
+                          "(its runs would keep others)")
             if reason is None:
                 st.clean_stale()
+                st._refresh_description(sweep)
                 return st
             if not force:
                 raise InputError(path, None, message=f"the store {reason}; use another --out, or --force to "
@@ -266,6 +275,22 @@ class Store:
             with open(sweep.path, "rb") as f:
                 _atomic_write(os.path.join(path, "sweep.toml"), f.read())
         return cls(path)
+
+    def _refresh_description(self, sweep) -> None:
+        """On resumption: what does not change the runs (name, description, `[report]`) is taken
+        from the sweep file given now, and its copy `sweep.toml` replaced, so that `report` draws
+        the panels of the file the user last gave (they were kept from the first file, silently)."""
+        new = {"name": sweep.name, "description": sweep.description, "report": sweep.report}
+        if all(self.meta.get(k) == v for k, v in new.items()):
+            return
+        meta = {**self.meta, **new}
+        if os.path.exists(sweep.path):
+            meta["spec_path"] = os.path.abspath(sweep.path)
+        _atomic_write(os.path.join(self.path, "sweep.json"), (json.dumps(meta, indent=1) + "\n").encode())
+        if os.path.isfile(sweep.path):
+            with open(sweep.path, "rb") as f:
+                _atomic_write(os.path.join(self.path, "sweep.toml"), f.read())
+        self.meta = meta
 
     def clean_stale(self) -> None:
         """Remove temporary files left by killed writers (their process is gone)."""
