@@ -211,6 +211,16 @@ def test_mean_ci():
     assert math.isnan(livi.mean_ci([5.0])[1]) and livi.mean_ci([])[2] == 0
 
 
+def test_t95_is_students_quantile_between_the_table_entries():
+    """t(0.975; dof) to 3 decimals (published values); between the table's entries a dof took the
+    next larger entry's value (2.060 at 21): intervals up to 1% too narrow (found by a probe)."""
+    from qoelab.reproduce.livi_params import t95
+    for dof, t in ((1, 12.706), (20, 2.086), (21, 2.080), (22, 2.074), (35, 2.030), (50, 2.009), (100, 1.984),
+                   (1000, 1.962)):
+        assert t95(dof) == t, (dof, t95(dof))
+    assert math.isnan(t95(0))
+
+
 # ----------------------------------------------------------------------------------------------
 # the whole pipeline with a fake runner: output directory, report
 

@@ -60,13 +60,55 @@ _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
         20: 2.086, 25: 2.060, 30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
 
 
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 400):
+        for num in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                    -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + num * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + num / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _t_sf(t: float, dof: int) -> float:
+    """P(T > t) for Student's t with `dof` degrees of freedom, t >= 0: I_x(dof/2, 1/2) / 2 with
+    x = dof / (dof + t^2)."""
+    a, b, x = dof / 2.0, 0.5, dof / (dof + t * t)
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(a * math.log(x) + b * math.log1p(-x) + lbeta)
+    if x < (a + 1.0) / (a + b + 2.0):
+        ix = front * _betacf(a, b, x) / a
+    else:
+        ix = 1.0 - front * _betacf(b, a, 1.0 - x) / b
+    return ix / 2.0
+
+
 def t95(dof: int) -> float:
+    """The two-sided 95% quantile of Student's t, t(0.975; dof), to 3 decimals: the table above
+    where it has the dof, else computed (bisection on the distribution function). Until 2026-11-30
+    a dof between table entries took the next larger entry's value (2.060 for 21-25 instead of
+    2.080 at 21), so intervals there were up to 1% too narrow."""
     if dof <= 0:
         return float("nan")
-    for k in sorted(_T95):
-        if dof <= k:
-            return _T95[k]
-    return 1.960
+    if dof in _T95:
+        return _T95[dof]
+    lo, hi = 1.9, 13.0
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if _t_sf(mid, dof) > 0.025:
+            lo = mid
+        else:
+            hi = mid
+    return round((lo + hi) / 2, 3)
 
 
 def mean_ci(xs) -> tuple[float, float, int]:
