@@ -625,6 +625,9 @@ def test_compare_puts_the_systems_side_by_side(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith("system") and "QoE per chunk" in lines[0]
     assert [ln.split()[0] for ln in lines[1:4]] == ["dash", "chunklets", "minerva"]
+    # every header whole (two were cut at 22 characters), the columns aligned under them
+    assert "Jain's index of goodput" in lines[0] and "bulk flow goodput (bit/s)" in lines[0], lines[0]
+    assert len({len(ln) for ln in lines[:4]}) == 1, lines[:4]
     import qoelab
     st = qoelab.open_store(d)
     df = st.sql("SELECT system, max(connections) AS conns, count(DISTINCT key) AS runs FROM clients GROUP BY system "

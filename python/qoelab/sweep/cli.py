@@ -120,7 +120,9 @@ def add_parser(sub) -> None:
                    help="a DuckDB query (any SQL: COPY and ATTACH write files; with several statements, the "
                         "last one's result is printed); without it, the views and their columns")
     q.add_argument("--format", choices=("table", "csv", "json"), default="table",
-                   help="output format (default: an aligned table)")
+                   help="output format (default: an aligned table). A DOUBLE's NaN (\"did not happen\" in "
+                        "several tables) and a NULL come out alike (NaN in the table, empty in csv, null in json): "
+                        "tell them apart in the SQL (isnan(x), x IS NULL)")
     q.add_argument("--max-rows", type=int_at_least(1, "a number of rows"), default=None, metavar="N",
                    help="write at most N rows (default: 200 in table format, every row in csv and json, which "
                         "are written as they are fetched); a note on stderr says when rows were left out")

@@ -276,9 +276,13 @@ def summary_lines(st: Store, by: str) -> list[str]:
     """The summary as aligned text lines (mean ± 95% CI)."""
     labels, rows = summary(st, by)
     w = max([len(str(v)) for v, _ in rows] + [len(by)])
-    out = [f"{by:<{w}}  " + "  ".join(f"{lb[:22]:>22}" for lb in labels)]
-    for v, cells in rows:
-        out.append(f"{str(v):<{w}}  " + "  ".join(f"{_pm(m, h):>22}" for m, h, n in cells))
+    texts = [[_pm(m, h) for m, h, n in cells] for _, cells in rows]
+    # each column as wide as its label or its widest cell (labels were cut at 22 characters:
+    # "Jain's index of goodpu")
+    ws = [max([len(lb)] + [len(t[j]) for t in texts]) for j, lb in enumerate(labels)]
+    out = [f"{by:<{w}}  " + "  ".join(f"{lb:>{cw}}" for lb, cw in zip(labels, ws))]
+    for (v, _), t in zip(rows, texts):
+        out.append(f"{str(v):<{w}}  " + "  ".join(f"{x:>{cw}}" for x, cw in zip(t, ws)))
     return out
 
 
