@@ -188,6 +188,12 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path):
         ([str(good), "--seed", str(2**64)], "--seed"),
         ([str(good), "--json", str(tmp_path)], "--json names a directory"),
         ([str(good), "--json", ""], "--json: expected a file path"),
+        # (a probe) 1 B/s stuck the water-filling (an internal error); an RTT over the core's 100 s
+        # was named as the HAR's if1.rtt; --packet wrote no --json file, exit 0
+        ([str(good), "--if1", "8bps,30ms"], "--if1: expected a bandwidth of at least 1kbps"),
+        ([str(good), "--if2-schedule", "1s:100bps"], "--if2-schedule: expected a rate of at least 1kbps"),
+        ([str(good), "--if1", "1Mbps,101s"], "--if1: expected an RTT > 0 and at most 100s"),
+        ([str(good), "--packet", "--json", str(tmp_path / "p.json")], "--json: the public simulator's JSON"),
     ]
     for args, needle in cases:
         r = qoelab_cli("pageload", *args)

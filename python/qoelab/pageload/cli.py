@@ -142,6 +142,10 @@ def _packet(args, page, if1: tuple[int, int], out) -> int:
     for k in ("if1_schedule", "if2_schedule"):
         if getattr(args, k):
             raise InputError(None, "--" + k.replace("_", "-"), message="rate schedules are not supported with --packet")
+    if args.json is not None:
+        # (it wrote nothing, exit 0)
+        raise InputError(None, "--json", message="the public simulator's JSON is the flow-level model's; with --packet "
+                                                 "use --out DIR (summary and the pages table)")
     ccs = [e["name"] for e in json.loads(_core.describe("cc"))]
     if args.cc not in ccs:
         raise InputError(None, "--cc", "one of " + ", ".join(sorted(ccs)), repr(args.cc))

@@ -34,11 +34,20 @@ def iface(text: str, mode: str = "binary") -> tuple[int, int]:
         raise ValueError(f"expected BANDWIDTH,RTT like \"20Mbps,30ms\", found {text!r}")
     bw = rate_bytes(parts[0], mode)
     rtt = units.duration(parts[1])
-    if bw <= 0:
-        raise ValueError(f"expected a bandwidth > 0, found {parts[0]!r}")
-    if rtt <= 0:
-        raise ValueError(f"expected an RTT > 0, found {parts[1]!r}")
+    if bw < MIN_RATE_BYTES:
+        # (8 bit/s stuck the water-filling: more busy flows than bytes/s get a share of 0 each,
+        # an internal error; scenarios' rates start at 1 kbit/s too)
+        raise ValueError(f"expected a bandwidth of at least 1kbps ({MIN_RATE_BYTES} B/s), found {parts[0]!r}")
+    if rtt <= 0 or rtt > MAX_RTT_NS:
+        raise ValueError(f"expected an RTT > 0 and at most 100s, found {parts[1]!r}")
     return bw, rtt
+
+
+#: The least interface bandwidth (B/s): 1 kbit/s, as a scenario's link rate; at most 17 flows
+#: share an interface, so each gets at least 7 B/s.
+MIN_RATE_BYTES = 125
+#: The longest RTT the core takes (ns).
+MAX_RTT_NS = 100 * 10**9
 
 
 def schedule(text: str, mode: str = "binary") -> list[tuple[int, int]]:
@@ -51,8 +60,8 @@ def schedule(text: str, mode: str = "binary") -> list[tuple[int, int]]:
         t_s, r_s = part.split(":", 1)
         t = units.duration(t_s.strip())
         r = rate_bytes(r_s.strip(), mode)
-        if r <= 0:
-            raise ValueError(f"expected a rate > 0, found {r_s.strip()!r}")
+        if r < MIN_RATE_BYTES:
+            raise ValueError(f"expected a rate of at least 1kbps ({MIN_RATE_BYTES} B/s), found {r_s.strip()!r}")
         if out and t <= out[-1][0]:
             raise ValueError(f"expected increasing times, found {t_s.strip()!r} after {out[-1][0] / 1e9:g}s")
         out.append((t, r))
