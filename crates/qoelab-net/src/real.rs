@@ -473,6 +473,21 @@ impl App<'_> {
         let c = &mut self.clients[ci];
         let sock = in_ns(self.client_ns, self.client_ns, || sys::tcp_connect_nb(c.server, &c.cc))?;
         let port = sock.local_addr().map(|a| a.port()).unwrap_or(0);
+        let (req, resp) = self.push_conn_flows(ci, k, now, port);
+        let c = &mut self.clients[ci];
+        let conn = &mut c.conns[k];
+        conn.sock = Some(sock);
+        conn.req_flow = req;
+        conn.resp_flow = resp;
+        c.opened += 1;
+        Ok(())
+    }
+
+    /// The two flow records (request, response) of client `ci`'s connection in slot `k`, named as
+    /// the simulator names them (`~n` after the n-th reset), starting at `start`; the response
+    /// flow joins the client's `resp_flows` unless it is the probe slot. Returns their ids.
+    fn push_conn_flows(&mut self, ci: usize, k: usize, start: Ns, port: u16) -> (usize, usize) {
+        let c = &mut self.clients[ci];
         let cfg = &self.cfg.clients[c.idx];
         let suffix = if c.opened as usize >= c.conns.len() {
             format!("~{}", c.opened as usize + 1 - c.conns.len())
@@ -480,39 +495,24 @@ impl App<'_> {
             String::new()
         };
         let slot = if k == 0 { String::new() } else { format!("/c{k}") };
-        let mk = |name: String, kind, src, dst| Flow::new(name, kind, (src, dst), &cfg.cc, now, port);
-        let req = mk(format!("{}{slot}/req{suffix}", cfg.name), "http_req", cfg.client, cfg.server);
+        let mk = |name: String, kind, src, dst| Flow::new(name, kind, (src, dst), &cfg.cc, start, port);
         let probe = c.session.probe_slot() == Some(k as u32);
         let kind = if probe { "probe" } else { "video" };
-        let resp = mk(format!("{}{slot}/resp{suffix}", cfg.name), kind, cfg.server, cfg.client);
-        let conn = &mut c.conns[k];
-        conn.sock = Some(sock);
-        conn.req_flow = self.flows.len();
-        conn.resp_flow = self.flows.len() + 1;
+        let (req, resp) = (self.flows.len(), self.flows.len() + 1);
         if !probe {
-            c.resp_flows.push(conn.resp_flow);
+            c.resp_flows.push(resp);
         }
-        c.opened += 1;
-        self.flows.push(req);
-        self.flows.push(resp);
-        Ok(())
+        self.flows.push(mk(format!("{}{slot}/req{suffix}", cfg.name), "http_req", cfg.client, cfg.server));
+        self.flows.push(mk(format!("{}{slot}/resp{suffix}", cfg.name), kind, cfg.server, cfg.client));
+        (req, resp)
     }
 
     /// The flow records of a client that never started (it starts at or after the end), named
     /// and numbered as `open_conn` would have, as the simulator lists them: no socket, no bytes.
     fn register_unstarted(&mut self, ci: usize) {
-        let c = &mut self.clients[ci];
-        let cfg = &self.cfg.clients[c.idx];
-        for k in 0..c.conns.len() {
-            let slot = if k == 0 { String::new() } else { format!("/c{k}") };
-            let mk = |name: String, kind, src, dst| Flow::new(name, kind, (src, dst), &cfg.cc, cfg.start, 0);
-            let probe = c.session.probe_slot() == Some(k as u32);
-            let kind = if probe { "probe" } else { "video" };
-            if !probe {
-                c.resp_flows.push(self.flows.len() + 1);
-            }
-            self.flows.push(mk(format!("{}{slot}/req", cfg.name), "http_req", cfg.client, cfg.server));
-            self.flows.push(mk(format!("{}{slot}/resp", cfg.name), kind, cfg.server, cfg.client));
+        let start = self.cfg.clients[self.clients[ci].idx].start;
+        for k in 0..self.clients[ci].conns.len() {
+            self.push_conn_flows(ci, k, start, 0);
         }
     }
 
