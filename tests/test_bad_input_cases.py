@@ -325,6 +325,12 @@ CASES = [
     ("trace-mode-10bps", tscen(topology='rate = "10bps"'), "topology.rate", {}),
     ("trace-mode-flow", scen(scenario='network = "trace"'), "flow", {}),
     ("trace-mode-arrivals", tscen("arrival_rate = 1.0"), "client[0].arrival_rate", {}),
+    # trace mode writes summary.json and segments only: packet outputs were accepted and not written
+    ("trace-mode-pcap", tscen(extra='[output]\npcap = "bottleneck"'), "output.pcap", {}),
+    ("trace-mode-packet-log", tscen(extra='[output]\npacket_log = true'), "output.packet_log", {}),
+    ("trace-mode-tables", tscen(extra='[output]\ntables = ["segments", "flows"]'), "output.tables", {}),
+    # both drove nothing together: the trace the downlink, the rate only the upstream's default
+    ("rate-and-trace", scen(topology='rate = "1Mbps"\ntrace = "t.down"'), "topology.trace", {"t.down": "1\n2\n"}),
     ("network-unknown", scen(scenario='network = "pigeon"'), "scenario.network", {}),
     # --- trace files ---
     ("trace-garbage-line", scen(topology='trace = "t.down"\nrate_up = "10Mbps"'), "t.down:3", {"t.down": "1\n2\nx\n"}),

@@ -782,7 +782,9 @@ def test_query_of_nothing_and_report_out_that_cannot_be_made(finished_store, tmp
     from conftest import qoelab_cli
     _, store = finished_store
     for sql, needle in (("", "SQL: expected a query, found an empty string"),
-                        ("-- only a comment", "SQL: expected a statement that returns rows")):
+                        ("-- only a comment", "SQL: expected a statement that returns rows"),
+                        # a table no run wrote: DuckDB's Catalog Error alone did not say what is there
+                        ("SELECT * FROM tables.packets", "this store has runs, clients, flows, links, tables.")):
         r = qoelab_cli("query", str(store), sql)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
     for out, needle in (("/proc/qoelab-no-such-dir", "cannot be created"),

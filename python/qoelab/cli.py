@@ -67,7 +67,8 @@ def _cmd_validate(args):
             return f"{k} {one if k == 1 else many}"
         pg = count(npg, "page load", "page loads") + ", " if npg else ""
         print(f"{path}: ok ({sc.meta['topology']}, {count(n, 'flow', 'flows')}, "
-              f"{count(nc, 'video client', 'video clients')}, {pg}{count(len(sc.config['links']), 'link', 'links')}, "
+              f"{count(nc, 'video client', 'video clients')}, {pg}"
+              f"{'trace mode' if sc.config.get('network') == 'trace' else count(len(sc.config['links']), 'link', 'links')}, "
               f"{sc.config['duration'] / 1e9:g} s)")
     return 0
 
@@ -148,7 +149,8 @@ def build_parser():
 
     r = sub.add_parser("run", help="run a scenario and write its results",
                        description="Run SCENARIO (a TOML file, see docs/scenario-format.md). Writes DIR/summary.json, "
-                       "DIR/perf.json (wall-clock figures), DIR/config.json (the normalized config), one Parquet file "
+                       "DIR/perf.json (wall-clock figures), DIR/config.json (the normalized config), DIR/scenario.toml (a copy of "
+                       "SCENARIO), one Parquet file "
                        "per table (docs/tables.md) and DIR/<link>.pcap when [output] pcap names a link.")
     r.add_argument("scenario", metavar="SCENARIO")
     r.add_argument("--out", required=True, metavar="DIR", help="output directory (created; written atomically)")
@@ -193,7 +195,8 @@ def build_parser():
     b.set_defaults(func=_cmd_bench)
 
     d = sub.add_parser("demo", help="the main job on built-in defaults (what `make demo` runs)")
-    d.add_argument("--out", default="results/demo", metavar="DIR")
+    d.add_argument("--out", default="results/demo", metavar="DIR",
+                   help="output directory: one run per AQM and demo.json (default results/demo)")
     d.set_defaults(func=_cmd_demo)
 
     for mod in ("qoelab.content.cli", "qoelab.reproduce.cli", "qoelab.minerva", "qoelab.serve", "qoelab.realnet",

@@ -485,8 +485,11 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
 
         def tables(v):
             ok = ["flows", "tcp", "queues", "packets", "web", "segments", "weights", "pages"]
-            if not isinstance(v, list) or any(t not in ok for t in v):
+            if not isinstance(v, list):
                 raise ValueError(f"expected a list of table names from {ok}, found {_show(v)}")
+            bad = [t for t in v if t not in ok]
+            if bad:
+                raise ValueError(f"expected a list of table names from {ok}, found {', '.join(map(repr, bad))}")
             return v
         output["tables"] = out.get("tables", tables, output["tables"])
         if out.bool("loss_phases", False):
@@ -532,6 +535,16 @@ def _from_dict(data: dict, src: str, seed: int | None, check: bool, standalone: 
         if flows_raw:
             raise InputError(src, flow_key, message="trace mode simulates video clients only; remove the [[flow]] "
                              "entries or use network = \"packet\"")
+        if out is not None:
+            # trace mode has no packets: it writes summary.json and the segments table only
+            for k in ("pcap", "packet_log", "loss_phases"):
+                if out.data.get(k) not in (None, False):
+                    raise InputError(src, out.key(k), message="trace mode has no packets to log; remove it or use "
+                                     "network = \"packet\"")
+            extra = [t for t in out.data.get("tables", []) if t != "segments"]
+            if extra:
+                raise InputError(src, out.key("tables"), message=f"trace mode writes the segments table only, found "
+                                 f"{', '.join(extra)}; list [\"segments\"] or use network = \"packet\"")
         config["trace_schedule"] = builder.trace_schedule()
     result = Scenario(path=src, name=name, config=config, raw=data,
                       meta={"topology": kind, "bottleneck": builder.bottleneck, "python_abrs": builder.python_abrs,
@@ -918,6 +931,9 @@ class _Builder:
             if rate is not None or trace is not None:
                 raise t.err("rate_profile", "only one of rate, trace, rate_profile", "several")
             trace = profile
+        elif rate is not None and trace is not None:
+            raise InputError(self.src, t.key("trace"), message="only one of rate, trace, rate_profile drives the "
+                             "downstream link, found rate and trace (rate_up sets the upstream)")
         if rate is None and trace is None:
             raise InputError(self.src, t.key("rate"), message="missing required key (or give a trace)")
         rate_up = t.get("rate_up", _link_rate, rate)

@@ -105,7 +105,7 @@ def add_parser(sub) -> None:
                    help="replace DIR if it holds a different sweep (or one written by another core version)")
     s.add_argument("--retry-failed", action="store_true", help="run again the runs recorded as failed")
     s.add_argument("--dry-run", action="store_true", help="expand and check the sweep, list its runs, run nothing")
-    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.add_argument("--quiet", action="store_true", help="no progress lines (the start line and the result line stay)")
     s.set_defaults(func=_cmd_sweep, dry_run_show=20)
 
     q = sub.add_parser(

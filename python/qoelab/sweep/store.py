@@ -711,7 +711,7 @@ class Store:
                     return getattr(rel, name)()
         except duckdb.Error as e:
             reraise_interrupt(e)
-            raise InputError(None, "query", message=_first_line(e)) from None
+            raise self._query_error(e) from None
         except RuntimeError as e:
             reraise_interrupt(e)
             raise
@@ -736,7 +736,7 @@ class Store:
                 df = res.fetch_df_chunk(vectors)
             except duckdb.Error as e:
                 reraise_interrupt(e)
-                raise InputError(None, "query", message=_first_line(e)) from None
+                raise self._query_error(e) from None
             except RuntimeError as e:
                 reraise_interrupt(e)
                 raise
@@ -748,6 +748,18 @@ class Store:
             first = False
             yield df
 
+    def _query_error(self, e: BaseException) -> InputError:
+        """DuckDB's first line; for an unknown table, what this store has (a per-run table is kept only
+        where a run wrote it, e.g. ``packets`` only with a packet log)."""
+        msg = _first_line(e)
+        if msg.startswith("Catalog Error") and "does not exist" in msg:
+            try:
+                have = ["runs", "clients", "flows", "links"] + [f"tables.{t}" for t in self.table_names()]
+                msg += f" (this store has {', '.join(have)}; a per-run table is here only if a run wrote it)"
+            except InputError:
+                pass
+        return InputError(None, "query", message=msg)
+
     def _run(self, query: str):
         import duckdb
         _check_query(query)
@@ -756,7 +768,7 @@ class Store:
             return con.execute(query)
         except duckdb.Error as e:
             reraise_interrupt(e)
-            raise InputError(None, "query", message=_first_line(e)) from None
+            raise self._query_error(e) from None
         except RuntimeError as e:       # DuckDB 2 reports Ctrl-C as a plain RuntimeError
             reraise_interrupt(e)
             raise
