@@ -341,3 +341,16 @@ def test_a_har_of_too_many_entries_is_refused_before_its_page_is_built(tmp_path,
     with pytest.raises(InputError) as e:
         page_from_har(doc, "x.har")
     assert str(e.value) == "x.har:log.entries: expected a page of at most 2 objects, found 3"
+
+
+@pytest.mark.parametrize("doc, found", [
+    ([1, 2], "found a list"),
+    ({"log": {"entries": {}}}, "found an object"),
+    ({"log": {"entries": [3]}}, "found a number"),
+    ({"log": {"entries": [None]}}, "found null"),
+])
+def test_har_errors_name_json_kinds_not_python_types(doc, found):
+    # they said "found list", "found dict", "found int", "found NoneType"
+    with pytest.raises(InputError) as e:
+        page_from_har(doc, "bad.har")
+    assert str(e.value).endswith(found), str(e.value)

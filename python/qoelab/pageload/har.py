@@ -51,6 +51,23 @@ def _shown(v) -> str:
     return t if len(t) <= 60 else t[:57] + "..."
 
 
+def _kind(v) -> str:
+    """What a JSON value is, in JSON's words (not Python's type names)."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "an object"
+    return type(v).__name__
+
+
 def _num(v, path, where, what="a number"):
     if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v in (float("inf"), float("-inf")):
         raise InputError(path, where, what, _shown(v))
@@ -91,7 +108,7 @@ def entry_size(resp: dict, path: str, where: str) -> int:
     body = None
     headers = resp.get("headers", [])
     if not isinstance(headers, list):
-        raise InputError(path, where + ".headers", "a list", type(headers).__name__)
+        raise InputError(path, where + ".headers", "a list", _kind(headers))
     for k, h in enumerate(headers):
         name = h.get("name") if isinstance(h, dict) else None
         if isinstance(name, str) and name.lower() == "content-length":
@@ -156,12 +173,12 @@ def load_har(path: str, name: str | None = None) -> Page:
 
 def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
     if not isinstance(doc, dict) or not isinstance(doc.get("log"), dict):
-        raise InputError(path, "log", "a HAR object with a \"log\"", type(doc).__name__ if not isinstance(doc, dict)
+        raise InputError(path, "log", "a HAR object with a \"log\"", _kind(doc) if not isinstance(doc, dict)
                          else "no \"log\"")
     entries = doc["log"].get("entries")
     if not isinstance(entries, list):
         raise InputError(path, "log.entries", "a list of entries", "nothing" if entries is None
-                         else type(entries).__name__)
+                         else _kind(entries))
     if not entries:
         raise InputError(path, "log.entries", "at least one entry", "an empty list")
     if len(entries) > MAX_ENTRIES:   # (before building a page: 1.84 x 10^6 entries ran out of memory)
@@ -171,7 +188,7 @@ def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
     for k, e in enumerate(entries):
         where = f"log.entries[{k}]"
         if not isinstance(e, dict):
-            raise InputError(path, where, "an object", type(e).__name__)
+            raise InputError(path, where, "an object", _kind(e))
         start = parse_date(e.get("startedDateTime"), path, where + ".startedDateTime")
         time_what = "a duration in ms (>= 0 and <= 100 years)"
         dur = _num(e.get("time"), path, where + ".time", time_what)
@@ -195,7 +212,7 @@ def page_from_har(doc, path: str = "<har>", name: str | None = None) -> Page:
         host = hostname.lower() + (f":{port}" if port is not None else "")
         resp = e.get("response")
         if not isinstance(resp, dict):
-            raise InputError(path, where + ".response", "an object", "nothing" if resp is None else type(resp).__name__)
+            raise InputError(path, where + ".response", "an object", "nothing" if resp is None else _kind(resp))
         size = entry_size(resp, path, where + ".response")
         if size < 1:
             dropped += 1
