@@ -518,3 +518,23 @@ def test_abr_seeds_take_the_scenario_seed_range_and_show_exactly(tmp_path):
     assert rc_ok == 0, err_ok
     assert rc_bad == 2 and err_bad.strip().endswith(
         f"client[0].abr_params.seed: expected an integer <= {2**64 - 1}, found {2**64}"), err_bad
+
+
+def test_a_full_disk_is_one_line_not_an_internal_error(monkeypatch, capsys):
+    """ENOSPC (a probe filled a 300 KiB tmpfs under `run`, `sweep`, `reproduce`, `video prepare`) was
+    "internal error: OSError ..."; other OSErrors stay internal errors (they are bugs)."""
+    import errno
+    from qoelab import cli, scenario
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device", "/out/summary.json")
+    monkeypatch.setattr(scenario, "load", full)
+    assert cli.main(["validate", "a.toml"]) == 1
+    err = capsys.readouterr().err
+    assert err == "qoelab validate: error: cannot write /out/summary.json: No space left on device\n", err
+
+    def other(*a, **k):
+        raise OSError(errno.EBADF, "Bad file descriptor")
+    monkeypatch.setattr(scenario, "load", other)
+    assert cli.main(["validate", "a.toml"]) == 1
+    assert "internal error: OSError" in capsys.readouterr().err

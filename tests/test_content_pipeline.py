@@ -281,3 +281,28 @@ def test_cli_prepare_and_errors(tmp_path, capsys):
         r = qoelab_cli("video", "prepare", "gen:gradients", "--out", str(out), opt, v)
         err = r.stderr.strip()
         assert r.returncode == 2 and f"argument {opt}: expected" in err and "\n" not in err, (opt, v, err)
+
+
+def test_a_last_segment_of_one_frame_and_outputs_independent_of_the_cache(tmp_path):
+    """49 frames in 2 s segments at 24 fps: the last fragment holds one sample, whose size ffmpeg
+    writes as tfhd's default (no per-sample size in trun); the reader refused it, so one source
+    length in 48 could not be prepared. The output files were hard links to the cache's encodes."""
+    out = tmp_path / "o"
+    p = params(tmp_path / "c", duration_s=49 / 24, ladder=lad.parse("160x90@90k"), metrics=["psnr"])
+    doc = pl.prepare("gen:testsrc2", str(out), p, progress=False)
+    assert doc["meta"]["frames"] == 49 and len(doc["video"]["sizes"]) == 2
+    path = str(out / doc["meta"]["ladder"][0]["file"])
+    fr = mp4.index(path).fragments
+    assert [len(f.sample_sizes) for f in fr] == [48, 1]
+    assert all(sum(f.sample_sizes) == f.end - f.data_offset for f in fr)   # the sizes tile each mdat
+    assert os.stat(path).st_nlink == 1
+
+
+def test_a_segment_shorter_than_a_frame_is_refused(tmp_path):
+    # it was a ZeroDivisionError (exit 1)
+    for extra in (["--segment", "1ms"], ["--fps", "1", "--segment", "500ms"]):
+        r = qoelab_cli("video", "prepare", "gen:gradients", "--out", str(tmp_path / "o"), *extra)
+        err = r.stderr.strip()
+        assert r.returncode == 2 and "--segment: expected at least one frame per segment" in err, err
+        assert "\n" not in err
+        assert not (tmp_path / "o").exists()

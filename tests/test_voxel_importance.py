@@ -264,3 +264,10 @@ def test_qoelab_video_voxel_end_to_end(tmp_path):
     assert all(a[2] >= b[2] - 1e-9 for a, b in zip(g[1:-1], o[1:-1]))
     r = qoelab_cli("video", "voxel", str(tmp_path))
     assert r.returncode == 2 and "table.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    # a damaged rung file: one line naming it and the segment (it was PyAV's InvalidDataError naming a
+    # temporary copy, exit 1)
+    rung = d / json.load(open(d / "table.json"))["meta"]["ladder"][0]["file"]
+    rung.write_bytes(bytes(range(7, 256)) * 40)
+    r = qoelab_cli("video", "voxel", str(d), "--prefixes", "6")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{rung}:segment 0: expected decodable video" in r.stderr, r.stderr

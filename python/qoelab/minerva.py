@@ -56,14 +56,20 @@ def cached(kind: str, inputs, compute, use_cache: bool = True, valid=lambda v: i
         pass
     CACHE_STATS["misses"] += 1
     v = compute()
+    tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
         with open(tmp, "w") as f:
             json.dump(v, f, separators=(",", ":"))
         os.replace(tmp, path)
     except OSError:
         pass
+    finally:   # a full disk or Ctrl-C while writing left the partial file in the cache (a probe)
+        if os.path.lexists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
     return v
 
 

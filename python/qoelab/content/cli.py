@@ -185,6 +185,9 @@ def cmd_prepare(a) -> int:
                   jobs=a.jobs, nice=a.nice, ffmpeg=a.ffmpeg, cache=a.cache, bframes=a.bframes)
     if not 0 <= a.bframes <= 16:
         raise InputError(None, "--bframes", "an integer in 0..16", str(a.bframes))
+    if p.seg_frames < 1:   # (a ZeroDivisionError in the segment count)
+        raise InputError(None, "--segment", f"at least one frame per segment (1/{a.fps:g} s at --fps {a.fps:g})",
+                         f"{a.segment * 1000:g} ms")
     doc = pl.prepare(a.source, a.out, p, name=a.name, progress=not a.no_progress)
     v, m = doc["video"], doc["meta"]
     print(f"{a.out}: {len(v['sizes'])} segments x {len(v['bitrates_bps'])} rungs, "

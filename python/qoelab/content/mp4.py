@@ -146,10 +146,15 @@ def _index(buf, path: str) -> Mp4Index:
     frags: list[Fragment] = []
     init_end = None
     pending_moof = None
+    trex_size = None
     for typ, pos, hdr, size in _boxes(buf, 0, len(buf), path):
         if typ == "moov":
             moov = (pos, hdr, size)
             init_end = pos + size
+            mvex = _find(buf, pos + hdr, pos + size, path, "mvex")
+            trex = _find(buf, mvex[0] + mvex[1], mvex[0] + mvex[2], path, "trex") if mvex else None
+            if trex:   # version/flags, track_ID, description index, duration, then the default size
+                trex_size = struct.unpack(">I", buf[trex[0] + trex[1] + 16:trex[0] + trex[1] + 20])[0]
         elif typ == "moof":
             pending_moof = (pos, hdr, size)
         elif typ == "mdat" and pending_moof is not None:
@@ -158,7 +163,16 @@ def _index(buf, path: str) -> Mp4Index:
             data_off = pos + hdr
             traf = _find(buf, mpos + mhdr, mpos + msize, path, "traf")
             if traf:
+                # a sample's size: the trun's own, else tfhd's default, else trex's (ISO/IEC 14496-12
+                # 8.8.7, 8.8.3); ffmpeg writes a fragment of one sample with the tfhd default only
+                default_size = trex_size
                 for t2, p2, h2, s2 in _boxes(buf, traf[0] + traf[1], traf[0] + traf[2], path):
+                    if t2 == "tfhd":
+                        tflags = struct.unpack(">I", buf[p2 + 8:p2 + 12])[0] & 0xFFFFFF
+                        q = p2 + 16 + (8 if tflags & 0x1 else 0) + (4 if tflags & 0x2 else 0) \
+                            + (4 if tflags & 0x8 else 0)
+                        if tflags & 0x10:
+                            default_size = struct.unpack(">I", buf[q:q + 4])[0]
                     if t2 == "trun":
                         flags = struct.unpack(">I", buf[p2 + 8:p2 + 12])[0] & 0xFFFFFF
                         count = struct.unpack(">I", buf[p2 + 12:p2 + 16])[0]
@@ -173,9 +187,13 @@ def _index(buf, path: str) -> Mp4Index:
                             r = q
                             if flags & 0x100:
                                 r += 4
-                            if not flags & 0x200:
-                                raise InputError(path, f"byte {p2}", "trun with sample sizes", "no sizes")
-                            sizes.append(struct.unpack(">I", buf[r:r + 4])[0])
+                            if flags & 0x200:
+                                sizes.append(struct.unpack(">I", buf[r:r + 4])[0])
+                            elif default_size is not None:
+                                sizes.append(default_size)
+                            else:
+                                raise InputError(path, f"byte {p2}", "sample sizes (in trun, or a default in tfhd "
+                                                 "or trex)", "none")
                             q += per
             frags.append(Fragment(mpos, pos + size, msize, hdr, data_off, sizes))
             pending_moof = None

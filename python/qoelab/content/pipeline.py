@@ -297,6 +297,8 @@ def prepare(source: str, out: str | None, p: Params, name: str | None = None, pr
         nframes = ref_info["frames"]
     ref_path = os.path.join(cache.path("ref", ref_key), "reference.nut")
     S = p.seg_frames
+    if S < 1:
+        raise InputError(None, "segment_s", f"at least one frame per segment (1/{p.fps:g} s)", f"{p.segment_s:g} s")
     nseg = (nframes + S - 1) // S
     if nseg == 0:
         raise InputError(source, None, "at least one segment", "no frames")
@@ -481,10 +483,9 @@ def write_output(out: str, doc: dict, rows, results, p: Params, nframes: int) ->
         reps = []
         for i, (rm, res) in enumerate(zip(doc["meta"]["ladder"], results)):
             dst = os.path.join(tmp, rm["file"])
-            try:
-                os.link(res["mp4"], dst)
-            except OSError:
-                shutil.copyfile(res["mp4"], dst)
+            # a copy, not a hard link: an output edited in place would change the cache entry that
+            # every later prepare with these parameters reuses (found by a probe)
+            shutil.copyfile(res["mp4"], dst)
             idx = res["idx"]
             reps.append({"id": i, "file": rm["file"], "width": rm["width"], "height": rm["height"],
                          "codec": idx.codec, "timescale": idx.timescale, "init_end": idx.init_end,

@@ -51,6 +51,7 @@ def annotate(d: str, prefixes: int = 16, variant: str = "branch", log=None) -> d
     ssim = (video.get("quality") or {}).get("ssim")
     if not ssim:
         raise InputError(tpath, "video.quality.ssim", message="no SSIM table: prepare with --metrics including ssim")
+    import av
     m = mpdmod.read(os.path.join(d, "manifest.mpd"))
     reps = m["representations"]
     entries, avg, report, chosen = {}, {}, [], {}
@@ -97,6 +98,12 @@ def annotate(d: str, prefixes: int = 16, variant: str = "branch", log=None) -> d
                 report.append({"rung": r, "segment": t, "order": name, "bound": bound, "bytes_to_bound": nbytes,
                                "frames": len(ids), "b_frames": sum(1 for f in frames if f["type"] == "B"),
                                "levels": levels, "curves": curves})
+            except av.error.FFmpegError as e:   # a damaged or cut rung file (PyAV named the temporary copy)
+                raise InputError(path, f"segment {t}", "decodable video (as `qoelab video prepare` writes it)",
+                                 (getattr(e, "strerror", None) or type(e).__name__)) from None
+            except IndexError:   # a segment without one decodable frame
+                raise InputError(path, f"segment {t}", "decodable video (as `qoelab video prepare` writes it)",
+                                 "no frame") from None
             finally:
                 os.unlink(seg)
         log(f"voxel: rung {r} ({rep['width']}x{rep['height']}): {len(rep['segments'])} segments")
