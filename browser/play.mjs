@@ -1,5 +1,6 @@
 // qoelab: play one DASH stream with dash.js in headless Chromium and print its events as JSON lines.
-// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium, wait_go, tmpdir)
+// node play.mjs '<json config>'   (config: mpd, duration_s, settings, sample_ms, chromium, wait_go, tmpdir;
+// or dump_settings: print dash.js's default settings and stop)
 // Run by `qoelab dashjs` (python/qoelab/dashjs.py) and, with wait_go, by `qoelab run --real` for a client of
 // player "dashjs" (crates/qoelab-net/src/real.rs): the page loads, prints {"ev":"ready"} and starts playing
 // when a line arrives on stdin (the client's start time); its events' times count from then.
@@ -51,8 +52,17 @@ try {
     const u = new URL(route.request().url());
     if (u.pathname === '/__qoelab/player.html') return route.fulfill({ body: page_html, contentType: 'text/html' });
     if (u.pathname === '/__qoelab/dash.all.min.js') return route.fulfill({ body: dash_js, contentType: 'text/javascript' });
+    if (u.pathname === '/__qoelab/settings.html') {
+      return route.fulfill({ body: '<script src="/__qoelab/dash.all.min.js"></script>', contentType: 'text/html' });
+    }
     return route.fulfill({ status: 404, body: '' });
   });
+  if (cfg.dump_settings) {   // dash.js's default settings (tools/dashjs-settings writes browser/dashjs-settings.json)
+    await page.goto(`${origin}/__qoelab/settings.html`);
+    out({ ev: 'settings', version: await page.evaluate(() => dashjs.Version || dashjs.MediaPlayer().create().getVersion()),
+          settings: await page.evaluate(() => dashjs.MediaPlayer().create().getSettings()) });
+    await stop(0);
+  }
   let ended = false, ladder = false;
   await page.exposeFunction('qoelabEvent', (ev) => {
     out(ev);

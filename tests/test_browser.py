@@ -88,6 +88,14 @@ def _why_no_netns():
     return None if r.returncode == 0 else "cannot create a network namespace"
 
 
+def test_the_settings_snapshot_is_the_installed_dashjs():
+    # --set and [client.player] set are checked against python/qoelab/dashjs_settings.json; it must
+    # be the dash.js that plays (refresh: python -m qoelab.dashjs --write-settings)
+    live = dashjs.live_settings()
+    snap = dashjs.known_settings()
+    assert live["version"] == snap["version"] and live["settings"] == snap["settings"]
+
+
 def test_bad_arguments_one_line_exit_2(tmp_path):
     r = qoelab_cli("dashjs", "not-a-url", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "MPD" in r.stderr

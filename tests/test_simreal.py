@@ -80,6 +80,10 @@ def test_matrix_refuses_a_scenario_and_a_bad_duration_before_any_cell():
     --duration 0s` was refused only once the matrix had started, naming a temporary file."""
     from conftest import qoelab_cli
     for extra, needle in ((["scenarios/asymmetric-upstream.toml"], "SCENARIO: expected no scenario with --matrix"),
-                          (["--duration", "0s"], "--duration: expected a cell length of 1 s to 1 h")):
+                          (["--duration", "0s"], "--duration: expected a cell length of 1 s to 1 h"),
+                          # it was not checked with --matrix, where it does nothing, and the matrix started
+                          (["--variants", "foo"], "--variants: expected no --variants with --matrix")):
         r = qoelab_cli("compare", "sim-real", "--matrix", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    r = qoelab_cli("compare", "sim-real", "scenarios/asymmetric-upstream.toml", "--duration", "5s")
+    assert r.returncode == 2 and "--duration: expected --duration only with --matrix" in r.stderr, r.stderr

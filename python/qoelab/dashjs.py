@@ -81,9 +81,68 @@ def settings(abr: str, buffer_s: float | None = None, stable_buffer_s: float | N
     return s
 
 
+_KNOWN: dict | None = None
+
+
+def known_settings() -> dict:
+    """dash.js's default settings (``python/qoelab/dashjs_settings.json``: ``version``, ``settings``),
+    written from the installed dash.js by ``python -m qoelab.dashjs --write-settings``."""
+    global _KNOWN
+    if _KNOWN is None:
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashjs_settings.json")) as f:
+            _KNOWN = json.load(f)
+    return _KNOWN
+
+
+def _json_kind(v) -> str:
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return "a settings object"
+    return "null"
+
+
+def check_setting(key: str, val, item: str) -> None:
+    """Refuse a key that dash.js does not have, or a value of another JSON kind than its default's
+    (null defaults take anything). dash.js ignores an unknown key and breaks on a wrong kind (a probe:
+    ``streaming=5`` stopped the player at 0 s, and the command exited 0)."""
+    known = known_settings()
+    node, parts = known["settings"], key.split(".")
+    for i, p in enumerate(parts):
+        if not isinstance(node, dict) or p not in node:
+            raise InputError(None, "--set", f"a dash.js {known['version']} setting "
+                             f"(python/qoelab/dashjs_settings.json)", ".".join(parts[:i + 1]) + f" in {item!r}")
+        node = node[p]
+
+    def kind_ok(default, v, where):
+        if default is None or v is None and not isinstance(default, dict):
+            return
+        if isinstance(default, dict):
+            if not isinstance(v, dict):
+                raise InputError(None, "--set", f"{where}: a settings object", _json_kind(v) + f" in {item!r}")
+            for k, x in v.items():
+                if k not in default and default:
+                    raise InputError(None, "--set", f"a dash.js {known['version']} setting "
+                                     f"(python/qoelab/dashjs_settings.json)", f"{where}.{k} in {item!r}")
+                if k in default:
+                    kind_ok(default[k], x, f"{where}.{k}")
+            return
+        if _json_kind(default) != _json_kind(v):
+            raise InputError(None, "--set", f"{where}: {_json_kind(default)} (its default: {json.dumps(default)[:40]})",
+                             f"{_json_kind(v)} in {item!r}")
+    kind_ok(node, val, key)
+
+
 def apply_sets(s: dict, sets: list[str]) -> dict:
     """``KEY=VALUE`` overrides of dash.js settings (dotted keys under the settings object, JSON values:
-    ``streaming.abr.throughput.useResourceTimingApi=false``)."""
+    ``streaming.abr.throughput.useResourceTimingApi=false``). A key dash.js does not have, or a value of
+    another kind than the setting's default, is refused (:func:`check_setting`)."""
     for item in sets or []:
         key, sep, raw = item.partition("=")
         if not sep or not key or any(not p for p in key.split(".")):
@@ -92,6 +151,7 @@ def apply_sets(s: dict, sets: list[str]) -> dict:
             val = json.loads(raw)
         except ValueError:
             val = raw
+        check_setting(key, val, item)
         node = s
         parts = key.split(".")
         for p in parts[:-1]:
@@ -352,6 +412,37 @@ def add_parser(sub) -> None:
                    help="buffer target below the top quality (dash.js bufferTimeDefault; default dash.js's 18)")
     d.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="any dash.js setting, dotted, JSON value (repeatable), e.g. "
-                        "streaming.abr.throughput.useResourceTimingApi=false")
+                        "streaming.abr.throughput.useResourceTimingApi=false; unknown keys and values of another "
+                        "kind than the default are refused (python/qoelab/dashjs_settings.json)")
     d.add_argument("--force", action="store_true", help="replace DIR if it exists")
     d.set_defaults(func=_cmd)
+
+
+def live_settings() -> dict:
+    """dash.js's version and default settings, read from the installed dash.js in headless Chromium."""
+    why = missing()
+    if why:
+        raise InputError(None, None, message=f"dash.js in Chromium cannot run: {why}")
+    tmpdir = browser_tmpdir()
+    try:
+        cfg = {"mpd": "http://127.0.0.1:9/", "dump_settings": True, "chromium": find_chromium(), "tmpdir": tmpdir}
+        r = subprocess.run(["node", os.path.join(browser_dir(), "play.mjs"), json.dumps(cfg)], capture_output=True,
+                           text=True, cwd=browser_dir(), timeout=120)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    for line in r.stdout.splitlines():
+        ev = json.loads(line) if line.startswith("{") else {}
+        if ev.get("ev") == "settings":
+            return {"version": ev["version"], "settings": ev["settings"]}
+    raise RuntimeError(f"dash.js settings not read: {_stderr_line(r.stderr)}")
+
+
+if __name__ == "__main__":   # python -m qoelab.dashjs --write-settings: refresh dashjs_settings.json
+    if sys.argv[1:] != ["--write-settings"]:
+        sys.exit("usage: python -m qoelab.dashjs --write-settings")
+    live = live_settings()
+    doc = {"source": "dash.js getSettings() of a new MediaPlayer, written by `python -m qoelab.dashjs "
+                     "--write-settings` from the dash.js of browser/package.json (make setup-real)", **live}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashjs_settings.json"), "w") as f:
+        f.write(json.dumps(doc, indent=1) + "\n")
+    print(f"dash.js {live['version']}: settings written")

@@ -1609,8 +1609,8 @@ def _dashjs_client(c: _Section, ps: "_Section | None", abr: str) -> dict:
                 raise ValueError(f"expected a list of \"KEY=VALUE\" strings (dash.js settings), found {_show(v)}")
             try:
                 dashjs.apply_sets({}, v)
-            except InputError as e:
-                raise ValueError(f"expected \"KEY=VALUE\" with a dotted dash.js settings key, found {e.found}") from None
+            except InputError as e:   # the --set message, without its "--set: "
+                raise ValueError(str(e).removeprefix("--set: ")) from None
             return v
         sets = ps.get("set", strings, [])
         ps.finish(extra_hint=" (player \"dashjs\" takes kind, buffer_max, set)")

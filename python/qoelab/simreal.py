@@ -366,10 +366,11 @@ def add_sim_real(csub) -> None:
     s.add_argument("--matrix", action="store_true",
                    help="instead of SCENARIO: the network matrix {pfifo, codel, fq_codel, pie} x {reno, cubic, bbr} x "
                         "{10, 20} Mbit/s, two bulk flows each, simulated and run for real (qoelab run --real)")
-    s.add_argument("--duration", default="30s", help="matrix cells' length (default 30s)")
+    s.add_argument("--duration", default=None, help="with --matrix: the cells' length (default 30s)")
     s.add_argument("--out", dest="sr_out", default="results/sim-real", metavar="DIR")
-    s.add_argument("--variants", default="default,no-rt",
-                   help=f"dash.js settings variants, comma-separated from {', '.join(VARIANTS)}")
+    s.add_argument("--variants", default=None,
+                   help=f"with SCENARIO: dash.js settings variants, comma-separated from {', '.join(VARIANTS)} "
+                        "(default default,no-rt)")
     s.add_argument("--force", dest="sr_force", action="store_true", help="replace DIR if it exists")
 
     def run(args) -> int:
@@ -378,6 +379,10 @@ def add_sim_real(csub) -> None:
             if args.scenario is not None:   # (it was silently ignored and the 24 real cells started)
                 raise InputError(None, "SCENARIO", "no scenario with --matrix (the matrix has its own cells)",
                                  repr(args.scenario[:60]))
+            if args.variants is not None:   # (likewise: the matrix plays no video)
+                raise InputError(None, "--variants", "no --variants with --matrix (its cells are bulk flows)",
+                                 repr(args.variants[:60]))
+            args.duration = args.duration or "30s"
             from qoelab import units
             try:
                 ns = units.duration(args.duration)
@@ -391,7 +396,11 @@ def add_sim_real(csub) -> None:
             return 0
         if args.scenario is None:
             raise InputError(None, "SCENARIO", "a scenario file (or --matrix)", "nothing")
-        path = compare(args.scenario, args.sr_out, [v.strip() for v in args.variants.split(",") if v.strip()],
+        if args.duration is not None:   # the scenario's own duration applies
+            raise InputError(None, "--duration", "--duration only with --matrix (SCENARIO sets its duration)",
+                             repr(args.duration[:60]))
+        variants = args.variants if args.variants is not None else "default,no-rt"
+        path = compare(args.scenario, args.sr_out, [v.strip() for v in variants.split(",") if v.strip()],
                        force=args.sr_force, log=lambda m: print(m, file=sys.stderr, flush=True))
         print(f"report: {path}")
         return 0
