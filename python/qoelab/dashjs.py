@@ -185,22 +185,9 @@ def browser_tmpdir(kind: str = "dashjs") -> str:
     base = tempfile.gettempdir()
     if len(base) > 32:
         base = "/tmp"
+    from qoelab.outdir import sweep_stale
     sweep_stale(base, kind)
     return tempfile.mkdtemp(prefix=f"qoelab-{kind}-{os.getpid()}-", dir=base)
-
-
-def sweep_stale(base: str, kind: str) -> None:
-    """Remove ``qoelab-<kind>-<pid>-*`` folders in ``base`` whose process is gone."""
-    import re
-    pat = re.compile(rf"qoelab-{re.escape(kind)}-(\d+)-")
-    try:
-        names = os.listdir(base)
-    except OSError:
-        return
-    for n in names:
-        m = pat.match(n)
-        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
-            shutil.rmtree(os.path.join(base, n), ignore_errors=True)
 
 
 def _play(mpd, duration_s, abr, buffer_s, stable_buffer_s, sample_ms, log, sets, tmpdir) -> list[dict]:

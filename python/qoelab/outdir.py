@@ -257,3 +257,18 @@ def open_log(path: str, opt: str, mode: str = "a"):
         return open(path, mode, buffering=1)
     except OSError as e:
         raise InputError(_short(path), None, message=f"{opt}: cannot open the log: {e.strerror or e}") from None
+
+
+def sweep_stale(base: str, kind: str) -> None:
+    """Remove ``qoelab-<kind>-<pid>-*`` folders in ``base`` whose process is gone (it was killed: no
+    cleanup ran). A pid in use again keeps its folder."""
+    import re
+    pat = re.compile(rf"qoelab-{re.escape(kind)}-(\d+)-")
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for n in names:
+        m = pat.match(n)
+        if m and int(m.group(1)) != os.getpid() and not os.path.exists(f"/proc/{m.group(1)}"):
+            shutil.rmtree(os.path.join(base, n), ignore_errors=True)
