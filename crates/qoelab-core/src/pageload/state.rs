@@ -416,6 +416,16 @@ impl State {
             }
             if c.busy() && c.head_rem_nb == 0 && now >= c.hold_until {
                 out.finished.push((c.serial, c.head));
+                // a transfer's end ends the slow-start round (the public simulator's event "every
+                // RTT or at transfer end if sooner"): the wanted rate becomes window / RTT, for
+                // the next queued object at once or for the connection's reuse
+                for f in c.flows[..nf].iter_mut() {
+                    if f.phase == Phase::SlowStart {
+                        let rtt = cfg.ifaces[f.iface as usize].rtt;
+                        f.ss_desired = f.cwnd_nb / rtt;
+                        f.round_end = now + rtt;
+                    }
+                }
                 let nx = self.next[c.head as usize];
                 if nx == NONE {
                     c.head = NONE;

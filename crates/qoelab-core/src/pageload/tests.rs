@@ -316,3 +316,27 @@ fn rate_schedule_changes_the_rate() {
     assert!(((slow as f64 / 1e9) - want).abs() < 1e-6, "{slow} vs {want}");
     assert!(slow > base);
 }
+
+#[test]
+fn a_transfer_end_ends_the_slow_start_round() {
+    // 50 chained 10,000 B objects on one origin at 1 Gbit/s, 30 ms: each fits in one round, so
+    // each ends its round and the next (on the reused connection) wants window / RTT, the
+    // window having grown by every byte delivered (the public simulator's event "every RTT or
+    // at transfer end if sooner"). Before 2026-11-30 the wanted rate stayed at the initial
+    // window's: 1.087 s.
+    let rtt = 0.03;
+    let mut v = vec![obj(10_000, 0, None)];
+    for k in 1..50 {
+        v.push(obj(10_000, 0, Some(k - 1)));
+    }
+    let page = Page::new(v).unwrap();
+    let cfg = cfg2(125_000_000, 30 * MS, 125_000_000, 30 * MS);
+    let mut want = 2.0 * rtt;
+    for k in 0..50 {
+        want += 10_000.0 / ((10.0 * MSS + 10_000.0 * k as f64) / rtt);
+    }
+    let got = plt(&page, &cfg, "if1");
+    // one ns of rounding per object at most
+    assert!((got - want).abs() < 1e-6, "got {got:.6} s, hand-computed {want:.6} s");
+    assert!(got < 0.25, "{got}");
+}
