@@ -340,6 +340,9 @@ CASES = [
      {"t.down": "1\n" + "9" * 40 + "\n"}),
     ("sabre-trace-inf", scen(topology='trace = "n.json"\ntrace_format = "sabre"\nrate_up = "10Mbps"'), "n.json",
      {"n.json": '[{"duration_ms": 1000, "bandwidth_kbps": Infinity, "latency_ms": 20}]'}),
+    # a key twice in one object: the last one was kept, silently
+    ("sabre-trace-repeated-key", scen(topology='trace = "n.json"\ntrace_format = "sabre"\nrate_up = "10Mbps"'),
+     "n.json", {"n.json": '[{"duration_ms": 1000, "duration_ms": 2000, "bandwidth_kbps": 5, "latency_ms": 20}]'}),
     ("sabre-trace-negative", scen(topology='trace = "n.json"\ntrace_format = "sabre"\nrate_up = "10Mbps"'), "n.json",
      {"n.json": '[{"duration_ms": 1000, "bandwidth_kbps": -5, "latency_ms": 20}]'}),
     ("pensieve-trace-nan", scen(topology='trace = "p.txt"\ntrace_format = "pensieve"\nrate_up = "10Mbps"'), "p.txt:2",

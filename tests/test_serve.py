@@ -638,18 +638,28 @@ def test_cli_bad_arguments(args):
         assert "modprobe" not in r.stderr and "simulated" in r.stderr, r.stderr
 
 
-def test_cli_serves_and_stops_on_ctrl_c(tree):
-    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "serve", str(tree[0]), "--port", "0"], cwd=REPO,
-                         stderr=subprocess.PIPE, text=True)
+@pytest.mark.parametrize("extra", [[], ["--tcp-info-log", "/dev/full"], ["--log", "/dev/full"]])
+def test_cli_serves_and_stops_on_ctrl_c(tree, extra):
+    # a log on a full device: the close at Ctrl-C was an internal error (exit 1); now a warning, 130
+    if extra and not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    p = subprocess.Popen([sys.executable, "-m", "qoelab.cli", "serve", str(tree[0]), "--port", "0", *extra],
+                         cwd=REPO, stderr=subprocess.PIPE, text=True)
     try:
         line = p.stderr.readline()
         port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", line).group(1))
         assert get(port, "/manifest.mpd")[0] == 200
+        if extra:
+            time.sleep(0.3)   # the log line and the connection's last sample follow the response
         t = time.monotonic()
         p.send_signal(signal.SIGINT)
         p.wait(timeout=5)
         assert time.monotonic() - t < 1.0
         assert p.returncode == 130
+        err = p.stderr.read()
+        assert "internal error" not in err, err
+        if extra:
+            assert f"warning: {extra[0]}: No space left on device" in err, err
     finally:
         if p.poll() is None:
             p.kill()

@@ -91,13 +91,34 @@ def interruptible(fn, *args):
 MAX_INT_DIGITS = 4300
 
 
-def json_input(text: str, path: str | None, what: str = "valid JSON"):
-    """``json.loads`` for user input: syntax errors, nesting too deep for the parser and integers
-    too long to convert are :class:`InputError` naming ``path`` (and the line:column where known)."""
+class _RepeatedKey(Exception):
+    pass
+
+
+def _unique_keys(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _RepeatedKey(k)
+            seen.add(k)
+    return d
+
+
+def json_input(text: str, path: str | None, what: str = "valid JSON", unique_keys: bool = True):
+    """``json.loads`` for user input: syntax errors, a key repeated in one object (JSON parsers keep
+    either; this one kept the last, silently), nesting too deep for the parser and integers too long
+    to convert are :class:`InputError` naming ``path`` (and the line:column where known).
+    ``unique_keys=False`` skips the repeated-key check (files qoelab wrote: a sweep's run records)."""
     import json
 
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys) if unique_keys else json.loads(text)
+    except _RepeatedKey as e:
+        k = str(e.args[0])
+        raise InputError(path, None, what + " with each key once in an object",
+                         f"{json.dumps(k[:60])} twice") from None
     except json.JSONDecodeError as e:
         raise InputError(path, f"{e.lineno}:{e.colno}", what, e.msg) from None
     except RecursionError:

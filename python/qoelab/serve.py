@@ -536,6 +536,7 @@ class Server:
         self._listener: socket.socket | None = None
         self._threads: list[threading.Thread] = []
         self._info_file = None
+        self.log_failed = None   # a log that could not be written (shown when the server stops)
         self._t_start = time.monotonic()
 
     # -- lifecycle
@@ -600,11 +601,15 @@ class Server:
                 c.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        deadline = time.monotonic() + 0.5   # one budget for all threads (1 s each took > 1 s with many)
         for t in self._threads:
-            t.join(timeout=1.0)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         with self._log_lock:
             if self._info_file:
-                self._info_file.close()
+                try:
+                    self._info_file.close()
+                except OSError as e:   # (a full device: it was an internal error at Ctrl-C)
+                    self.log_failed = self.log_failed or f"--tcp-info-log: {e.strerror or e}"
                 self._info_file = None
 
     # -- connections
@@ -1082,7 +1087,9 @@ class Server:
             try:
                 self.log.write(line)
                 self.log.flush()
-            except (OSError, ValueError):
+            except OSError as e:   # the server goes on; shown once when it stops
+                self.log_failed = self.log_failed or f"--log: {e.strerror or e}"
+            except ValueError:
                 pass
 
     def _sample_loop(self) -> None:
@@ -1107,7 +1114,9 @@ class Server:
             if f is not None:
                 try:
                     f.write(line)
-                except (OSError, ValueError):
+                except OSError as e:
+                    self.log_failed = self.log_failed or f"--tcp-info-log: {e.strerror or e}"
+                except ValueError:
                     pass
 
 
@@ -1190,5 +1199,10 @@ def _cmd_serve(args) -> int:
     finally:
         srv.stop()
         if log is not sys.stderr:
-            log.close()
+            try:
+                log.close()
+            except OSError as e:
+                srv.log_failed = srv.log_failed or f"--log: {e.strerror or e}"
+        if srv.log_failed:   # one line; the exit status stays the command's (0, 130, 143)
+            print(f"qoelab serve: warning: {srv.log_failed} (the log is incomplete)", file=sys.stderr)
     return 0

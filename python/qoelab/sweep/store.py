@@ -384,7 +384,7 @@ class Store:
             raise InputError(path, f"byte {e.start}", "UTF-8 text (a run record written by qoelab; delete it to run "
                                                       "that run again)", repr(data[e.start:e.start + 4])) from None
         return check_record(json_input(text, path, "valid JSON (a run record written by qoelab; delete it to run "
-                                                   "that run again)"), path, key)
+                                                   "that run again)", unique_keys=False), path, key)
 
     # ------------------------------------------------------------------ compaction
     def _keys_digest(self, keys) -> str:
