@@ -841,8 +841,9 @@ class _Builder:
         if buf is None:
             buf = default_buffer
         if buf and buf.get("bytes", 0) > MAX_QUEUE_BYTES:
-            raise sec.err("buffer" + suffix, "a buffer of at most 1 GiB (a queue of small packets takes ~100 bytes "
-                          "of memory each)", buf["bytes"])
+            raise InputError(self.src, sec.key("buffer" + suffix), "a buffer of at most 1 GiB (a queue of small "
+                             "packets takes ~100 bytes of memory each)",
+                             f"{_show(sec.data.get('buffer' + suffix))} ({buf['bytes']:,} bytes)")
         unit = {s["name"]: s.get("unit") for s in self.aqms[aqm]["params"]}
         for name, v in params.items():
             if name not in ("limit", "limit_bytes") or not isinstance(v, (int, float)):

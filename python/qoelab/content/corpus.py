@@ -107,6 +107,8 @@ def find_video(name: str, root: str | None = None) -> str:
         if os.path.lexists(path):   # the clip is there, but not as a file (was "no such clip")
             raise InputError(path, None, "a corpus clip's table (a regular file)", not_a_file(path))
     known = [c for r in roots if os.path.isdir(r) for c in list_videos(r)]
+    if os.sep in name or name.endswith(".json"):   # a path, not a clip's name (was "no such clip")
+        raise InputError(name, None, "an existing table file, or a corpus clip's name", "no such file")
     raise InputError(name, None, "a corpus clip (" + ", ".join(known) + ")", "no such clip")
 
 

@@ -333,7 +333,10 @@ impl World {
                     return Err(serr(format!("{p}.rate"), "expected > 0"));
                 }
                 if *packet_size < 28 || *packet_size > crate::packet::MTU {
-                    return Err(serr(format!("{p}.packet_size"), "expected 28..=1500 bytes"));
+                    return Err(serr(
+                        format!("{p}.packet_size"),
+                        format!("expected an IP datagram of 28 to 1500 bytes, found {packet_size}"),
+                    ));
                 }
                 let fid = self.flows.next_id();
                 let tx = self.new_ep(
