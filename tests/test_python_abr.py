@@ -86,6 +86,12 @@ def test_scenario_names_a_file(tmp_path):
     (tmp_path / "s.toml").write_text((tmp_path / "s.toml").read_text().replace("Low", "Nope"))
     r = qoelab_cli("run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o2"))
     assert r.returncode == 2 and "client[0].abr" in r.stderr and "Nope" in r.stderr
+    # an ABR that fails during the run names its client too (it said "s.toml:abr")
+    (tmp_path / "mine.py").write_text("class Low:\n    def choose(self, obs):\n        raise ValueError('nope')\n")
+    (tmp_path / "s.toml").write_text((tmp_path / "s.toml").read_text().replace("Nope", "Low"))
+    r = qoelab_cli("run", str(tmp_path / "s.toml"), "--out", str(tmp_path / "o3"))
+    assert r.returncode == 2 and "s.toml:client[0].abr: python:mine.py:Low: choose() raised ValueError: nope" \
+        in r.stderr, r.stderr
 
 
 class Exits:

@@ -159,7 +159,8 @@ def run(scenario, seed: int | None = None, abrs: dict | None = None, progress: b
             summary_json, tables, pcaps = _core.run(scenario.to_json(), classes or None, bar)
     except ValueError as e:
         if len(e.args) == 2:
-            path, msg = e.args
+            from qoelab.scenario import abr_client_path
+            path, msg = abr_client_path(scenario.config, *e.args)
             for prefix, key in scenario.meta.get("origin", {}).items():
                 if path == prefix or path.startswith(prefix + "."):
                     path = key + path[len(prefix):]

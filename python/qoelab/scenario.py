@@ -683,6 +683,19 @@ def check_core(sc: Scenario, standalone: bool = False) -> None:
         raise core_error(sc, e) from None
 
 
+def abr_client_path(config: dict, path: str, msg) -> tuple[str, str]:
+    """A Python ABR that failed during a run is reported by the core at ``abr``, its message starting
+    with the ABR's name (``python:m:C: choose() raised ...``); the client that uses it, as a config
+    path (``clients[i].abr``), so that the error names ``client[i].abr`` (it said ``<file>:abr``)."""
+    if path != "abr" or not isinstance(msg, str):
+        return path, msg
+    hits = [i for i, c in enumerate(config.get("clients", [])) if msg.startswith(str(c.get("abr")) + ":")]
+    if not hits:
+        return path, msg
+    more = f" (the ABR of {len(hits)} clients; the first is named)" if len(hits) > 1 else ""
+    return f"clients[{hits[0]}].abr", msg + more
+
+
 def core_error(sc: Scenario, e: ValueError) -> Exception:
     """The InputError for a core ValueError(path, message) about `sc` (other errors unchanged)."""
     if len(e.args) != 2:
@@ -691,6 +704,7 @@ def core_error(sc: Scenario, e: ValueError) -> Exception:
     if path == "config":  # the normalized config did not parse: a value out of the core's range
         msg = re.sub(r"\s*at line \d+ column \d+", "", str(msg)).removeprefix("config: ")
         return InputError(sc.path, None, message=f"a value is out of range ({msg})")
+    path, msg = abr_client_path(sc.config, path, msg)
     key, detail = core_key(sc.meta, path)
     msg = "; ".join(x for x in (detail, msg) if x) or "invalid value"
     return InputError(sc.path, key, message=msg)
