@@ -276,6 +276,10 @@ CASES = [
     ("video-unknown-ladder", vscen().replace("synthetic:has-testbed", "synthetic:nope"), "client[0].video", {}),
     ("startup-0seg", vscen('[client.player]\nstartup = "0seg"'), "client[0].player.startup", {}),
     ("buffer-max-zero", vscen('[client.player]\nbuffer_max = "0s"'), "client[0].player.buffer_max", {}),
+    # 40 s segments against the default 30 s buffer: the key is not in the file, so the line says so
+    ("buffer-max-default-below-segment", vscen().replace('video = "synthetic:has-testbed"', 'video = "v.json"'),
+     "client[0].player.buffer_max: expected at least one segment duration (40 s), found 30 s (the default",
+     {"v.json": PV["v.json"].replace("2000000000", "40000000000")}),
     ("buffer-max-inf", vscen('[client.player]\nbuffer_max = "infs"'), "client[0].player.buffer_max", {}),
     ("buffer-max-1ns", vscen('[client.player]\nbuffer_max = "1ns"'), "client[0].player.buffer_max", {}),
     ("startup-beyond-buffer-max", vscen('[client.player]\nstartup = "1000h"'), "client[0].player.startup", {}),

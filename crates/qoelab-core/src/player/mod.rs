@@ -323,7 +323,13 @@ impl Player {
     pub fn validate_config(cfg: &PlayerConfig, video: &Video) -> Result<(), String> {
         video.validate()?;
         if cfg.buffer_max < video.segment_duration {
-            return Err("buffer_max: expected at least one segment duration".into());
+            return Err(format!(
+                "buffer_max: expected at least one segment duration ({} s), found {} s{}",
+                video.segment_duration as f64 / 1e9,
+                cfg.buffer_max as f64 / 1e9,
+                // abr_buffer_max: the scenario set no buffer_max (this is the default)
+                if cfg.abr_buffer_max { " (the default: set [client.player] buffer_max)" } else { "" }
+            ));
         }
         match cfg.startup {
             StartupPolicy::Segments(0) => return Err("startup_segments: expected >= 1".into()),
