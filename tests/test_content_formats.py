@@ -223,6 +223,10 @@ def test_export_bad_json_and_meta(tmp_path, capsys):
     for text, what in (("[" * 100_000 + "]" * 100_000, "nested too deeply"),
                        ('{"video": {"sizes": [[' + "9" * 5000 + "]]}}", "4300 digits"),
                        (json.dumps({"video": VIDEO, "meta": [1]}), "t.json:meta"),
+                       # a later format was read as this one; a table without its video named format, meta
+                       (json.dumps({"format": "qoelab-content/999", "video": VIDEO}), "t.json:format: expected "
+                                                                                     "qoelab-content/1"),
+                       (json.dumps({"format": "qoelab-content/1", "meta": {}}), "t.json:video: expected the table's"),
                        ("{", "t.json:1:")):
         t.write_text(text)
         rc, err = _export_cli(tmp_path, capsys, t, "sabre", tmp_path / "e.json")

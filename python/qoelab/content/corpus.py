@@ -128,6 +128,9 @@ def load_table(path_or_name: str) -> dict:
     doc = _read_json(path)
     if not isinstance(doc, dict) or "video" not in doc:
         raise InputError(path, None, "a qoelab-content table (keys format, video, meta)", "other JSON")
+    if doc.get("format", "qoelab-content/1") != "qoelab-content/1":
+        raise InputError(path, "format", "qoelab-content/1 (the table format this qoelab reads)",
+                         repr(str(doc["format"])[:40]))
     if not isinstance(doc.get("meta", {}), dict):
         raise InputError(path, "meta", "an object", _show(doc["meta"]))
     validate(doc["video"], path)
