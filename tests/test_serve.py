@@ -526,10 +526,14 @@ def test_incomplete_request_head_is_logged(logged_server):
 
 def test_request_log(server):
     get(server.port, "/video/0.mp4", [("Range", "bytes=0-99")])
+    status, _, body = get(server.port, "/no-such-file")
     time.sleep(0.05)
     server.log.seek(0)
     lines = server.log.read().splitlines()
     assert any(re.search(r" GET /video/0\.mp4 range=bytes=0-99 206 100 [\d.]+ms$", ln) for ln in lines)
+    # an error reply logs the body bytes it sent (it logged 0)
+    assert status == 404 and body
+    assert any(re.search(rf" GET /no-such-file range=- 404 {len(body)} [\d.]+ms$", ln) for ln in lines), lines
 
 
 # ---------------------------------------------------------------------------------------------------- synthetic

@@ -806,7 +806,9 @@ class Server:
             # (an HTTP/1.0 client is told the connection persists after an error too, as after a 200)
             mode = "keep-alive" if not close and version == "HTTP/1.0" else True
             conn.sock.sendall(self._head(e.status, hdrs, mode) + (b"" if method == "HEAD" else body))
-            self._log_line(conn.peer, method, target, rng, e.status, 0, time.monotonic() - t0)
+            # the body bytes sent, as for any response (it logged 0)
+            self._log_line(conn.peer, method, target, rng, e.status, 0 if method == "HEAD" else len(body),
+                           time.monotonic() - t0)
             return not close
 
     def _parse_head(self, head: bytes):
