@@ -54,6 +54,10 @@ def test_minerva_mbit_bitrates_and_errors(tmp_path):
     with pytest.raises(InputError) as e:
         formats.import_minerva(str(tmp_path / "bad.dat"))
     assert "bad.dat:2" in str(e.value)
+    (tmp_path / "wide.dat").write_text("x 2 y 1.05 0.375\n\uff11000 500\n900 400\n")   # a full-width digit: was 1000
+    with pytest.raises(InputError) as e:
+        formats.import_minerva(str(tmp_path / "wide.dat"))
+    assert "wide.dat:2" in str(e.value)
     (tmp_path / "bad.json").write_text('{"segment_duration_ms": 4000, "bitrates_kbps": [1, 2]}')
     with pytest.raises(InputError):
         formats.import_sabre(str(tmp_path / "bad.json"))

@@ -263,6 +263,8 @@ def _read_lines(path: str, what: str) -> list[tuple[int, list[str]]]:
 
 
 def _number(tok: str) -> float | None:
+    if not tok.isascii():   # float() also reads other scripts' digits ("１" is 1.0)
+        return None
     try:
         return float(tok)
     except ValueError:
