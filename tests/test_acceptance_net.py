@@ -167,3 +167,14 @@ def test_idle_longer_than_rto_restarts_slow_start_unless_disabled():
     c_on, c_off = cwnd_at_bursts(on), cwnd_at_bursts(off)
     assert c_on and all(c == 10 * 1448 for c in c_on), c_on
     assert min(c_off) > 2 * 10 * 1448, c_off
+
+
+def test_a_stopped_sender_has_tcp_rows_until_its_data_drained():
+    """Like a completed one (and as under --real, where the socket is closed at the stop), a sender
+    stopped before a sample interval with nothing in flight has no more rows; they went on to the
+    end of the run with a frozen state. The flows table ends in the same interval."""
+    res = qoelab.run(dumbbell(n=1, duration="10s", buffer="6bdp", flow_extra={"stop": "5s"}))
+    t, f = res.table("tcp"), res.table("flows")
+    assert 5.0 < t.time_s.max() < 6.0, t.time_s.max()    # a 6 BDP queue drains after the stop
+    assert f.time_s.max() - 0.1 - 1e-9 <= t.time_s.max() <= f.time_s.max()
+    assert t.bytes_in_flight.iloc[-1] > 0   # its last row still had data out

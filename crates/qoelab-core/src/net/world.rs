@@ -1127,6 +1127,7 @@ impl World {
             true
         });
         if let Some(tab) = &mut self.rec.tcp {
+            let from = now.saturating_sub(self.cfg.output.sample_interval);
             for (fid, f) in self.flows.iter_enumerated() {
                 if now < f.start || f.done_at.is_some() || f.dead {
                     continue;
@@ -1136,6 +1137,11 @@ impl World {
                     Ep::QuicTx(s) => (s.sample(now), s.cc().weight()),
                     _ => continue,
                 };
+                // a sender stopped before the interval with nothing left in flight has no more rows,
+                // as a completed one (its state no longer changes; under --real its socket is closed)
+                if f.stop.is_some_and(|s| s <= from) && x.bytes_in_flight == 0 {
+                    continue;
+                }
                 {
                     tab.f(0, t);
                     tab.i(1, fid.0 as i64);
