@@ -50,11 +50,11 @@ def load_case(name, duration=None, seed=None):
     return sc, spec
 
 
-def _run_qoelab_cli(sc, out_json):
+def _run_qoelab_cli(sc, out_json, tcp=()):
     exe = os.path.join(os.path.dirname(sys.executable), "qoelab")
     with tempfile.TemporaryDirectory() as d:
         toml = os.path.join(d, "case.toml")
-        _write_toml(sc, toml)
+        _write_toml(sc, toml, tcp)
         run_dir = os.path.join(d, "run")
         cmd = ["nice", "-n", "10", exe, "run", toml, "--out", run_dir, "--force", "--json"]
         t0 = time.perf_counter()
@@ -72,13 +72,17 @@ def _run_qoelab_cli(sc, out_json):
     return summ
 
 
-def _write_toml(sc, path):
-    """The case's TOML with duration/seed overridden (text substitution on the original file)."""
+def _write_toml(sc, path, tcp=()):
+    """The case's TOML with duration/seed overridden (text substitution on the original file) and
+    `tcp` ("KEY=VALUE" TOML) appended as the flows' [flow.tcp] table (the case files have one [[flow]])."""
     import re
     with open(sc.path) as f:
         text = f.read()
     text = re.sub(r'(?m)^duration = .*$', f'duration = "{sc.config["duration"] / 1e9:g}s"', text)
     text = re.sub(r'(?m)^seed = .*$', f'seed = {sc.config["seed"]}', text)
+    if tcp:
+        assert text.count("[[flow]]") == 1 and "[flow.tcp]" not in text, sc.path
+        text += "\n[flow.tcp]\n" + "".join(t.replace("=", " = ", 1) + "\n" for t in tcp)
     with open(path, "w") as f:
         f.write(text)
 
@@ -201,6 +205,11 @@ def main(argv=None):
     ap.add_argument("--duration", type=float, default=None, help="override simulated seconds")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--skip-ns3", action="store_true")
+    ap.add_argument("--ns3-from", metavar="DIR", default=None,
+                    help="read the ns-3 side from DIR/<case>-<duration>s-seed<seed>.ns3.json (e.g. "
+                         "docs/validation/ns3-results) instead of running ns-3")
+    ap.add_argument("--qoelab-tcp", action="append", default=[], metavar="KEY=VALUE",
+                    help="a [flow.tcp] setting for the qoelab side, e.g. prr=false (repeatable)")
     ap.add_argument("--skip-qoelab", action="store_true")
     ap.add_argument("--ns3-arg", action="append", default=[], help="extra argument for dumbbell.py")
     ap.add_argument("--speed", action="store_true",
@@ -217,10 +226,13 @@ def main(argv=None):
         tag = f"{name}-{spec['duration']:g}s-seed{spec['seed']}"
         mq = mn = None
         if not a.skip_qoelab:
-            s = _run_qoelab_cli(sc, os.path.join(a.out, tag + ".qoelab.json"))
+            s = _run_qoelab_cli(sc, os.path.join(a.out, tag + ".qoelab.json"), a.qoelab_tcp)
             mq = metrics_qoelab(s)
             print(f"{tag}: qoelab util {mq['util']:.4f} mean {mq['mean']} ms wall {mq['wall']} s", file=sys.stderr)
-        if not a.skip_ns3:
+        if a.ns3_from:
+            with open(os.path.join(a.ns3_from, tag + ".ns3.json")) as f:
+                mn = metrics_ns3(json.load(f))
+        elif not a.skip_ns3:
             r = run_ns3(a.ns3_python, spec, os.path.join(a.out, tag + ".ns3.json"), [x for x in a.ns3_arg])
             mn = metrics_ns3(r)
             print(f"{tag}: ns-3   util {mn['util']:.4f} mean {mn['mean']} ms wall {mn['wall']} s", file=sys.stderr)
