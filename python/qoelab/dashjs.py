@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from qoelab.errors import InputError
+from qoelab.errors import InputError, json_kind
 
 #: --abr -> dash.js 5 ``streaming.abr.rules`` actives (the other rules keep their defaults).
 ABR = {
@@ -95,17 +95,7 @@ def known_settings() -> dict:
 
 
 def _json_kind(v) -> str:
-    if isinstance(v, bool):
-        return "a boolean"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, dict):
-        return "a settings object"
-    return "null"
+    return json_kind(v, obj="a settings object")
 
 
 def check_setting(key: str, val, item: str) -> None:

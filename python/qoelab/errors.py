@@ -91,6 +91,24 @@ def interruptible(fn, *args):
 MAX_INT_DIGITS = 4300
 
 
+def json_kind(v, obj: str = "an object", bool_values: bool = False) -> str:
+    """What a JSON value is, in JSON's words (not Python's type names): null, a boolean (or true /
+    false with ``bool_values``), a number, a string, a list, ``obj``."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return ("true" if v else "false") if bool_values else "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, list):
+        return "a list"
+    if isinstance(v, dict):
+        return obj
+    return type(v).__name__
+
+
 class _RepeatedKey(Exception):
     pass
 

@@ -26,7 +26,7 @@ import json
 import os
 from urllib.parse import urlsplit
 
-from qoelab.errors import InputError, int_input, json_input, read_input
+from qoelab.errors import InputError, int_input, json_input, json_kind, read_input
 from qoelab.pageload.page import Obj, Page
 
 MAX_ENTRIES = 100_000   # the packet model's page limit (scenario.MAX_PAGE_OBJECTS); the flow-level model takes 20,000
@@ -53,19 +53,7 @@ def _shown(v) -> str:
 
 def _kind(v) -> str:
     """What a JSON value is, in JSON's words (not Python's type names)."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return "a number"
-    if isinstance(v, str):
-        return "a string"
-    if isinstance(v, list):
-        return "a list"
-    if isinstance(v, dict):
-        return "an object"
-    return type(v).__name__
+    return json_kind(v, bool_values=True)
 
 
 def _num(v, path, where, what="a number"):
