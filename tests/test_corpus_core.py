@@ -42,3 +42,15 @@ def test_corpus_clip_streams_with_vmaf_quality():
     assert c["segments"] == 15
     assert 0 < c["avg_quality"] <= 100
     assert res.table("segments").quality.notna().all()
+
+
+def test_a_corpus_variable_naming_a_file_is_one_line(tmp_path, monkeypatch):
+    # $QOELAB_CORPUS set to a file: clips were looked up there and the error listed another set's
+    from qoelab.content import corpus
+    from qoelab.errors import InputError
+    f = tmp_path / "movie.json"
+    f.write_text("{}")
+    monkeypatch.setenv("QOELAB_CORPUS", str(f))
+    with pytest.raises(InputError) as e:
+        corpus.find_video("slides")
+    assert "$QOELAB_CORPUS: expected a corpus folder, found a file" in str(e.value)

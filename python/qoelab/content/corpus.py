@@ -63,8 +63,12 @@ def _check_set(cset: str) -> dict:
 def corpus_dir(cset: str = "sd") -> str:
     """Directory of a corpus set (``$QOELAB_CORPUS`` overrides the ``sd`` set's, ``$QOELAB_CORPUS_HD`` the
     ``hd`` set's)."""
-    env = os.environ.get("QOELAB_CORPUS" if cset == "sd" else f"QOELAB_CORPUS_{cset.upper()}")
+    var = "QOELAB_CORPUS" if cset == "sd" else f"QOELAB_CORPUS_{cset.upper()}"
+    env = os.environ.get(var)
     if env:
+        if os.path.lexists(env) and not os.path.isdir(env):   # (clips were then looked up elsewhere)
+            what = "a file" if os.path.isfile(env) else "something that is not a folder"
+            raise InputError(env, None, message=f"${var}: expected a corpus folder, found {what}")
         return env
     here = os.path.dirname(os.path.abspath(__file__))
     return os.path.normpath(os.path.join(here, "..", _check_set(cset)["dir"]))  # package data: qoelab/corpus*
