@@ -13,7 +13,8 @@ table of medians of (flow - packet) / packet per setting. Rows:
 * ... `reuse_rtts = 1`: one request round trip on a reused connection (the text's model);
 * no TLS (both models): every URL over plain http, loaded again at the packet level;
 * no TLS and `reuse_rtts = 1`;
-* own estimate: the HAR tree at each page's own bandwidth estimate (the paper's method per page).
+* own estimate: the HAR tree at each page's own bandwidth estimate (the paper's method per page);
+* and the mean number of connections a page opens in each model.
 """
 import argparse
 import glob
@@ -38,6 +39,7 @@ def no_tls(path: str, d: str) -> str:
 
 
 def main(argv=None) -> int:
+    from qoelab import _core
     from qoelab.pageload import crossmodel as cm
     from qoelab.pageload import units as pu
     from qoelab.pageload.har import load_har
@@ -52,17 +54,21 @@ def main(argv=None) -> int:
     names = ["true tree, true rate", "true tree, goodput (rate x 1460/1500)", "HAR tree, goodput",
              "HAR tree, goodput, `reuse_rtts = 1`", "no TLS (both models), HAR tree, goodput",
              "no TLS and `reuse_rtts = 1`", "HAR tree, each page's own bandwidth estimate"]
-    cols = {}
+    cols, conns = {}, {}
     with tempfile.TemporaryDirectory() as d:
         for label, rate, rtt in cm.P18_SETTINGS:
             bw = pu.rate_bytes(rate, "binary")
             gp = int(bw * 1460 / 1500)
             diffs = [[] for _ in names]
+            n_pk, n_fl = [], []
             for path in paths:
                 pg = load_har(path)
                 pk = cm.packet_load({"har": os.path.abspath(path)}, bw, rtt, page_bytes=pg.total_bytes)
                 t = pk.summary["pages"][0]["plt_s"]
                 rp = cm._reimport(cm.page_with_packet_timings(pg, pk))
+                n_pk.append(pk.summary["pages"][0]["connections"])
+                n_fl.append(_core.pageload_run(rp.core_tuple(), [(gp, rtt, []), (gp, rtt, [])], "if1", 1,
+                                               None)["conns_opened"])
                 own = cm._median(cm.bandwidth_samples(cm.page_with_packet_timings(pg, pk)))
                 p2 = no_tls(path, d)
                 pg2 = load_har(p2)
@@ -77,12 +83,15 @@ def main(argv=None) -> int:
                     if fl == fl:
                         diffs[k].append((fl - ref) / ref)
             cols[label] = [cm._median(x) for x in diffs]
+            conns[label] = (sum(n_fl) / len(n_fl), sum(n_pk) / len(n_pk))
             print(f"{label}: {len(paths)} pages", file=sys.stderr)
     labels = [x[0] for x in cm.P18_SETTINGS]
     print("| replay | " + " | ".join(labels) + " |")
     print("|---|" + "---|" * len(labels))
     for k, n in enumerate(names):
         print(f"| {n} | " + " | ".join(f"{100 * cols[lb][k]:+.1f}%" for lb in labels) + " |")
+    print("| connections per page, flow model (HAR tree, goodput) / packet browser | "
+          + " | ".join(f"{conns[lb][0]:.1f} / {conns[lb][1]:.1f}" for lb in labels) + " |")
     return 0
 
 
