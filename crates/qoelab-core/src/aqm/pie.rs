@@ -96,6 +96,12 @@ const PARAMS: &[ParamSpec] = &[
         doc: "queue delay from per-packet timestamps (ns-3 default) or Little's law with the departure-rate estimator",
     },
     ParamSpec {
+        name: "empty_hold",
+        unit: Unit::Bool,
+        default: Default::Bool(false),
+        doc: "timestamp estimator: an empty queue keeps the last sojourn as its delay (ns-3's PieQueueDisc) instead of 0 (RFC 8033's idle decay)",
+    },
+    ParamSpec {
         name: "mode",
         unit: Unit::Choice(&["rfc", "mahimahi"]),
         default: Default::Str("rfc"),
@@ -229,6 +235,8 @@ pub struct Pie {
     decay: f64,
     derandomize: bool,
     use_rate: bool,
+    /// `empty_hold`: the timestamp estimate of an empty queue is the last sojourn, not 0.
+    empty_hold: bool,
     rng: Rng,
     // RFC state (ns)
     drop_prob: f64,
@@ -284,6 +292,7 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
         return Err(perr("decay", "expected 0 < decay <= 1 (RFC 8033: 0.98)"));
     }
     let use_rate = p.choice(PARAMS, "estimator")? == "rate";
+    let empty_hold = p.bool(PARAMS, "empty_hold")?;
     if mode == Mode::Mahimahi {
         if ecn || derandomize {
             return Err(perr(if ecn { "ecn" } else { "derandomize" }, "not available in mode = \"mahimahi\""));
@@ -312,6 +321,7 @@ fn from_params(p: &Params, ctx: &AqmBuildCtx) -> Result<Pie, ParamError> {
         decay,
         derandomize,
         use_rate,
+        empty_hold,
         rng: Rng::from_seed(ctx.seed),
         drop_prob: 0.0,
         qdelay_old: 0,
@@ -370,6 +380,7 @@ impl PeriodicUpdate for Pie {
             && self.qdelay_old == 0
             && self.burst_allowance == self.max_burst
             && self.qdelay_ref > 0
+            && !(self.empty_hold && self.last_sojourn > 0)
     }
 }
 
@@ -377,7 +388,11 @@ impl Pie {
     /// Current queue delay estimate (ns), RFC mode.
     fn qdelay(&self) -> Ns {
         if self.fifo.q.is_empty() {
-            0
+            if self.empty_hold && !self.use_rate {
+                self.last_sojourn
+            } else {
+                0
+            }
         } else if self.use_rate {
             (self.fifo.bytes as f64 * self.avg_dq_time / self.dq_threshold as f64) as Ns
         } else {
@@ -658,6 +673,21 @@ mod tests {
     /// 1000-packet limit; random stream seed 1.
     fn raw(p: Params) -> Pie {
         from_params(&p, &AqmBuildCtx { seed: 1, ..ctx() }).unwrap()
+    }
+
+    #[test]
+    fn empty_hold_keeps_the_last_sojourn_on_an_empty_queue() {
+        let mut rfc = raw(Params::new());
+        let mut hold = raw(Params::new().with("empty_hold", true));
+        for p in [&mut rfc, &mut hold] {
+            p.last_sojourn = 12 * MS;
+        }
+        assert_eq!((rfc.qdelay(), hold.qdelay()), (0, 12 * MS));
+        assert!(rfc.quiet_fixed_point() && !hold.quiet_fixed_point());
+        // with the rate estimator the option does nothing
+        let mut rate = raw(Params::new().with("empty_hold", true).with("estimator", "rate"));
+        rate.last_sojourn = 12 * MS;
+        assert_eq!(rate.qdelay(), 0);
     }
 
     #[test]
