@@ -300,10 +300,11 @@ def cmd_export(a) -> int:
 def cmd_import(a) -> int:
     from qoelab import outdir
     from qoelab.content import formats
+    from qoelab.content.corpus import TABLE_FORMAT
 
     outdir.check_file(a.out)
     v = formats.import_sabre(a.file, a.name) if a.format == "sabre" else formats.import_minerva(a.file, a.name)
-    doc = {"format": "qoelab-content/1", "video": v, "meta": {"imported_from": os.path.abspath(a.file),
+    doc = {"format": TABLE_FORMAT, "video": v, "meta": {"imported_from": os.path.abspath(a.file),
                                                                "import_format": a.format}}
     formats._atomic_write(a.out, json.dumps(doc, indent=1) + "\n")
     print(a.out)

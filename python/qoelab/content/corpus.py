@@ -60,6 +60,23 @@ def _check_set(cset: str) -> dict:
     return SETS[cset]
 
 
+#: The table format this qoelab writes (`qoelab video prepare`, `video import`) and reads.
+TABLE_FORMAT = "qoelab-content/1"
+
+
+def check_table_format(doc, path: str) -> None:
+    """A document that says it is a content table (``format`` "qoelab-content/...") must be this
+    qoelab's format and hold its ``video`` (a later format was read as this one; a table without its
+    video was taken for a bare Video JSON with unknown fields)."""
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if not (isinstance(fmt, str) and fmt.startswith("qoelab-content/")):
+        return
+    if fmt != TABLE_FORMAT:
+        raise InputError(path, "format", f"{TABLE_FORMAT} (the table format this qoelab reads)", repr(fmt[:40]))
+    if "video" not in doc:
+        raise InputError(path, "video", "the table's Video object", "none")
+
+
 def corpus_dir(cset: str = "sd") -> str:
     """Directory of a corpus set (``$QOELAB_CORPUS`` overrides the ``sd`` set's, ``$QOELAB_CORPUS_HD`` the
     ``hd`` set's)."""
@@ -130,11 +147,9 @@ def load_table(path_or_name: str) -> dict:
         raise InputError(path_or_name, None, "a corpus clip's table (a regular file)", not_a_file(path_or_name))
     path = path_or_name if os.path.isfile(path_or_name) else find_video(path_or_name)
     doc = _read_json(path)
+    check_table_format(doc, path)
     if not isinstance(doc, dict) or "video" not in doc:
         raise InputError(path, None, "a qoelab-content table (keys format, video, meta)", "other JSON")
-    if doc.get("format", "qoelab-content/1") != "qoelab-content/1":
-        raise InputError(path, "format", "qoelab-content/1 (the table format this qoelab reads)",
-                         repr(str(doc["format"])[:40]))
     if not isinstance(doc.get("meta", {}), dict):
         raise InputError(path, "meta", "an object", _show(doc["meta"]))
     validate(doc["video"], path)
@@ -151,6 +166,7 @@ def load_video(path_or_name: str) -> dict:
     if path_or_name.endswith(".dat"):
         return formats.import_minerva(path_or_name)
     doc = _read_json(path_or_name)
+    check_table_format(doc, path_or_name)
     if isinstance(doc, dict) and "video" in doc:
         validate(doc["video"], path_or_name)
         return with_layout(doc)

@@ -126,13 +126,6 @@ def load_for_export(table: str) -> dict:
             found = getattr(e, "strerror", None) or str(e)
             raise InputError(table, None, "a readable UTF-8 JSON file", found) from None
         doc = json_input(text, table)
-        fmt = doc.get("format") if isinstance(doc, dict) else None
-        if isinstance(fmt, str) and fmt.startswith("qoelab-content/"):
-            if fmt != "qoelab-content/1":   # (a later format was read as this one)
-                raise InputError(table, "format", "qoelab-content/1 (the table format this qoelab reads)",
-                                 repr(fmt[:40]))
-            if "video" not in doc:   # (it said "format,meta: expected only the Video fields")
-                raise InputError(table, "video", "the table's Video object", "none")
         meta = doc.get("meta") if isinstance(doc, dict) and "video" in doc else None
         if meta is not None and not isinstance(meta, dict):  # corpus.with_layout reads meta.ladder
             raise InputError(table, "meta", "an object (or null)", type(meta).__name__)

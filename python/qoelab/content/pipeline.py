@@ -26,12 +26,13 @@ from qoelab.content import frames as frm
 from qoelab.content import ladder as lad
 from qoelab.content import measure as meas
 from qoelab.content import mp4, mpd, sources
+from qoelab.content.corpus import TABLE_FORMAT
 from qoelab.filememo import sha256_file
 from qoelab.content.progress import Progress
 from qoelab import outdir
 from qoelab.errors import InputError
 
-FORMAT = "qoelab-content/1"
+FORMAT = TABLE_FORMAT
 NS = 1_000_000_000
 
 
