@@ -57,9 +57,8 @@ def _trace() -> str:
     the cases are listed)."""
     global _TRACE_DIR
     if _TRACE_DIR is None:
-        from qoelab.outdir import sweep_stale
-        sweep_stale(tempfile.gettempdir(), "bench")   # (SIGKILL skips the cleanup at exit)
-        _TRACE_DIR = tempfile.TemporaryDirectory(prefix=f"qoelab-bench-{os.getpid()}-")
+        from qoelab.outdir import own_tmp_prefix   # (SIGKILL skips the cleanup at exit)
+        _TRACE_DIR = tempfile.TemporaryDirectory(prefix=own_tmp_prefix("bench"))
     trace = os.path.join(_TRACE_DIR.name, "12mbps.down")
     if not os.path.exists(trace):
         with open(trace, "w") as f:

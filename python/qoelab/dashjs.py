@@ -175,9 +175,8 @@ def browser_tmpdir(kind: str = "dashjs") -> str:
     base = tempfile.gettempdir()
     if len(base) > 32:
         base = "/tmp"
-    from qoelab.outdir import sweep_stale
-    sweep_stale(base, kind)
-    return tempfile.mkdtemp(prefix=f"qoelab-{kind}-{os.getpid()}-", dir=base)
+    from qoelab.outdir import own_tmp_prefix
+    return tempfile.mkdtemp(prefix=own_tmp_prefix(kind, base), dir=base)
 
 
 def _play(mpd, duration_s, abr, buffer_s, stable_buffer_s, sample_ms, log, sets, tmpdir) -> list[dict]:

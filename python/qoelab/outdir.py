@@ -259,6 +259,13 @@ def open_log(path: str, opt: str, mode: str = "a"):
         raise InputError(_short(path), None, message=f"{opt}: cannot open the log: {e.strerror or e}") from None
 
 
+def own_tmp_prefix(kind: str, base: str | None = None) -> str:
+    """The name prefix of a temporary folder of this process, ``qoelab-<kind>-<pid>-``, after removing
+    those of ``kind`` in ``base`` (default the temporary directory) whose process is gone."""
+    sweep_stale(base or tempfile.gettempdir(), kind)
+    return f"qoelab-{kind}-{os.getpid()}-"
+
+
 def sweep_stale(base: str, kind: str) -> None:
     """Remove ``qoelab-<kind>-<pid>-*`` folders in ``base`` whose process is gone (it was killed: no
     cleanup ran). A pid in use again keeps its folder."""

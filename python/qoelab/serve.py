@@ -609,8 +609,12 @@ class Server:
                 try:
                     self._info_file.close()
                 except OSError as e:   # (a full device: it was an internal error at Ctrl-C)
-                    self.log_failed = self.log_failed or f"--tcp-info-log: {e.strerror or e}"
+                    self.note_log_failure("--tcp-info-log", e)
                 self._info_file = None
+
+    def note_log_failure(self, opt: str, e: OSError) -> None:
+        """Remember the first log write that failed (shown once when the server stops)."""
+        self.log_failed = self.log_failed or f"{opt}: {e.strerror or e}"
 
     # -- connections
     def _accepted(self, sock: socket.socket, peer) -> None:
@@ -1090,7 +1094,7 @@ class Server:
                 self.log.write(line)
                 self.log.flush()
             except OSError as e:   # the server goes on; shown once when it stops
-                self.log_failed = self.log_failed or f"--log: {e.strerror or e}"
+                self.note_log_failure("--log", e)
             except ValueError:
                 pass
 
@@ -1117,7 +1121,7 @@ class Server:
                 try:
                     f.write(line)
                 except OSError as e:
-                    self.log_failed = self.log_failed or f"--tcp-info-log: {e.strerror or e}"
+                    self.note_log_failure("--tcp-info-log", e)
                 except ValueError:
                     pass
 
@@ -1204,7 +1208,7 @@ def _cmd_serve(args) -> int:
             try:
                 log.close()
             except OSError as e:
-                srv.log_failed = srv.log_failed or f"--log: {e.strerror or e}"
+                srv.note_log_failure("--log", e)
         if srv.log_failed:   # one line; the exit status stays the command's (0, 130, 143)
             print(f"qoelab serve: warning: {srv.log_failed} (the log is incomplete)", file=sys.stderr)
     return 0

@@ -46,9 +46,8 @@ def main(n: int = 10_000, jobs: int = 0, json_out: bool = False, keep: str | Non
     from qoelab.sweep import runner, spec
     from qoelab.sweep.store import Store
     jobs = jobs or os.cpu_count() or 1
-    from qoelab.outdir import sweep_stale
-    sweep_stale(tempfile.gettempdir(), "bench-sweep")   # folders of killed runs
-    tmp = tempfile.mkdtemp(prefix=f"qoelab-bench-sweep-{os.getpid()}-")
+    from qoelab.outdir import own_tmp_prefix
+    tmp = tempfile.mkdtemp(prefix=own_tmp_prefix("bench-sweep"))
     out = keep or os.path.join(tmp, "store")
     try:
         t = time.perf_counter()
