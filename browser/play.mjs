@@ -57,7 +57,7 @@ try {
     }
     return route.fulfill({ status: 404, body: '' });
   });
-  if (cfg.dump_settings) {   // dash.js's default settings (tools/dashjs-settings writes browser/dashjs-settings.json)
+  if (cfg.dump_settings) {   // dash.js's default settings (python -m qoelab.dashjs --write-settings keeps them)
     await page.goto(`${origin}/__qoelab/settings.html`);
     out({ ev: 'settings', version: await page.evaluate(() => dashjs.Version || dashjs.MediaPlayer().create().getVersion()),
           settings: await page.evaluate(() => dashjs.MediaPlayer().create().getSettings()) });

@@ -65,11 +65,12 @@ def main(argv=None) -> int:
                 pg = load_har(path)
                 pk = cm.packet_load({"har": os.path.abspath(path)}, bw, rtt, page_bytes=pg.total_bytes)
                 t = pk.summary["pages"][0]["plt_s"]
-                rp = cm._reimport(cm.page_with_packet_timings(pg, pk))
+                timed = cm.page_with_packet_timings(pg, pk)
+                rp = cm._reimport(timed)
                 n_pk.append(pk.summary["pages"][0]["connections"])
                 n_fl.append(_core.pageload_run(rp.core_tuple(), [(gp, rtt, []), (gp, rtt, [])], "if1", 1,
                                                None)["conns_opened"])
-                own = cm._median(cm.bandwidth_samples(cm.page_with_packet_timings(pg, pk)))
+                own = cm._median(cm.bandwidth_samples(timed))
                 p2 = no_tls(path, d)
                 pg2 = load_har(p2)
                 pk2 = cm.packet_load({"har": p2}, bw, rtt, page_bytes=pg2.total_bytes)

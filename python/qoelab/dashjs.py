@@ -82,6 +82,8 @@ def settings(abr: str, buffer_s: float | None = None, stable_buffer_s: float | N
 
 
 _KNOWN: dict | None = None
+#: dash.js's default settings, as the installed dash.js gives them (``--write-settings`` below).
+SETTINGS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashjs_settings.json")
 
 
 def known_settings() -> dict:
@@ -89,7 +91,7 @@ def known_settings() -> dict:
     written from the installed dash.js by ``python -m qoelab.dashjs --write-settings``."""
     global _KNOWN
     if _KNOWN is None:
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashjs_settings.json")) as f:
+        with open(SETTINGS_FILE) as f:
             _KNOWN = json.load(f)
     return _KNOWN
 
@@ -103,11 +105,11 @@ def check_setting(key: str, val, item: str) -> None:
     (null defaults take anything). dash.js ignores an unknown key and breaks on a wrong kind (a probe:
     ``streaming=5`` stopped the player at 0 s, and the command exited 0)."""
     known = known_settings()
+    a_setting = f"a dash.js {known['version']} setting (python/qoelab/dashjs_settings.json)"
     node, parts = known["settings"], key.split(".")
     for i, p in enumerate(parts):
         if not isinstance(node, dict) or p not in node:
-            raise InputError(None, "--set", f"a dash.js {known['version']} setting "
-                             f"(python/qoelab/dashjs_settings.json)", ".".join(parts[:i + 1]) + f" in {item!r}")
+            raise InputError(None, "--set", a_setting, ".".join(parts[:i + 1]) + f" in {item!r}")
         node = node[p]
 
     def kind_ok(default, v, where):
@@ -118,8 +120,7 @@ def check_setting(key: str, val, item: str) -> None:
                 raise InputError(None, "--set", f"{where}: a settings object", _json_kind(v) + f" in {item!r}")
             for k, x in v.items():
                 if k not in default and default:
-                    raise InputError(None, "--set", f"a dash.js {known['version']} setting "
-                                     f"(python/qoelab/dashjs_settings.json)", f"{where}.{k} in {item!r}")
+                    raise InputError(None, "--set", a_setting, f"{where}.{k} in {item!r}")
                 if k in default:
                     kind_ok(default[k], x, f"{where}.{k}")
             return
@@ -419,6 +420,6 @@ if __name__ == "__main__":   # python -m qoelab.dashjs --write-settings: refresh
     live = live_settings()
     doc = {"source": "dash.js getSettings() of a new MediaPlayer, written by `python -m qoelab.dashjs "
                      "--write-settings` from the dash.js of browser/package.json (make setup-real)", **live}
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "dashjs_settings.json"), "w") as f:
+    with open(SETTINGS_FILE, "w") as f:
         f.write(json.dumps(doc, indent=1) + "\n")
     print(f"dash.js {live['version']}: settings written")
