@@ -142,3 +142,72 @@ def test_table1_claim_is_in_the_papers_order_whatever_the_hash_seed():
     table = json.loads(outs.pop())
     assert list(table) == ["256", "512"]
     assert all(list(table[q]) == list(sprint_claims.PAPER_T1[256]) for q in table)
+
+
+def _grid_rows(cells):
+    """{(plane, rate, queue): [pct_fs per seed]} -> a runs frame as the grid writes it."""
+    return pd.DataFrame([dict(exp="grid", plane=p, rate_mbps=r, queue_kb=q, rep=i, pct_fs=v)
+                         for (p, r, q), vs in cells.items() for i, v in enumerate(vs)])
+
+
+def test_s4_compares_cell_medians_not_paired_differences():
+    """Claims file §3: a cell's value is the median over its seeds; S4 compares the planes' cell
+    values. Here the median of the paired per-seed differences is -3 (it failed S4 until
+    2026-11-30), the cell medians differ by +2."""
+    dash = [90.0, 95.0, 100.0, 105.0, 110.0]
+    sprint = [101.0, 91.0, 110.5, 102.0, 103.0]          # paired: +11, -4, +10.5, -3, -7
+    df = _grid_rows({("dash", 10, 128): dash, ("sprint", 10, 128): sprint,
+                     ("dash", 3, 512): [10.0] * 5, ("sprint", 3, 512): [100.0] * 5})
+    c = sprint_claims.s4(df, None)
+    assert c["grade"] == "PASS", c["ours"]
+    assert "min 2.0 points at 10M/128 KB" in c["ours"] and "min -3.0 points" in c["ours"]
+    # a cell median 3 points down fails the -2 tolerance
+    df2 = _grid_rows({("dash", 10, 128): dash, ("sprint", 10, 128): [v - 3 for v in dash],
+                      ("dash", 3, 512): [10.0] * 5, ("sprint", 3, 512): [100.0] * 5})
+    assert sprint_claims.s4(df2, None)["grade"] == "FAIL"
+
+
+def test_every_cell_rules_are_not_graded_on_missing_cells():
+    spec = sprint.Spec("test", rates=(3,), queues=(256, 512), families=("grid",))
+    df = _grid_rows({("sprint", 3, 256): [95.0], ("dash", 3, 256): [50.0], ("sprintx", 3, 256): [80.0]})
+    for fn in (sprint_claims.s1, sprint_claims.s4, sprint_claims.s5):
+        c = fn(df, spec)
+        assert c["grade"] == "NOT RUN" and c["verdict"] == "INCONCLUSIVE", c
+        assert "3M/512 KB" in c["ours"], c["ours"]
+    df2 = pd.concat([df, _grid_rows({("dash", 3, 512): [20.0]})])
+    df2 = df2[~((df2["plane"] == "dash") & (df2["queue_kb"] == 256))]
+    c = sprint_claims.s2(pd.concat([df2, _grid_rows({("dash", 25, 256): [60.0]})]),
+                         sprint.Spec("test", rates=(3, 25), queues=(256, 512), families=("grid",)))
+    assert c["grade"] == "NOT RUN" and "dash 3M/256 KB" in c["ours"], c["ours"]
+    # with the cell present S1 is graded again
+    df = _grid_rows({("sprint", 3, 256): [95.0], ("sprint", 3, 512): [96.0]})
+    assert sprint_claims.s1(df, spec)["grade"] == "PASS"
+
+
+def test_on_periods_read_the_window_after_the_restart_and_count_strictly():
+    """E1 (c): the window an ON period starts from is the first sample after the response's first
+    byte (the sender restarts after idle when it next sends: the sample at the request is the
+    window before the pause), compared with IW itself."""
+    iw = sprint.IW_BYTES
+    seg = pd.DataFrame({"t_request_s": [6.0, 10.0, 14.0], "t_first_byte_s": [6.1, 10.1, 14.1],
+                        "t_last_byte_s": [8.0, 12.0, 16.0]})
+    tcp = pd.DataFrame({"time_s": [10.02, 10.12, 11.0, 14.02, 14.12, 15.0],
+                        "cwnd": [58 * 1448, iw, 2 * iw, 58 * 1448, 1.2 * iw, 2 * iw]})
+    r = sprint.on_periods(tcp, seg, None, 3e6, 2, 0.1)
+    assert r["on_periods"] == 2 and r["on_start_iw"] == 1 and r["on_start_iw_frac"] == 0.5
+    # fair-BDP with no queue: 3 Mbit/s / 2 x 0.1 s = 18,750 B, below both peaks (2 x IW = 28,960 B)
+    assert r["on_peak_below"] == 0
+
+
+def test_s11_c_is_pooled_over_on_periods():
+    rows = [dict(exp="iws", cell="a", iws_per_min=0.0, rep=0), dict(exp="iws", cell="b", iws_per_min=3.0, rep=0),
+            dict(exp="iws", cell="c", iws_per_min=1.0, rep=0, on_periods=4, on_start_iw=4, on_peak_below=4),
+            dict(exp="iws", cell="c", iws_per_min=1.0, rep=1, on_periods=1, on_start_iw=0, on_peak_below=1)]
+    df = pd.DataFrame(rows)
+    df["iws_times"] = "[]"
+    df["iws_boundaries"] = 10
+    df["iws_onsets"] = 1
+    c = sprint_claims.s11(df, None)
+    # 4 of 5 ON periods (80%) start from IW: PASS; the median of the per-seed fractions would be 50%
+    assert c["grade"] == "PASS", c["ours"]
+    assert "5 ON periods" in c["ours"] and "80% start" in c["ours"]

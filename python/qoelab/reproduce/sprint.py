@@ -240,6 +240,12 @@ def _vclient(name: str, plane: str, run: Run) -> dict:
     if run.abr == "fixed":
         c["abr_params"] = {"rung": run.rung}
         c["player"] = {"buffer_max": "20s"}
+    if run.exp == "segsize":
+        # E2: back-to-back requests, no pauses: a buffer that never fills, and a video long enough
+        # that the lowest rung (0.24 x the fair share) is still downloading at the end of the run
+        long = f"{run.duration_s * 10}s"
+        c["video_duration"] = long
+        c["player"] = {"buffer_max": long}
     return c
 
 
@@ -516,23 +522,27 @@ def chunk_metrics(run: Run, summary, flows, fi, tcp) -> dict:
 
 
 def on_periods(tcp, seg, qb, rate_bps, n, base_rtt_s) -> dict:
-    """E1(c): share of ON periods (segment downloads after an idle gap > 1 s) that start from cwnd
-    <= IW and peak below the fair-BDP."""
+    """E1(c): ON periods (segment downloads after an idle gap > 1 s) that start from cwnd <= IW and
+    peak below the fair-BDP, counted. The start is the first ``tcp`` sample at or after the
+    response's first byte reached the client: the sender applies its restart after idle when it
+    next sends, so a sample taken at the request still shows the window from before the pause (and
+    the first ACK of the new response reaches the sender half an RTT after that first byte)."""
     seg = seg.sort_values("t_request_s")
     tt = tcp.sort_values("time_s")
     starts_iw, peaks_below, k = 0, 0, 0
     prev_end = None
-    for tr, tl in zip(seg["t_request_s"], seg["t_last_byte_s"]):
-        if prev_end is not None and tr - prev_end > 1.0 and tr > 5.0:
-            w = tt[(tt["time_s"] >= tr) & (tt["time_s"] <= tl)]
+    for tr, tf, tl in zip(seg["t_request_s"], seg["t_first_byte_s"], seg["t_last_byte_s"]):
+        if prev_end is not None and tr - prev_end > 1.0 and tr > 5.0 and tf == tf:
+            w = tt[(tt["time_s"] >= tf) & (tt["time_s"] <= tl)]
             if len(w):
                 k += 1
-                starts_iw += int(float(w["cwnd"].iloc[0]) <= IW_BYTES * 1.5)
+                starts_iw += int(float(w["cwnd"].iloc[0]) <= IW_BYTES)
                 qmax = float(qb[(qb.index >= tr) & (qb.index <= tl)].max()) if qb is not None and len(qb) else 0
                 fbdp = rate_bps / 8.0 / n * (base_rtt_s + qmax * 8.0 / rate_bps)
                 peaks_below += int(float(w["cwnd"].max()) < fbdp)
         prev_end = tl
-    return {"on_periods": k, "on_start_iw_frac": starts_iw / k if k else float("nan"),
+    return {"on_periods": k, "on_start_iw": starts_iw, "on_peak_below": peaks_below,
+            "on_start_iw_frac": starts_iw / k if k else float("nan"),
             "on_peak_below_frac": peaks_below / k if k else float("nan")}
 
 
