@@ -77,12 +77,21 @@ def test_overlap_share_on_a_hand_made_frame():
 
 
 def test_trend_and_greater_and_combine():
-    assert trend({1: 1.0, 2: 1.5, 3: 2.0})[0] is True
-    assert trend({1: 2.0, 2: 1.5, 3: 1.0})[0] == "rev"
+    assert trend({1: 1.0, 2: 1.5, 10: 2.0})[0] is True
+    assert trend({1: 2.0, 2: 1.5, 10: 1.0})[0] == "rev"
     assert trend({1: 2.0, 2: 1.5, 6: 1.0}, up=False, hi=6)[0] is True
-    assert trend({1: 1.0, 2: 1.05, 3: 1.1})[0] is False          # direction right, magnitude short
+    assert trend({1: 1.0, 2: 1.05, 10: 1.1})[0] is False          # direction right, magnitude short
+    # the rule compares N = 1 with N = 6 (decreases) or 10 (increases): without that N there is no
+    # verdict (the quick grid's N = 4 was taken as the end point until 2026-11-30)
+    assert trend({1: 2.0, 4: 1.0, 10: 1.0}, up=False, hi=6)[0] is None
+    assert trend({1: 1.0, 2: 1.5, 4: 2.0})[0] is None
     assert greater(2.0, 1.0, [2, 2], [1, 1]) is True
     assert greater(1.0, 2.0) == "rev" and greater(1.0, 1.01) == "noise"
+    # a tie is no difference, even at 0 (it was "A > B" without seed medians until 2026-11-30)
+    assert greater(0.0, 0.0) == "noise" and greater(0.0, 0.0, margin=1.0 + 1e-9) == "noise"
+    assert greater(4.2e6, 4.2e6, [4.2e6] * 5, [4.2e6] * 5) == "noise"
+    # one condition fails and one is within noise: only one condition failed
+    assert combine([("a", False), ("b", "noise"), ("c", True)]) == PARTIAL
     assert combine([("a", True), ("b", True)]) == SUPPORTED
     assert combine([("a", True), ("b", False)]) == PARTIAL
     assert combine([("a", True), ("b", None)]) == PARTIAL
@@ -160,3 +169,13 @@ def test_cli_registers_chunklets():
     with pytest.raises(SystemExit) as e:
         cli.main(["reproduce", "chunklets", "--jobs", "0"])
     assert e.value.code == 2
+
+
+def test_combine_counts_lettered_conditions():
+    """"(c) E7" and "(c) E9" are one condition of the claims file: both failing is one condition
+    failing (PARTIAL); two lettered conditions failing is NOT SUPPORTED."""
+    assert combine([("(a) E3", True), ("(b) E3", True), ("(c) E7", False), ("(c) E9", False)]) == PARTIAL
+    assert combine([("(a) PIE", False), ("(a) FQ", True), ("(c) E7", False)]) == NOT_SUPPORTED
+    assert combine([("(a) PIE", True), ("(a) FQ", "rev"), ("(b)", True)]) == NOT_SUPPORTED
+    assert combine([("(a) PIE", True), ("(a) FQ", None), ("(b)", True)]) == PARTIAL
+    assert combine([("(a) PIE", True), ("(a) FQ", False), ("(c) RR", "noise")]) == PARTIAL
