@@ -194,3 +194,22 @@ def test_a_reset_connection_ends_its_active_span_at_the_reset():
         prev = flows[base if k == "1" else f"{base}~{int(k) - 1}"]
         assert abs(prev["start_s"] + prev["active_s"] - flows[n]["start_s"]) < 1e-5, (n, prev, flows[n])
         assert abs(prev["goodput_bps"] - prev["bytes_received"] * 8 / prev["active_s"]) < 1e-3 * prev["goodput_bps"]
+
+
+def test_loss_phases_classify_every_loss_of_the_video_flows():
+    """Every data packet of a client's video flows dropped at the bottleneck ingress gets a phase:
+    queue drops and the link's random losses (drawn before the queue: no arrival row). Until
+    2026-11-30 random losses were left out, and one could mark an earlier delivered copy."""
+    d = {"scenario": {"name": "lp", "duration": "40s", "seed": 1},
+         "topology": {"rate": "6Mbps", "rtt": "40ms", "buffer": "6bdp", "aqm": "pfifo", "loss": "0.5%"},
+         "client": [{"abr": "dynamic", "video": "synthetic:sabre-bbb", "video_duration": "190s"}],
+         "output": {"loss_phases": True, "packet_log": True, "tables": ["packets"]}}
+    r = qoelab.run(d)
+    pk, fi = r.table("packets"), r.table("flow_info")
+    video = set(fi[fi["kind"] == "video"]["flow"])
+    lost = pk[pk["flow"].isin(video) & (pk["payload"] > 0)]
+    drops, losses = int((lost["event"] == 2).sum()), int((lost["event"] == 3).sum())
+    lp = r.summary["clients"][0]["loss_phases"]
+    print(f"queue drops {drops}, random losses {losses}, loss phases {lp}")
+    assert losses > 10
+    assert sum(lp.values()) == drops + losses

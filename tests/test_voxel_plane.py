@@ -108,3 +108,29 @@ def test_video_duration_truncates_and_tiles_the_voxel_table(tmp_path):
         res = qoelab.run(str(tmp_path / "s.toml"))
         assert res.summary["clients"][0]["segments"] == n
         assert res.table("segments")["quality"].notna().all()
+
+
+def test_an_abandoned_response_over_quic_counts_as_cancelled():
+    """Over QUIC* the plane cuts an abandoned response short by skipping the rest of it (no reset):
+    the summary's http block counts it as cancelled, as the requests table marks it (it counted as
+    completed until 2026-11-30, with no waste)."""
+    d = {"scenario": {"name": "vq", "duration": "40s", "seed": 1},
+         "topology": {"rate": "6Mbps", "rtt": "40ms", "buffer": "1bdp", "aqm": "pfifo"},
+         "client": [{"name": "v", "count": 2, "abr": "abrstar", "video": "synthetic:voxel", "video_duration": "60s",
+                     "stagger": "1s", "transport": "quic", "data_plane": {"kind": "voxel"}}],
+         "flow": [{"name": "bulk", "start": "5s", "stop": "30s"}],
+         "output": {"tables": ["segments"]}}
+    r = qoelab.run(d)
+    rq = r.table("requests")
+    total = 0
+    for i, c in enumerate(r.summary["clients"]):
+        t = rq[rq["client"] == i]
+        h = c["http"]
+        total += h["cancelled"]
+        assert h["requests"] == len(t)
+        assert h["cancelled"] == int(t["cancelled"].sum()), (h, t[["request", "cancelled"]])
+        assert h["completed"] == int(((t["cancelled"] == 0) & (t["t_last_byte_s"] == t["t_last_byte_s"])).sum())
+        assert (h["wasted_bytes"] > 0) == (h["cancelled"] > 0)
+        # a QUIC client's mean smoothed RTT (null until 2026-11-30): at least the 40 ms base
+        assert c["srtt_mean_ms"] is not None and c["srtt_mean_ms"] >= 40, c["srtt_mean_ms"]
+    assert total >= 1

@@ -291,10 +291,16 @@ impl World {
                     }
                     events.push(PktEvent { t: tm[i] as u64, flow: flow[i] as u64, kind, dropped: false });
                 }
-                2 | 3 if is_data => {
+                2 if is_data => {
                     if let Some(&j) = last.get(&(link[i], flow[i], seq[i])) {
                         events[j].dropped = true;
                     }
+                }
+                // a link loss is drawn at the ingress, before the queue: the packet has no arrival
+                // row, its loss row is its arrival (a dropped one)
+                3 if is_data => {
+                    let kind = PktKind::Data { seq: seq[i] as u64 };
+                    events.push(PktEvent { t: tm[i] as u64, flow: flow[i] as u64, kind, dropped: true });
                 }
                 _ => {}
             }

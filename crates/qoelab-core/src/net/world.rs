@@ -1116,12 +1116,14 @@ impl World {
                 return false;
             }
             if now >= f.start {
-                if let Ep::TcpTx(s) = &eps[f.tx] {
-                    let srtt = s.srtt().unwrap_or(0);
-                    if srtt > 0 {
-                        f.srtt_sum += srtt as f64;
-                        f.srtt_n += 1;
-                    }
+                let srtt = match &eps[f.tx] {
+                    Ep::TcpTx(s) => s.srtt().unwrap_or(0),
+                    Ep::QuicTx(s) => s.srtt().unwrap_or(0),
+                    _ => 0,
+                };
+                if srtt > 0 {
+                    f.srtt_sum += srtt as f64;
+                    f.srtt_n += 1;
                 }
             }
             true

@@ -60,6 +60,8 @@ struct Outstanding {
     header: u64,
     reported: u64,
     issued: Ns,
+    /// Cut short without a reset ([`Http::cut_short`]): counted as cancelled, not completed.
+    cut: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -183,7 +185,15 @@ impl Http {
         let c = &mut self.conns[conn.0 as usize];
         c.req_written += rq;
         let len = hdr + body + unreliable;
-        c.out.push_back(Outstanding { id, start: c.resp_expected, len, header: hdr, reported: 0, issued: now });
+        c.out.push_back(Outstanding {
+            id,
+            start: c.resp_expected,
+            len,
+            header: hdr,
+            reported: 0,
+            issued: now,
+            cut: false,
+        });
         c.resp_expected += len;
         c.server.push_back(ServerReq { req_end: c.req_written, len, unreliable, serve_at: NEVER });
         c.issued += 1;
@@ -216,6 +226,22 @@ impl Http {
         self.refresh_serve_min();
         t.reset(now, conn);
         ids
+    }
+
+    /// The response of `id` on `conn` was cut short without a reset (QUIC: the sender skips the
+    /// rest of it) after the client used its first `kept` body bytes: it counts as cancelled, and
+    /// the bytes received so far beyond those (with the header) as waste, as [`Http::reset_keeping`]
+    /// counts them. Bytes still in flight at the cut, and the skipped range the transport
+    /// zero-fills, are not counted. Its end is not counted as completed.
+    pub fn cut_short(&mut self, conn: ConnId, id: ReqId, kept: u64) {
+        let Some(o) = self.conns[conn.0 as usize].out.iter_mut().find(|o| o.id == id) else { return };
+        if o.cut {
+            return;
+        }
+        o.cut = true;
+        let used = if kept > 0 { o.reported.min(o.header + kept) } else { 0 };
+        self.stats.cancelled += 1;
+        self.stats.wasted_bytes += o.reported - used;
     }
 
     /// Next think-time expiry of a server response (NEVER if none).
@@ -332,10 +358,12 @@ impl Http {
                         o.reported = r;
                     }
                 }
-                while c.out.front().is_some_and(|o| o.reported >= o.len) {
+                while let Some(o) = c.out.front().filter(|o| o.reported >= o.len).copied() {
                     c.out.pop_front();
                     c.completed += 1;
-                    self.stats.completed += 1;
+                    if !o.cut {
+                        self.stats.completed += 1;
+                    }
                 }
             }
         }

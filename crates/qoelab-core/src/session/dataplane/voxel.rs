@@ -278,11 +278,12 @@ impl VoxelPlane {
     /// Cut the response of `req` (body `[0, len)`) short from body offset `from`: skip on QUIC,
     /// else reset the connection. `used`: the client keeps the body before `from` (not waste).
     /// Returns whether the connection was reset.
-    fn cut(now: Ns, cx: &mut Cx, start: u64, (from, used): (u64, bool), len: u64) -> bool {
+    fn cut(now: Ns, cx: &mut Cx, (req, start): (ReqId, u64), (from, used): (u64, bool), len: u64) -> bool {
         if from >= len {
             return false;
         }
         if cx.t.skip(now, C0, Dir::Response, start + from, start + len) {
+            cx.http.cut_short(C0, req, if used { from } else { 0 });
             return false;
         }
         cx.reset_keeping(now, C0, if used { from } else { 0 });
@@ -349,14 +350,19 @@ impl VoxelPlane {
                         *keep = Some(k);
                         seg.fetched_to = seg.fetched_to.min(k);
                         // QUIC: skip the rest now; TCP: reset once the kept bytes are in
-                        if k >= d.body_len || cx.t.skip(now, C0, Dir::Response, start + k, start + d.body_len) {
+                        if k >= d.body_len {
                             *keep = Some(u64::MAX); // nothing to reset later
+                        } else if cx.t.skip(now, C0, Dir::Response, start + k, start + d.body_len) {
+                            // as a reset after the kept bytes counts it (TCP, below)
+                            cx.http.cut_short(C0, req, k);
+                            cx.log.cancel(now, req);
+                            *keep = Some(u64::MAX);
                         }
                         return self.on_main(now, d, cx);
                     }
                     None => {
                         // abandoned to a lower rung: cut the response, fetch again
-                        Self::cut(now, cx, start, (d.body, false), d.body_len);
+                        Self::cut(now, cx, (req, start), (d.body, false), d.body_len);
                         cx.log.cancel(now, req);
                         self.state = State::Idle;
                         return true;
@@ -382,7 +388,7 @@ impl VoxelPlane {
         cx.player.complete(now, dl);
         if matches!(keep, Some(k) if k != u64::MAX) {
             // TCP: the kept bytes are in; drop the rest of the response
-            Self::cut(now, cx, start, (total, true), d.body_len);
+            Self::cut(now, cx, (req, start), (total, true), d.body_len);
         }
         self.after(now, seg, cx);
         true
@@ -505,7 +511,7 @@ impl DataPlane for VoxelPlane {
                     let (req, start, len) = (*req, *start, *body_len);
                     let got = cx.log.received(req).min(len);
                     self.stats.cut_short += 1;
-                    Self::cut(now, cx, start, (got, true), len);
+                    Self::cut(now, cx, (req, start), (got, true), len);
                     cx.log.cancel(now, req);
                     self.finish_extra(now, cx, got);
                     if let State::Idle = self.state {
