@@ -179,3 +179,13 @@ def test_combine_counts_lettered_conditions():
     assert combine([("(a) PIE", True), ("(a) FQ", "rev"), ("(b)", True)]) == NOT_SUPPORTED
     assert combine([("(a) PIE", True), ("(a) FQ", None), ("(b)", True)]) == PARTIAL
     assert combine([("(a) PIE", True), ("(a) FQ", False), ("(c) RR", "noise")]) == PARTIAL
+
+
+def test_a_low_weight_condition_caps_at_partial():
+    """C7 (c) ("Weight: low") and C3's CV ("PARTIAL-weight"): failing, they make SUPPORTED
+    PARTIAL and never count as a failure beside another one."""
+    from qoelab.reproduce.chunklets import LOW, _finish
+    assert _finish({}, [("(a)", True), ("(c)" + LOW, False)], "")["verdict"] == PARTIAL
+    assert _finish({}, [("(a)", True), ("(c)" + LOW, True)], "")["verdict"] == SUPPORTED
+    assert _finish({}, [("(a) PIE", False), ("(b)", "noise"), ("(c)" + LOW, False)], "")["verdict"] == PARTIAL
+    assert _finish({}, [("(a)", False), ("(b)", False), ("(c)" + LOW, True)], "")["verdict"] == NOT_SUPPORTED

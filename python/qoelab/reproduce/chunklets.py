@@ -622,8 +622,16 @@ def _not_run(claim: dict, what: str) -> dict:
     return claim
 
 
+LOW = " (low weight)"
+
+
 def _finish(claim: dict, parts: list, ours: str) -> dict:
-    claim["verdict"] = combine(parts)
+    """The verdict of ``parts`` by :func:`combine`; a condition the claims file gives a low or
+    PARTIAL weight (label ending in LOW) does not enter it: if it does not hold, SUPPORTED becomes
+    PARTIAL, never worse."""
+    claim["verdict"] = combine([(lab, s) for lab, s in parts if not lab.endswith(LOW)])
+    if claim["verdict"] == SUPPORTED and any(_norm(s) is not True for lab, s in parts if lab.endswith(LOW)):
+        claim["verdict"] = PARTIAL
     claim["parts"] = [{"condition": lab, "holds": _st(s)} for lab, s in parts]
     claim["ours"] = ours + " | conditions: " + "; ".join(f"{lab}: {_st(s)}" for lab, s in parts)
     return claim
@@ -741,13 +749,8 @@ def claim_c3(c: Cells, runs, chunks) -> dict:
             f"({'FQ more stable' if cvf < cvp else 'PIE more stable'}); medians N=1,5,10 FQ "
             f"{[_m(c.get('E3', 'fq_codel', n, 'sa_med')) for n in (1, 5, 10)]}, PIE "
             f"{[_m(c.get('E3', 'pie', n, 'sa_med')) for n in (1, 5, 10)]}")
-    claim = _finish(claim, parts, ours)
-    if cvf == cvf and cvp == cvp:
-        claim["parts"].append({"condition": "CV of SA FQ < PIE (PARTIAL weight)", "holds": _st(cvf < cvp)})
-        claim["ours"] += f"; CV of SA FQ < PIE (PARTIAL weight): {_st(cvf < cvp)}"
-        if claim["verdict"] == SUPPORTED and not cvf < cvp:
-            claim["verdict"] = PARTIAL
-    return claim
+    parts.append(("CV of SA FQ < PIE" + LOW, None if cvf != cvf or cvp != cvp else cvf < cvp))
+    return _finish(claim, parts, ours)
 
 
 def claim_c4(c: Cells, runs, chunks) -> dict:
@@ -883,7 +886,8 @@ def claim_c7(c: Cells, runs, chunks) -> dict:
                       "capacity); PIE reaches higher SA and relatively high RRs; under PIE no significant SA increase "
                       "with N (single queue), while FQ-CoDel's SA increases.",
              "rule": "(a) SA(E6) > SA(E4) at >= 80% of N per AQM; (b) PIE's median SA and RR (median over N) above "
-                     "E4's; (c) [low weight] PIE SA(10)/SA(1) < 1.2 and FQ increases with N."}
+                     "E4's; (c) [low weight: if it fails, SUPPORTED becomes PARTIAL, never worse] PIE SA(10)/SA(1) < "
+                     "1.2 and FQ increases with N."}
     if not c.has("E6"):
         return _not_run(claim, "E6 (mixed RTT) not in this grid")
     parts, txt = [], []
@@ -899,7 +903,7 @@ def claim_c7(c: Cells, runs, chunks) -> dict:
     sp = c.series("E6", "pie", "sa_med")
     ratio = sp[max(sp)] / sp[min(sp)] if len(sp) >= 2 and sp[min(sp)] > 0 else float("nan")
     tf = trend(c.series("E6", "fq_codel", "sa_med"))
-    parts.append(("(c) PIE flat (x<1.2) and FQ increases", None if ratio != ratio or tf[0] is None else
+    parts.append(("(c) PIE flat (x<1.2) and FQ increases" + LOW, None if ratio != ratio or tf[0] is None else
                   bool(ratio < 1.2 and tf[0] is True)))
     txt.append(f"PIE SA ratio N={max(sp)}/N={min(sp)} {ratio:.2f}; FQ {tf[1]}")
     return _finish(claim, parts, "; ".join(txt))
