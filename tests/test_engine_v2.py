@@ -335,3 +335,17 @@ def test_a_client_that_never_starts_does_not_count_in_the_video_fairness():
     assert a.summary["video"]["clients"] == 2
     assert b.summary["video"] == a.summary["video"]
     assert [c["name"] for c in b.summary["clients"]] == ["a", "b", "late"]
+
+
+def test_poisson_sessions_do_not_all_begin_at_start():
+    """A Poisson process from `start` has its first arrival an exponential gap after it: 16 entries
+    of 0.01 sessions/s each (0.16/s in all) begin no session at 0 and about 0.16 x 60 s ~ 10 in a
+    minute. Until 2026-11-30 each entry's first session was at `start`: 16 sessions at 0 s."""
+    cl = [{"name": f"p{i}", "abr": "throughput", "video": "synthetic:has-testbed", "video_duration": "10s",
+           "arrival_rate": 0.01} for i in range(16)]
+    r = qoelab.run(video(cl, duration="60s"))
+    seg = r.table("segments")
+    first = seg.groupby("client")["t_request_s"].min()
+    sessions = [c for c in r.summary["clients"] if "#" in c["name"]]
+    assert (first > 0.5).all(), first.sort_values().head()
+    assert 3 <= len(sessions) <= 18, len(sessions)

@@ -266,11 +266,15 @@ impl World {
                     // Check the entry once (ABR, player, nodes) without keeping a client.
                     w.build_session(&p, c)?;
                     w.check_nodes(&p, c.server, c.client, true)?;
-                    let rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
+                    // A Poisson process from `start`: the first session an exponential gap after it
+                    // (until 2026-11-30 the first was at `start`: n entries began with n sessions
+                    // at once)
+                    let mut rng = Rng::for_component(w.seed, &format!("sessions/{}", c.name));
+                    let first = c.start + crate::time::from_secs_f64(rng.exp(1.0 / r)).max(1);
                     w.session_gens.push((i, rng, 0));
                     w.actions.push(AppAction::Session(w.session_gens.len() - 1));
                     let ai = w.actions.len() - 1;
-                    w.engine.schedule(c.start, target(K_APP, ai));
+                    w.engine.schedule(first, target(K_APP, ai));
                 }
             }
         }
