@@ -27,6 +27,8 @@ def test_scenarios_are_table_3_1_in_binary_units():
 def test_fractions_ks_spearman():
     f = SC.fractions([1.0, 1.0005, 2.0, 0.5])
     assert f == {"faster": 0.25, "slower": 0.25, "equal": 0.5, "n": 4}
+    # a case without a result is in no fraction (it was counted as equal until 2026-11-30)
+    assert SC.fractions([1.0, 1.0005, 2.0, 0.5, float("nan")]) == f
     assert SC.ks([1, 2, 3], [1, 2, 3]) == 0.0
     assert SC.ks([1, 2, 3], [10, 20, 30]) == 1.0
     x = np.arange(100.0)

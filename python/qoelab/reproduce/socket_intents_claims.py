@@ -27,7 +27,10 @@ def wide(df, set_name: str, value: str = "plt_s", seed: int = 1):
 
 
 def fractions(s, eps: float = EPS) -> dict:
+    """Faster / slower / equal fractions of the finite speedups (a case without a result, NaN, is
+    in none: it was counted as equal until 2026-11-30)."""
     s = np.asarray(s, dtype=float)
+    s = s[np.isfinite(s)]
     n = len(s)
     if n == 0:
         return {"faster": math.nan, "slower": math.nan, "equal": math.nan, "n": 0}
@@ -181,6 +184,9 @@ def sensitivity(df, sens, primary: str = PRIMARY) -> list[dict]:
                 row[f"{p}_faster"], row[f"{p}_slower"] = f["faster"], f["slower"]
         if "eaf" in w:
             row["eaf_s_gt_2"] = float(np.mean(w["if1"] / w["eaf"] > 2))
+        if "mptcp-if1" in w:
+            # P5's own statistic: s < 0.99
+            row["mptcp-if1_s_lt_099"] = float(np.mean(w["if1"] / w["mptcp-if1"] < 0.99))
         out.append(row)
     return out
 
@@ -192,8 +198,11 @@ def _grade(ok_all: bool, ok_dir: bool) -> str:
 def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None = None) -> list[dict]:
     import pandas as pd
     claims = []
-    wl_ok = bool(wstats.get(PRIMARY, {}).get("whole_set", {}).get("all_targets_met"))
-    wl_note = ("workload targets met" if wl_ok else "workload targets NOT met: at most PARTIAL")
+    # the workload is the pages loaded (the quick run loads a few of the generated set; the gate
+    # looked at the whole generated set until 2026-11-30)
+    wl_ok = bool(wstats.get(PRIMARY, {}).get("loaded", {}).get("all_targets_met"))
+    wl_note = ("workload targets met by the pages loaded" if wl_ok else
+               "workload targets NOT met by the pages loaded: at most PARTIAL")
 
     def wd(grade: str) -> str:  # workload-dependent: PASS only with a calibrated workload
         return "PARTIAL" if grade == "PASS" and not wl_ok else grade
@@ -223,19 +232,22 @@ def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None
                         "faster fraction in [30%, 60%] (workload-dependent)", g, ours, value=f["faster"]))
     # P2
     fe, fm = fr["eaf"]["faster"], fr["eaf-mptcp"]["faster"]
-    order = fm > fe + 0.05
+    order = fm >= fe + 0.05
     g = "FAIL" if not order else wd(_grade(inband(fm, 0.45, 0.80), True))
     claims.append(claim("P2", "§3.5.3, Fig. 3.4a", "EAF-MPTCP faster than if1 in 63% of cases, more often than EAF",
-                        "frac(EAF-MPTCP) > frac(EAF) + 5 pp (strict); EAF-MPTCP in [45%, 80%]", g,
+                        "frac(EAF-MPTCP) > frac(EAF) by >= 5 pp (strict); EAF-MPTCP in [45%, 80%]", g,
                         f"EAF-MPTCP faster in {pct(fm)} vs EAF {pct(fe)} ({100 * (fm - fe):+.1f} pp)", value=fm))
     # P3
     eq_mask = np.abs(s["eaf"] - 1) <= EPS
     mech = float(np.mean(off["eaf"].to_numpy()[eq_mask] == 0)) if eq_mask.any() else math.nan
+    near = int(np.sum(eq_mask & (s["eaf"] != 1)))
     fe_eq = fr["eaf"]["equal"]
     g = "FAIL" if not (mech >= 0.99) else wd(_grade(inband(fe_eq, 0.40, 0.70), True))
     claims.append(claim("P3", "§3.5.3, §3.5.5", "otherwise EAF ties with if1 (56.6% equal): everything over if1",
                         "(a) EAF equal fraction in [40%, 70%]; (b) >= 99% of equal cases put every object on if1", g,
-                        f"EAF equal in {pct(fe_eq)}; of those, every object on if1 in {pct(mech)}", value=fe_eq))
+                        f"EAF equal in {pct(fe_eq)}; of those, every object on if1 in {pct(mech)} ({near} of the "
+                        f"{int(eq_mask.sum())} equal cases are near-ties, 0 < |s - 1| <= {EPS:g}: an object went over "
+                        "interface 2 and moved the load time by less than eps)", value=fe_eq))
     # P4
     se, sm = fr["eaf"]["slower"], fr["eaf-mptcp"]["slower"]
     sl_mask = s["eaf"] < 1 - EPS
@@ -264,9 +276,11 @@ def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None
     sl_mean = float(np.mean(sl)) if sl else math.nan
     min_s = min(mins) if mins else math.nan
     a, b = inband(sl_mean, 0.35, 0.60), min_s <= 0.33
-    g = wd(_grade(a and b, a or b))
+    # "Report min s; 0.1 +- factor 2 = PASS": the magnitude band of min s is [0.05, 0.2]
+    g = wd(_grade(a and inband(min_s, 0.05, 0.2), a or b))
     claims.append(claim("P6", "§3.5.3-3.5.4, Fig. 3.4a", "MPTCP rnd slower than if1 in 48% of cases, up to 10x",
-                        "slower in [35%, 60%] (seed mean); min s <= 0.33", g,
+                        "slower in [35%, 60%] (seed mean); min s <= 0.33, and in [0.05, 0.2] (0.1 +- factor 2) "
+                        "for PASS", g,
                         f"slower {pct(sl_mean)} (seeds {len(sl)}: {pct(min(sl)) if sl else 'n/a'}-"
                         f"{pct(max(sl)) if sl else 'n/a'}); min s {min_s:.3f} (1/{1 / min_s:.1f})", value=sl_mean))
     # P7
@@ -330,24 +344,28 @@ def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None
         ok_med &= inband(med, 0.95, 1.05)
         ok_all &= inband(med, 0.95, 1.05) and low <= 0.02 and mn >= 0.5
         txt.append(f"{p}: median s' {med:.3f}, s' < 0.8 in {pct(low)}, min s' {mn:.3f}")
+    # a mechanism (claims file §4: "judged strictly"): every condition or FAIL
     claims.append(claim("P11", "§3.5.4, Fig. 3.6", "against MPTCP if1, EAF and EAF-MPTCP are close to 1 and never "
-                        "considerably worse", "median s' in [0.95, 1.05]; P(s' < 0.8) <= 2%; min s' >= 0.5",
-                        _grade(ok_all, ok_med), "; ".join(txt)))
+                        "considerably worse", "median s' in [0.95, 1.05]; P(s' < 0.8) <= 2%; min s' >= 0.5 (a "
+                        "mechanism, judged strictly)", "PASS" if ok_all else "FAIL", "; ".join(txt)))
     # P12
     mins_p = [float(np.min((base_m / rnd[k]).to_numpy())) for k in rnd.columns]
     mp = min(mins_p) if mins_p else math.nan
-    g = "PASS" if mp <= 0.1 else ("PARTIAL" if mp <= 0.5 else "FAIL")
+    # direction: >= 10x slower somewhere; magnitude: 30x +- factor 3, i.e. min s' in [1/90, 1/10]
+    g = "FAIL" if not mp <= 0.1 else ("PASS" if mp >= 1 / 90 else "PARTIAL")
     claims.append(claim("P12", "§3.5.4, Fig. 3.6", "MPTCP rnd can be ~30x slower than MPTCP if1",
-                        "min s'(MPTCP rnd) <= 0.1 (PARTIAL <= 0.5)", g, f"min s' {mp:.4f} (1/{1 / mp:.1f})", value=mp))
+                        "min s'(MPTCP rnd) <= 0.1; PASS on magnitude if >= 1/90 (30x +- factor 3)", g,
+                        f"min s' {mp:.4f} (1/{1 / mp:.1f})", value=mp))
     # P13
     sub = ((cases["rtt2_ms"] < cases["rtt1_ms"]) | (cases["bw1_mbit"] == 0.5)).to_numpy()
     r = (base_m / w["eaf-mptcp"]).to_numpy()
-    fa, sl_ = float(np.mean(r[sub] > 1.01)), float(np.mean(r[sub] < 0.99))
+    fa, sl_ = float(np.mean(r[sub] > 1.01)), float(np.mean(r[sub] < 1 / 1.01))
     worse5 = float(np.mean(r < 1 / 1.05))
     claims.append(claim("P13", "§3.5.4", "EAF-MPTCP beats MPTCP if1 where if1 is not the best first-subflow "
                         "interface; slightly worse in some cases", "on rtt2 < rtt1 or bw1 = 0.5: P(faster by > 1%) > "
-                        "P(slower by > 1%); overall slower by > 5% in <= 10%", _grade(fa > sl_ and worse5 <= 0.10,
-                                                                                  fa > sl_ or worse5 <= 0.10),
+                        "P(slower by > 1%) (an ordering, judged strictly); overall slower by > 5% in <= 10% is "
+                        "reported, not graded (the claims file's '(report)', as for P7's ordering)",
+                        "PASS" if fa > sl_ else "FAIL",
                         f"subset ({int(sub.sum())} cases): faster {pct(fa)}, slower {pct(sl_)}; all cases slower by "
                         f"> 5%: {pct(worse5)}"))
     # P14
@@ -402,12 +420,21 @@ def evaluate(df, pages, scen, wstats: dict, spec, perf: dict, cross: dict | None
     # P19
     hc = hand_cases()
     grid_bound = _lower_bound_ok(df, pages, scen)
-    ok = all(c["ok"] for c in hc) and grid_bound[0]
+    # with two identical interfaces MPTCP if1 is at least as fast as if1 (s >= 1 - eps in every case)
+    same = ((cases["bw1_bytes"] == cases["bw2_bytes"]) & (cases["rtt1_ms"] == cases["rtt2_ms"])).to_numpy()
+    s_same = s["mptcp-if1"][same]
+    s_same = s_same[np.isfinite(s_same)]
+    bad_same = int(np.sum(s_same < 1 - EPS))
+    worst_same = float(np.min(s_same)) if len(s_same) else math.nan
+    ok = all(c["ok"] for c in hc) and grid_bound[0] and bad_same == 0 and len(s_same) > 0
     claims.append(claim("P19", "§3.3.4; unit_validation.py", "hand-computed load times for simple patterns",
-                        "each case within +-1 RTT of 2 RTT + ftime(...); PLT >= bytes / sum bw + 2 min RTT",
+                        "each case within +-1 RTT of 2 RTT + ftime(...); invariants: PLT >= bytes / sum bw + 2 min "
+                        "RTT, and with two identical interfaces MPTCP if1 >= if1 (s >= 1 - eps)",
                         "PASS" if ok else "FAIL",
                         "; ".join(f"{c['case']}: model {c['model_s']:.4f} s vs hand {c['hand_s']:.4f} s" for c in hc)
-                        + f"; lower bound violated in {grid_bound[1]} of {grid_bound[2]} grid loads"))
+                        + f"; lower bound violated in {grid_bound[1]} of {grid_bound[2]} grid loads; identical "
+                          f"interfaces: MPTCP if1 slower than if1 in {bad_same} of {len(s_same)} cases"
+                        + (f" (min s {worst_same:.3f})" if len(s_same) else "")))
     # P20
     gmap = {c["id"]: c["grade"] for c in claims}
     parts = [gmap.get(k) for k in ("P2", "P8", "P4", "P9")]
