@@ -163,3 +163,16 @@ def test_value_function_command_and_client_utility(tmp_path):
     fa, fb = (c["flow_control"] for c in s["clients"])
     assert fa["updates"] > 10 and fb["updates"] > 10
     assert fa["weight_mean"] > fb["weight_mean"]
+
+
+def test_sessions_arriving_after_the_first_wake_up_are_controlled(tmp_path):
+    """A provider whose clients are all sessions of arrival entries has no member at its first
+    wake-up (0 s); the first session wakes it. Until 2026-11-30 its controller, with nothing to
+    update, slept for good and no session was ever controlled (Minerva's §8.3 runs then equalled
+    Cubic's once the sessions stopped arriving at 0 s)."""
+    clients = [("a", "A", 'arrival_rate = 0.05\nvideo_duration = "60s"'),
+               ("b", "B", 'arrival_rate = 0.05\nvideo_duration = "60s"')]
+    s, out = run(tmp_path, clients, provider(["a", "b"]), duration="120s")
+    sessions = [c for c in s["clients"] if "#" in c["name"]]
+    assert len(sessions) >= 2, [c["name"] for c in s["clients"]]
+    assert all(c["flow_control"]["updates"] > 0 for c in sessions), [c["flow_control"] for c in sessions]

@@ -185,6 +185,26 @@ impl World {
         }
     }
 
+    /// A client created during the run (a session of an arrival entry) joins its provider now, and
+    /// a provider with no wake-up scheduled (its controller had no member to update) is woken now:
+    /// until 2026-11-30 such a provider slept for good, so sessions that all arrived after its
+    /// first wake-up were never controlled.
+    pub(crate) fn provider_new_clients(&mut self) {
+        if self.providers.list.is_empty() {
+            return;
+        }
+        let before = self.providers.of_client.len();
+        self.provider_scan();
+        let now = self.engine.now();
+        for i in before..self.providers.of_client.len() {
+            if let Some((pi, _)) = self.providers.of_client[i] {
+                if self.providers.list[pi].sched == NEVER {
+                    self.provider_sched(pi, now);
+                }
+            }
+        }
+    }
+
     /// The response flows of a client's current connections.
     fn current_resp_flows(&self, ci: ClientId) -> impl Iterator<Item = FlowId> + '_ {
         self.clients[ci].conns.iter().map(|c| c.1)

@@ -612,6 +612,7 @@ impl World {
         c.start = now;
         c.arrival_rate = None;
         self.add_client("clients", &c).expect("session parameters were checked at build");
+        self.provider_new_clients();
         self.engine.schedule(now + crate::time::from_secs_f64(gap).max(1), target(K_APP, ai));
     }
 
