@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 import os
 import random
+import re
 import time
 from dataclasses import dataclass
 
@@ -548,19 +548,21 @@ def count_frac(statuses, need: float):
     return "noise" if all(s in (True, "noise") for s in ev) else False
 
 
+def _merge(statuses) -> object:
+    """One status from the parts of a condition that all must hold: reversed if any is, else false
+    if any is, else noise if any is, else true (None: none was evaluated)."""
+    ev = [s for s in statuses if s is not None]
+    return (None if not ev else "rev" if "rev" in ev else False if False in ev else
+            "noise" if "noise" in ev else True)
+
+
 def _conditions(parts: list) -> dict:
-    """{condition: status} with the parts of one lettered condition ("(a) PIE", "(a) FQ") merged:
-    reversed if any is, else false if any is, else noise if any is, else true (None: none ran)."""
+    """{condition: status} with the parts of one lettered condition ("(a) PIE", "(a) FQ") merged."""
     out: dict = {}
     for lab, s in parts:
         m = re.match(r"\(([a-z])\)", lab)
         out.setdefault(m.group(1) if m else lab, []).append(s)
-    merged = {}
-    for k, ss in out.items():
-        ev = [s for s in ss if s is not None]
-        merged[k] = (None if not ev else "rev" if "rev" in ev else False if False in ev else
-                     "noise" if "noise" in ev else True)
-    return merged
+    return {k: _merge(ss) for k, ss in out.items()}
 
 
 def combine(parts: list) -> str:
@@ -816,10 +818,7 @@ def claim_c5(c: Cells, runs, chunks) -> dict:
     hi = [n for n in c.ns("E4", "pie") if n > 6]
     # (d) each metric at >= 4 of N = 1..5 (80%), every metric needed
     dm = {k: _pairs(c, "E4", "pie", "fq_codel", k, lo) for k in ("sa_iqr", "rr_iqr", "rr_med", "ii_med")}
-    dk = {k: count_frac(v, 0.8) for k, v in dm.items() if v}
-    d_st = (None if not dk else True if all(s is True for s in dk.values()) else
-            "rev" if any(s == "rev" for s in dk.values()) else
-            "noise" if all(s in (True, "noise") for s in dk.values()) else False)
+    d_st = _merge(count_frac(v, 0.8) for v in dm.values() if v)
     e = _pairs(c, "E4", "fq_codel", "pie", "sa_iqr", hi)
 
     def f(a):
@@ -1014,9 +1013,7 @@ def claim_c10(c: Cells, runs, chunks) -> dict:
     # (a tie, e.g. both at the top rung, is no difference)
     c10c = None
     if rr[0] == rr[0] and rr[1] == rr[1] and i2[0] == i2[0] and i2[1] == i2[1]:
-        s1, s2 = greater(rr[0], rr[1]), greater(i2[1], i2[0])
-        c10c = (True if s1 is True and s2 is True else "rev" if "rev" in (s1, s2) else
-                "noise" if {s1, s2} <= {True, "noise"} else False)
+        c10c = _merge((greater(rr[0], rr[1]), greater(i2[1], i2[0])))
     parts.append(("(c) RR FQ > PIE and II FQ < PIE", c10c))
     txt.append("FQ share of level-20 chunks " + " ".join(f"{n}:{v:.0%}" for n, v in top.items())
                + f"; RR FQ {_ser_txt(c.series('E9', 'fq_codel', 'rr_med'))} vs PIE "

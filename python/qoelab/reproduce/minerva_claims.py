@@ -601,8 +601,7 @@ def m21(df, odf, spec):
             vfs[v] = json.load(fh)
     c = value_check(vfs, corpus.scale(mode))
     mids = "/".join(f"{x / corpus.SCALE * corpus.scale(mode):.1f}" for x in (0.8, 1.0, 1.2))
-    rs = sorted(c["ratios"])
-    m = (rs[(len(rs) - 1) // 2] + rs[len(rs) // 2]) / 2 if rs else math.nan
+    m = median_ci(c["ratios"])[0]
     mono = c["viol_rate"] <= 1 and c["viol_buffer"] <= 1
     return claim("M21", "Fig. 4", paper, rule, "PASS" if mono and 0.5 <= m <= 2 else "FAIL",
                  f"our V_5 (MPC plan at constant rate, {len(vfs)} videos, middle rung): largest decrease along rate "

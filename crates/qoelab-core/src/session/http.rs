@@ -64,6 +64,18 @@ struct Outstanding {
     cut: bool,
 }
 
+impl Outstanding {
+    /// Bytes of this response the client used when it gave up on the rest after its first `kept`
+    /// body bytes (those and the header, as far as they arrived): not waste.
+    fn used(&self, kept: u64) -> u64 {
+        if kept > 0 {
+            self.reported.min(self.header + kept)
+        } else {
+            0
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct ServerReq {
     /// End offset of the request in the request stream.
@@ -215,10 +227,7 @@ impl Http {
         let c = &mut self.conns[conn.0 as usize];
         let ids: Vec<ReqId> = c.out.iter().map(|o| o.id).collect();
         self.stats.cancelled += ids.len() as u64;
-        let used = match c.out.front() {
-            Some(o) if kept > 0 => o.reported.min(o.header + kept),
-            _ => 0,
-        };
+        let used = c.out.front().map_or(0, |o| o.used(kept));
         self.stats.wasted_bytes += c.out.iter().map(|o| o.reported).sum::<u64>() - used;
         self.stats.resets += 1;
         let (issued, completed) = (c.issued, c.completed);
@@ -239,9 +248,8 @@ impl Http {
             return;
         }
         o.cut = true;
-        let used = if kept > 0 { o.reported.min(o.header + kept) } else { 0 };
         self.stats.cancelled += 1;
-        self.stats.wasted_bytes += o.reported - used;
+        self.stats.wasted_bytes += o.reported - o.used(kept);
     }
 
     /// Next think-time expiry of a server response (NEVER if none).

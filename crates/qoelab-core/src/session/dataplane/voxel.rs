@@ -282,11 +282,22 @@ impl VoxelPlane {
         if from >= len {
             return false;
         }
-        if cx.t.skip(now, C0, Dir::Response, start + from, start + len) {
-            cx.http.cut_short(C0, req, if used { from } else { 0 });
+        let kept = if used { from } else { 0 };
+        if Self::skip_rest(now, cx, (req, start), (from, kept), len) {
             return false;
         }
-        cx.reset_keeping(now, C0, if used { from } else { 0 });
+        cx.reset_keeping(now, C0, kept);
+        true
+    }
+
+    /// QUIC: the sender skips the response of `req` from body offset `from` on, and HTTP counts it
+    /// cancelled after the client used its first `kept` body bytes. False where the transport
+    /// cannot skip (TCP).
+    fn skip_rest(now: Ns, cx: &mut Cx, (req, start): (ReqId, u64), (from, kept): (u64, u64), len: u64) -> bool {
+        if !cx.t.skip(now, C0, Dir::Response, start + from, start + len) {
+            return false;
+        }
+        cx.http.cut_short(C0, req, kept);
         true
     }
 
@@ -352,9 +363,8 @@ impl VoxelPlane {
                         // QUIC: skip the rest now; TCP: reset once the kept bytes are in
                         if k >= d.body_len {
                             *keep = Some(u64::MAX); // nothing to reset later
-                        } else if cx.t.skip(now, C0, Dir::Response, start + k, start + d.body_len) {
+                        } else if Self::skip_rest(now, cx, (req, start), (k, k), d.body_len) {
                             // as a reset after the kept bytes counts it (TCP, below)
-                            cx.http.cut_short(C0, req, k);
                             cx.log.cancel(now, req);
                             *keep = Some(u64::MAX);
                         }
